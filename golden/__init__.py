@@ -1,0 +1,1 @@
+"""Golden Kineto traces with planted faults and fixed twins (see golden/README.md)."""

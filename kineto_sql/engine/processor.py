@@ -1,0 +1,104 @@
+"""`KinetoTraceProcessor`: perfetto's `TraceProcessor`, backed by the embedded wasm engine or a native shell.
+
+It has the same shape as `perfetto.trace_processor.TraceProcessor` (`.query(sql)` returns perfetto's
+QueryResultIterator, `.as_pandas_dataframe()` on it, context manager), because it *is* one: only the
+backend differs.
+"""
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfetto.common.exceptions import PerfettoException
+from perfetto.trace_processor.api import TraceProcessor, TraceProcessorConfig
+
+from kineto_sql.engine.rpc_backend import WasmRpcBackend
+from kineto_sql.engine.wasm_runtime import find_build
+from kineto_sql.errors import EngineError, QueryError
+
+# The 32-bit heap tops out at 4 GiB and ingest needs about 3x the JSON size.
+MEMORY64_ABOVE_BYTES = 1_000_000_000
+TP_SHELL_ENV = "KINETO_SQL_TP_SHELL"
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """Which engine runs the SQL: `wasm` (embedded, default), `wasm64` (memory64 build) or `native`."""
+
+    kind: str = "auto"
+    tp_shell: str | None = None
+
+    def resolve(self, input_bytes: int) -> "EngineChoice":
+        shell = self.tp_shell or os.environ.get(TP_SHELL_ENV)
+        if self.kind == "native" or (self.kind == "auto" and shell):
+            if not shell:
+                raise EngineError(f"the native engine needs a trace_processor_shell: pass --tp-shell PATH or set {TP_SHELL_ENV}")
+            if not Path(shell).exists():
+                raise EngineError(f"{shell}: no trace_processor_shell there; fix --tp-shell / {TP_SHELL_ENV}")
+            return EngineChoice("native", shell)
+        if self.kind in ("wasm", "wasm64"):
+            return self
+        return EngineChoice("wasm64" if input_bytes > MEMORY64_ABOVE_BYTES else "wasm")
+
+
+class KinetoTraceProcessor(TraceProcessor):
+    """A perfetto TraceProcessor whose backend is chosen by `EngineChoice`; loads prepared bytes."""
+
+    def __init__(self, choice: EngineChoice, sql_package: tuple[str, dict[str, str]] | None = None,
+                 sql_package_dir: Path | None = None):
+        self.choice = choice
+        self._package = sql_package
+        if choice.kind == "native":
+            packages = [str(sql_package_dir)] if sql_package_dir else None
+            config = TraceProcessorConfig(bin_path=choice.tp_shell, add_sql_packages=packages)
+        else:
+            config = TraceProcessorConfig()
+        self._closed = False
+        super().__init__(trace=None, config=config)
+
+    def _create_backend(self, remote, addr):
+        if self.choice.kind == "native":
+            return super()._create_backend(remote, addr)
+        return WasmRpcBackend(find_build(self.choice.kind == "wasm64"))
+
+    def load_bytes(self, data: bytes) -> None:
+        """Ingests a whole trace (append + finalize) and registers our SQL package."""
+        try:
+            if self.choice.kind == "native":
+                self._parse_trace(io.BytesIO(data))
+            else:
+                result = self._backend.parse(data)
+                if result is not None and result.error:
+                    raise EngineError(f"the trace processor refused the trace: {result.error}")
+                self._backend.notify_eof()
+                if self._package:
+                    self._backend.register_sql_package(*self._package)
+        except PerfettoException as exc:
+            raise EngineError(f"the trace processor refused the trace: {exc}") from None
+
+    def query(self, sql: str):
+        try:
+            return super().query(sql)
+        except PerfettoException as exc:
+            raise QueryError(str(exc).strip()) from None
+
+    def df(self, sql: str):
+        """The rows of `sql` as a pandas DataFrame."""
+        return self.query(sql).as_pandas_dataframe()
+
+    @property
+    def heap_bytes(self) -> int | None:
+        return getattr(self._backend, "heap_bytes", None)
+
+    def close(self):
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        backend = getattr(self, "_backend", None)
+        if backend is not None:
+            try:
+                backend.close()
+            except Exception:
+                pass

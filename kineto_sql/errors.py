@@ -1,0 +1,21 @@
+"""The exceptions kineto-sql raises. Each carries one sentence a person can act on."""
+
+
+class KinetoSqlError(Exception):
+    """Base class: the CLI prints the message and exits 2, never a traceback."""
+
+
+class TraceInputError(KinetoSqlError):
+    """The input is missing, unreadable, or not a Kineto / Chrome trace."""
+
+
+class EngineError(KinetoSqlError):
+    """The trace processor itself failed (aborted, out of memory, refused the trace)."""
+
+
+class QueryError(KinetoSqlError):
+    """A SQL statement failed; the session stays usable."""
+
+
+class NotApplicable(KinetoSqlError):
+    """The trace lacks what a query needs (no GPU kernels, no steps, one rank...)."""

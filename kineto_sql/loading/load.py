@@ -1,0 +1,70 @@
+"""Loading a trace: read, prepare (nothing lost), ingest into the engine, add the metadata tables."""
+from __future__ import annotations
+
+import dataclasses
+import importlib.resources
+from pathlib import Path
+
+import orjson
+
+from kineto_sql.engine.processor import EngineChoice, KinetoTraceProcessor
+from kineto_sql.loading.prepare import PreparedTrace, prepare
+from kineto_sql.loading.source import read_bytes, trace_files_in
+from kineto_sql.sql_literals import bind
+from kineto_sql.sql_package import package_dir, package_modules
+
+_INGEST_TABLES = importlib.resources.files("kineto_sql").joinpath("sql/ingest_tables.sql").read_text()
+
+
+def prepare_file(path: Path) -> PreparedTrace:
+    return prepare(read_bytes(path), path)
+
+
+def rank_of(prepared: PreparedTrace, fallback: int | None) -> int | None:
+    info = prepared.metadata.get("distributedInfo")
+    if isinstance(info, dict) and isinstance(info.get("rank"), int):
+        return info["rank"]
+    return fallback
+
+
+def open_trace(path, engine: EngineChoice = EngineChoice(), rank_from_name: int | None = None) -> KinetoTraceProcessor:
+    """Loads one trace file into a fresh engine. The returned processor carries `.report`, `.trace_metadata`, `.rank`."""
+    path = Path(path)
+    prepared = prepare_file(path)
+    return open_prepared(prepared, path, engine, rank_from_name)
+
+
+def open_prepared(prepared: PreparedTrace, path: Path, engine: EngineChoice = EngineChoice(),
+                  rank_from_name: int | None = None) -> KinetoTraceProcessor:
+    choice = engine.resolve(len(prepared.data))
+    tp = KinetoTraceProcessor(choice, sql_package=("kineto", package_modules()), sql_package_dir=package_dir())
+    try:
+        tp.load_bytes(prepared.data)
+        tp.path = path
+        tp.report = prepared.report
+        tp.trace_metadata = prepared.metadata
+        tp.rank = rank_of(prepared, rank_from_name)
+        _add_ingest_tables(tp, prepared, path)
+    except BaseException:
+        tp.close()
+        raise
+    return tp
+
+
+def open_rank_dir(directory) -> list[tuple[Path, int | None]]:
+    """The rank files of a directory with the rank their name suggests (distributedInfo wins at load)."""
+    return [(f.path, f.rank_from_name) for f in trace_files_in(Path(directory))]
+
+
+def _add_ingest_tables(tp: KinetoTraceProcessor, prepared: PreparedTrace, path: Path) -> None:
+    facts = dict(prepared.metadata)
+    facts["kineto_sql.source"] = str(path)
+    facts["kineto_sql.rank"] = tp.rank
+    facts["kineto_sql.ts_offset_ns"] = prepared.report.ts_offset_ns
+    facts["kineto_sql.expected_slices"] = prepared.report.expected_slices
+    report = [dataclasses.asdict(f) for f in prepared.report.fixes]
+    sql = bind(_INGEST_TABLES, {
+        "metadata_json": orjson.dumps(facts, option=orjson.OPT_NON_STR_KEYS).decode(),
+        "report_json": orjson.dumps(report).decode(),
+    })
+    tp.query(sql)

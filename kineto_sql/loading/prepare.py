@@ -1,0 +1,271 @@
+"""Preparing a Kineto trace so Perfetto v52 keeps every event exactly.
+
+The v52 JSON importer silently loses or mangles some Kineto input (see DESIGN.md and
+research/perfetto.md): it drops an X event that overlaps another on the same thread without nesting
+(and then binds that event's flow to the wrong slice), rounds absolute epoch-microsecond timestamps
+to the nearest 0.25 us, and maps negative, huge and string pids/tids onto small numbers that collide.
+This module fixes the input first and records each change in an IngestReport:
+
+- timestamps at or above 1e12 us are rebased textually (before any float parse) by a whole number of
+  microseconds, so every event keeps its nanoseconds; the offset is in the report;
+- pids/tids Perfetto cannot hold get fresh ids in a reserved range, with their original in the name;
+- an X event that cannot nest goes to an "overlap lane" of the same process (a new thread named after
+  the original thread), and the flow events that belong to it follow it there.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from kineto_sql.errors import TraceInputError
+from kineto_sql.loading.events import engine_tid, ns
+from kineto_sql.loading.flows import bind_flows
+from kineto_sql.loading.report import IngestReport
+from kineto_sql.loading.source import parse_json
+
+# Above this a double cannot hold every nanosecond of a microsecond timestamp with 3 decimals.
+REBASE_ABOVE_US = 10**12
+UINT32_MAX = 2**32 - 1
+# Fresh ids live high in the uint32 range, far above real pids, tids and stream numbers.
+LANE_TID_BASE = 4_000_000_000
+REMAPPED_TID_BASE = 4_100_000_000
+REMAPPED_PID_BASE = 4_200_000_000
+
+_TS_FIELD = re.compile(rb'("ts"\s*:\s*)(-?\d+)(?=[.,}\s eE])')
+
+
+@dataclass
+class PreparedTrace:
+    """What the engine will ingest, the top-level metadata Perfetto ignores, and the report of changes."""
+
+    data: bytes
+    metadata: dict
+    report: IngestReport
+
+
+def prepare(raw: bytes, path: Path) -> PreparedTrace:
+    report = IngestReport(source=str(path), input_bytes=len(raw))
+    raw = _rebase_timestamps(raw, report)
+    doc = parse_json(raw, path)
+    if isinstance(doc, list):
+        events, metadata = doc, {}
+    elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
+        events = doc["traceEvents"]
+        metadata = {k: v for k, v in doc.items() if k != "traceEvents"}
+    else:
+        raise TraceInputError(
+            f"{path} is JSON but not a Kineto / Chrome trace (no traceEvents list); "
+            "pass the file torch.profiler exported")
+    if not events:
+        raise TraceInputError(f"{path} has an empty event list; the profiler recorded nothing (check its schedule)")
+
+    kept = [e for e in events if isinstance(e, dict)]
+    report.add("non_object_event_removed", len(events) - len(kept),
+               "an entry of traceEvents that is not a JSON object carries no event; Perfetto rejects it")
+    events = kept
+    report.events_by_phase = dict(Counter(str(e.get("ph")) for e in events))
+    if not any(ph in report.events_by_phase for ph in ("X", "i", "I", "B", "C")):
+        raise TraceInputError(f"{path} has no trace events with a duration or instant (ph X/i); "
+                              "it is not a profiler trace")
+
+    changed = report.ts_offset_ns != 0
+    changed |= _fill_missing_durations(events, report)
+    changed |= _remap_ids(events, report)
+    original_tracks = {i: (e.get("pid"), engine_tid(e)) for i, e in enumerate(events) if e.get("ph") == "X"}
+    changed |= _split_overlaps(events, report)
+    changed |= bind_flows(events, original_tracks, report)
+    _count_null_args(events, report)
+
+    if changed:
+        report.rewritten = True
+        data = orjson.dumps({"traceEvents": events, **metadata})
+    else:
+        data = raw
+    return PreparedTrace(data, metadata, report)
+
+
+# -- timestamps ------------------------------------------------------------------------------------
+
+def _rebase_timestamps(raw: bytes, report: IngestReport) -> bytes:
+    integers = [int(m.group(2)) for m in _TS_FIELD.finditer(raw)]
+    if not integers:
+        return raw
+    low, high = min(integers), max(integers)
+    if high < REBASE_ABOVE_US and low >= 0:
+        return raw
+    base = low
+
+    def shift(match: re.Match) -> bytes:
+        return match.group(1) + str(int(match.group(2)) - base).encode()
+
+    report.ts_offset_ns = base * 1000
+    report.add("timestamps_rebased", len(integers),
+               f"timestamps are {'negative' if low < 0 else 'absolute epoch microseconds'}: a double holds them "
+               f"only to ~0.25 us and Perfetto drops negative ones, so {base} us was subtracted as text "
+               "(kineto_metadata.ts_offset_ns adds it back)",
+               examples=[f"offset {base} us"])
+    return _TS_FIELD.sub(shift, raw)
+
+
+def _fill_missing_durations(events: list[dict], report: IngestReport) -> bool:
+    missing = [e for e in events if e.get("ph") == "X" and ns(e.get("dur")) is None]
+    for e in missing:
+        e["dur"] = 0
+    report.add("missing_dur_set_to_zero", len(missing),
+               "an X event without a numeric dur is rejected by Perfetto; it is kept as a 0-duration slice",
+               examples=[e.get("name") for e in missing])
+    return bool(missing)
+
+
+# -- pids and tids ---------------------------------------------------------------------------------
+
+def _valid_id(value) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and 0 <= value <= UINT32_MAX:
+        return value
+    if isinstance(value, str) and value.isdigit() and int(value) <= UINT32_MAX:
+        return int(value)
+    return None
+
+
+def _remap_ids(events: list[dict], report: IngestReport) -> bool:
+    pid_map: dict[tuple, int] = {}
+    tid_map: dict[tuple, int] = {}
+    named_pids = {e.get("pid") for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
+    named_tids = {(e.get("pid"), e.get("tid")) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    numeric_strings = 0
+    for e in events:
+        for key, table, base in (("pid", pid_map, REMAPPED_PID_BASE), ("tid", tid_map, REMAPPED_TID_BASE)):
+            if key not in e:
+                continue
+            value = e[key]
+            fixed = _valid_id(value)
+            if fixed is not None:
+                if fixed != value:
+                    e[key] = fixed
+                    numeric_strings += 1
+                continue
+            ident = (type(value).__name__, repr(value))
+            if ident not in table:
+                table[ident] = base + len(table)
+            e[key] = table[ident]
+    names = []
+    originals_pid = {v: k for k, v in pid_map.items()}
+    originals_tid = {v: k for k, v in tid_map.items()}
+    for (kind, shown), new in pid_map.items():
+        names.append(f"pid {shown} -> {new}")
+    for (kind, shown), new in tid_map.items():
+        names.append(f"tid {shown} -> {new}")
+    # Name every remapped process/thread after its original id when the trace did not name it.
+    extra = []
+    seen_threads = set()
+    for e in events:
+        pid, tid = e.get("pid"), e.get("tid")
+        if pid in originals_pid and pid not in named_pids and pid not in {x["pid"] for x in extra if x["name"] == "process_name"}:
+            original = _unrepr(originals_pid[pid])
+            if original not in named_pids:
+                extra.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": str(original)}})
+        if tid in originals_tid and (pid, tid) not in seen_threads:
+            seen_threads.add((pid, tid))
+            original = _unrepr(originals_tid[tid])
+            if (_original(pid, originals_pid), original) not in named_tids:
+                extra.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": str(original)}})
+    events.extend(extra)
+    report.add("id_remapped", len(pid_map) + len(tid_map),
+               "Perfetto turns negative, >2^32 and non-numeric pids/tids into 0 or an interned string number, "
+               "which merges unrelated processes (Kineto's pid -1 overhead process lands on GPU 0); they get "
+               f"fresh ids from {REMAPPED_TID_BASE} (tids) and {REMAPPED_PID_BASE} (pids), named after the original",
+               examples=names)
+    report.add("numeric_string_id", numeric_strings,
+               "a pid/tid written as a string of digits is read as that number, as Kineto meant it")
+    return bool(pid_map or tid_map or numeric_strings)
+
+
+def _unrepr(ident: tuple) -> object:
+    """The original id as text for a name (Perfetto rejects an empty process/thread name)."""
+    kind, shown = ident
+    text = shown[1:-1] if kind == "str" else shown
+    return text or "(empty id)"
+
+
+def _original(pid, originals_pid):
+    return _unrepr(originals_pid[pid]) if pid in originals_pid else pid
+
+
+# -- overlapping slices ----------------------------------------------------------------------------
+
+def _split_overlaps(events: list[dict], report: IngestReport) -> bool:
+    """Packs X events that cannot nest on their thread into overlap lanes, as v52 would drop them."""
+    tracks: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)
+    for index, e in enumerate(events):
+        if e.get("ph") != "X":
+            continue
+        ts, dur = ns(e.get("ts")), ns(e.get("dur"))
+        if ts is None or dur is None:
+            continue
+        tracks[(e.get("pid"), engine_tid(e))].append((ts, -dur, index))
+
+    thread_names = {(e.get("pid"), e.get("tid")): (e.get("args") or {}).get("name")
+                    for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    next_tid = LANE_TID_BASE
+    moved_examples, lanes_made, moved = [], [], 0
+    for key, items in tracks.items():
+        items.sort()
+        lane_stacks: list[list[int]] = [[]]
+        lane_of = []
+        for ts, neg_dur, index in items:
+            end = ts - neg_dur
+            for lane, stack in enumerate(lane_stacks):
+                while stack and stack[-1] <= ts:
+                    stack.pop()
+                if not stack or end <= stack[-1]:
+                    stack.append(end)
+                    break
+            else:
+                lane = len(lane_stacks)
+                lane_stacks.append([end])
+            lane_of.append(lane)
+        if len(lane_stacks) == 1:
+            continue
+        pid, tid = key
+        lane_tids = [tid]
+        base_name = thread_names.get((pid, tid)) or f"thread {tid}"
+        for lane in range(1, len(lane_stacks)):
+            lane_tids.append(next_tid)
+            events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": next_tid,
+                           "args": {"name": f"{base_name} (overlap lane {lane})"}})
+            lanes_made.append(f"{base_name} (overlap lane {lane}) of pid {pid}")
+            next_tid += 1
+        for (ts, neg_dur, index), lane in zip(items, lane_of):
+            if lane:
+                events[index]["tid"] = lane_tids[lane]
+                moved += 1
+                if len(moved_examples) < 5:
+                    moved_examples.append(f"{events[index].get('name')} @ {ts} ns on {base_name}")
+
+    report.add("overlap_lane", moved,
+               "Perfetto v52 drops an X event that overlaps another on the same thread without nesting "
+               "(stat slice_drop_overlapping_complete_event) and binds its flow to the wrong slice; each such "
+               "event moved, unchanged, to an overlap lane of its process",
+               examples=moved_examples)
+    report.add("overlap_lane_thread", len(lanes_made), "threads created to hold those events", examples=lanes_made)
+    return bool(moved)
+
+
+def _count_null_args(events: list[dict], report: IngestReport) -> None:
+    nulls = Counter()
+    for e in events:
+        args = e.get("args")
+        if isinstance(args, dict):
+            for k, v in args.items():
+                if v is None:
+                    nulls[k] += 1
+    report.add("null_arg_not_stored", sum(nulls.values()),
+               "Perfetto stores no row for an arg whose JSON value is null (SQL has no typed null arg); "
+               "the event itself is kept",
+               examples=[f"{k} x{n}" for k, n in nulls.most_common(5)])

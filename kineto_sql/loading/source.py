@@ -1,0 +1,79 @@
+"""Finding and reading trace files: `.json`, `.json.gz`, a bare event array, or a directory of rank traces.
+
+Every way an input can be wrong ends here as a TraceInputError with one sentence that says what to do.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from kineto_sql.errors import TraceInputError
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+_RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class RankFile:
+    """One trace file of a rank directory; `rank` comes from distributedInfo when the file has it."""
+
+    path: Path
+    rank_from_name: int | None
+
+
+def read_bytes(path: Path) -> bytes:
+    """The uncompressed bytes of one trace file."""
+    if not path.exists():
+        raise TraceInputError(f"{path}: no such file; check the path")
+    if path.is_dir():
+        raise TraceInputError(f"{path} is a directory; pass one trace file, or use a command that takes a rank directory")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TraceInputError(f"{path}: cannot read it ({exc.strerror}); check its permissions") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error):
+            raise TraceInputError(
+                f"{path} is a corrupt or truncated gzip file; re-copy or re-export the trace") from None
+    if not raw.strip():
+        raise TraceInputError(f"{path} is empty; it holds no trace events")
+    return raw
+
+
+def parse_json(raw: bytes, path: Path):
+    """Parses JSON with orjson, falling back to the stdlib for integers beyond 64 bits."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if "Integer" in str(exc) or "integer" in str(exc):
+            try:
+                return json.loads(raw)
+            except ValueError:
+                pass
+        truncated = "unexpected end" in str(exc).lower() or "EOF" in str(exc)
+        what = "truncated JSON (the file ends mid-event)" if truncated else "not valid JSON"
+        raise TraceInputError(
+            f"{path} is {what}: {str(exc).split(':')[0]}; re-export the trace from torch.profiler") from None
+
+
+def trace_files_in(directory: Path) -> list[RankFile]:
+    """The rank traces of a directory, as tensorboard_trace_handler writes them (one file per rank)."""
+    if not directory.exists():
+        raise TraceInputError(f"{directory}: no such directory; check the path")
+    files = sorted(p for p in directory.iterdir() if p.is_file() and p.name.endswith(TRACE_SUFFIXES))
+    if not files:
+        raise TraceInputError(
+            f"{directory} holds no trace files (*.json or *.json.gz); point at the folder torch.profiler wrote")
+    out = []
+    for path in files:
+        match = _RANK_IN_NAME.search(path.name)
+        out.append(RankFile(path, int(match.group(1)) if match else None))
+    return out

@@ -1,0 +1,58 @@
+"""The one place where Python values become SQL text. sqlglot quotes them; nothing else formats SQL.
+
+The trace processor's RPC has no bind parameters, so a query parameter or a metadata value has to be
+written into the statement. Doing it only here, through sqlglot's literal builder, keeps it injection-proof.
+"""
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+from sqlglot.tokens import Tokenizer, TokenType
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def literal(value) -> str:
+    """A typed SQL literal: NULL, integer, real, TRUE/FALSE, or a quoted string."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, float) and value != value:
+        return "NULL"
+    if value is not None and not isinstance(value, (int, float, str)):
+        raise TypeError(f"cannot turn {type(value).__name__} into a SQL literal")
+    return exp.convert(value).sql(dialect="sqlite")
+
+
+def identifier(name: str) -> str:
+    """A bare SQL identifier, refused unless it is a plain word (no quoting games)."""
+    if not _IDENTIFIER.match(name):
+        raise ValueError(f"not a plain SQL identifier: {name!r}")
+    return name
+
+
+def table_function_call(function: str, args: list) -> str:
+    """`SELECT * FROM function(arg, ...)` with every argument as a literal."""
+    call = exp.Anonymous(this=identifier(function), expressions=[exp.maybe_parse(literal(a)) for a in args])
+    return exp.select(exp.Star()).from_(exp.Table(this=call)).sql(dialect="sqlite", normalize_functions=False)
+
+
+
+def bind(template: str, values: dict) -> str:
+    """Replaces each `:name` placeholder of a .sql text with the literal of values[name].
+
+    sqlglot's tokenizer finds the placeholders, so text inside strings and comments is never touched.
+    A placeholder without a value is an error, never an empty string.
+    """
+    tokens = Tokenizer().tokenize(template)
+    pieces, cursor = [], 0
+    for colon, word in zip(tokens, tokens[1:]):
+        if colon.token_type != TokenType.COLON or word.start != colon.end + 1 or not _IDENTIFIER.match(word.text):
+            continue
+        if word.text not in values:
+            raise KeyError(f"no value for SQL placeholder :{word.text}")
+        pieces.append(template[cursor:colon.start])
+        pieces.append(literal(values[word.text]))
+        cursor = word.end + 1
+    pieces.append(template[cursor:])
+    return "".join(pieces)
