@@ -55,36 +55,58 @@ def bind_flows(events: list[dict], original_tracks: dict[int, tuple], report: In
             return stacks[track][position - 1][1] if position else None
         return stacks[track][position][1] if position < len(keys[track]) else None
 
-    moved, to_rebind, intended_of = 0, set(), {}
+    moved, to_rebind, intended_of, flow_keys = 0, set(), {}, {}
     for j in flow_indices:
         e = events[j]
         ts = ns(e.get("ts"))
         if ts is None:
             continue
         track = (e.get("pid"), engine_tid(e))
+        bp_enclosing = e.get("ph") != "f" or e.get("bp") == "e"
+        flow_keys[j] = sort_key(e, j, ts)
         intended = _intended_slice(events, by_correlation.get((track, _as_int(e.get("id"))), ()), ts)
         if intended is None:
+            intended_of[j] = engine_target(track, flow_keys[j], bp_enclosing)
             continue
         intended_of[j] = intended
         target_track = (events[intended].get("pid"), engine_tid(events[intended]))
-        bp_enclosing = e.get("ph") != "f" or e.get("bp") == "e"
-        if engine_target(target_track, sort_key(e, j, ts), bp_enclosing) == intended:
+        if engine_target(target_track, flow_keys[j], bp_enclosing) == intended:
             if target_track != track:
                 e["tid"] = target_track[1]
                 moved += 1
             continue
         to_rebind.add(j)
 
-    rebound, unresolved = _rebind_explicitly(events, flow_indices, to_rebind, intended_of)
+    # A flow end sorted before its start (same timestamp, written first) is dropped by the importer
+    # (stat flow_end_without_start, severity info only). Equal-time events that are not X keep file
+    # order, so moving the end to the end of the file fixes it without touching any timestamp.
+    reorder = set()
+    pairs: dict[tuple, list[int]] = defaultdict(list)
+    for j in flow_keys:
+        pairs[(repr(events[j].get("id")), events[j].get("cat"), events[j].get("name"))].append(j)
+    for members in pairs.values():
+        starts = [j for j in members if events[j].get("ph") == "s"]
+        ends = [j for j in members if events[j].get("ph") == "f"]
+        if len(starts) == 1 and len(ends) == 1 and flow_keys[ends[0]] < flow_keys[starts[0]]:
+            reorder.add(ends[0])
+
+    rebound, unresolved, drop, late = _rebind_explicitly(events, flow_indices, to_rebind, intended_of)
+    reorder |= late
+    if drop or reorder:
+        tail = [events[i] for i in sorted(reorder - drop)]
+        events[:] = [e for i, e in enumerate(events) if i not in drop and i not in reorder] + tail
     report.add("flow_followed_lane", moved,
                "flow events bound to a slice moved to an overlap lane were moved with it")
     report.add("flow_bound_explicitly", rebound,
                "the importer would bind these flows to a slice that began at the same instant as theirs; each "
                "arrow is written as an explicit v2 binding on its two slices (its flow keeps no cat/name args)")
+    report.add("flow_end_reordered", len(reorder),
+               "a flow end written before its start at the same timestamp is dropped by the importer "
+               "(flow_end_without_start); the end event moved to the end of the file, times unchanged")
     report.add("flow_unresolved", unresolved,
                "flows whose intended slice could not be bound (it already carries another explicit flow); "
                "the importer binds them as the file says")
-    return bool(moved or rebound)
+    return bool(moved or rebound or reorder)
 
 
 def _as_int(value):
@@ -112,14 +134,14 @@ def _intended_slice(events: list[dict], candidates, ts: int) -> int | None:
 
 
 def _rebind_explicitly(events: list[dict], flow_indices: list[int], to_rebind: set[int],
-                       intended_of: dict[int, int]) -> tuple[int, int]:
+                       intended_of: dict[int, int]) -> tuple[int, int, set[int], set[int]]:
     if not to_rebind:
-        return 0, 0
+        return 0, 0, set(), set()
     groups: dict[tuple, list[int]] = defaultdict(list)
     for j in flow_indices:
         e = events[j]
         groups[(repr(e.get("id")), e.get("cat"), e.get("name"))].append(j)
-    next_id, rebound, unresolved, drop = V2_BIND_BASE, 0, 0, set()
+    next_id, rebound, unresolved, drop, late = V2_BIND_BASE, 0, 0, set(), set()
     for members in groups.values():
         if not any(j in to_rebind for j in members):
             continue
@@ -132,12 +154,17 @@ def _rebind_explicitly(events: list[dict], flow_indices: list[int], to_rebind: s
         if source is None or sink is None or "bind_id" in events[source] or "bind_id" in events[sink]:
             unresolved += sum(1 for j in members if j in to_rebind)
             continue
+        source_key = sort_key(events[source], source, ns(events[source].get("ts")))
+        sink_key = sort_key(events[sink], sink, ns(events[sink].get("ts")))
+        if sink_key[:3] < source_key[:3]:
+            unresolved += sum(1 for j in members if j in to_rebind)  # the arrow would point back in time
+            continue
+        if sink_key < source_key:
+            late.add(sink)  # same instant and duration: only file order decides, so write the sink last
         events[source].update(bind_id=next_id, flow_out=True)
         events[sink].update(bind_id=next_id, flow_in=True)
         next_id += 1
         drop.update((starts[0], ends[0]))
         rebound += 1
-    if drop:
-        events[:] = [e for i, e in enumerate(events) if i not in drop]
-    return rebound, unresolved
+    return rebound, unresolved, drop, late
 

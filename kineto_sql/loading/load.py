@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.resources
 from pathlib import Path
 
 import orjson
@@ -10,10 +9,9 @@ import orjson
 from kineto_sql.engine.processor import EngineChoice, KinetoTraceProcessor
 from kineto_sql.loading.prepare import PreparedTrace, prepare
 from kineto_sql.loading.source import read_bytes, trace_files_in
+from kineto_sql.sql_files import read_sql
 from kineto_sql.sql_literals import bind
 from kineto_sql.sql_package import package_dir, package_modules
-
-_INGEST_TABLES = importlib.resources.files("kineto_sql").joinpath("sql/ingest_tables.sql").read_text()
 
 
 def prepare_file(path: Path) -> PreparedTrace:
@@ -63,7 +61,7 @@ def _add_ingest_tables(tp: KinetoTraceProcessor, prepared: PreparedTrace, path: 
     facts["kineto_sql.ts_offset_ns"] = prepared.report.ts_offset_ns
     facts["kineto_sql.expected_slices"] = prepared.report.expected_slices
     report = [dataclasses.asdict(f) for f in prepared.report.fixes]
-    sql = bind(_INGEST_TABLES, {
+    sql = bind(read_sql("ingest_tables.sql"), {
         "metadata_json": orjson.dumps(facts, option=orjson.OPT_NON_STR_KEYS).decode(),
         "report_json": orjson.dumps(report).decode(),
     })

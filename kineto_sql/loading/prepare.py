@@ -78,6 +78,7 @@ def prepare(raw: bytes, path: Path) -> PreparedTrace:
     original_tracks = {i: (e.get("pid"), engine_tid(e)) for i, e in enumerate(events) if e.get("ph") == "X"}
     changed |= _split_overlaps(events, report)
     changed |= bind_flows(events, original_tracks, report)
+    changed |= _stringify_huge_integers(events, report)
     _count_null_args(events, report)
 
     if changed:
@@ -255,6 +256,40 @@ def _split_overlaps(events: list[dict], report: IngestReport) -> bool:
                examples=moved_examples)
     report.add("overlap_lane_thread", len(lanes_made), "threads created to hold those events", examples=lanes_made)
     return bool(moved)
+
+
+def _stringify_huge_integers(events: list[dict], report: IngestReport) -> bool:
+    """Perfetto stores args as int64: a larger integer would wrap to a negative number, so it becomes text."""
+    changed = []
+
+    def fix(value):
+        if isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**63:
+            changed.append(value)
+            return str(value)
+        if isinstance(value, dict):
+            return {k: fix(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fix(v) for v in value]
+        return value
+
+    for e in events:
+        args = e.get("args")
+        if isinstance(args, dict) and _has_huge_int(args):
+            e["args"] = fix(args)
+    report.add("integer_beyond_int64_as_string", len(changed),
+               "an arg integer outside int64 would wrap to a wrong negative number in Perfetto; it is stored "
+               "as its exact decimal text", examples=changed)
+    return bool(changed)
+
+
+def _has_huge_int(value) -> bool:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return not -2**63 <= value < 2**63
+    if isinstance(value, dict):
+        return any(_has_huge_int(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_huge_int(v) for v in value)
+    return False
 
 
 def _count_null_args(events: list[dict], report: IngestReport) -> None:

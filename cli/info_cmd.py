@@ -1,0 +1,92 @@
+"""`kineto-sql info TRACE`: what was loaded, and what the loader had to fix and why."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from kineto_sql.cli.engine_options import engine_choice, engine_options
+from kineto_sql.cli.output import emit_frame, emit_json, format_option, friendly_errors
+from kineto_sql.loading.load import open_rank_dir, open_trace
+from kineto_sql.trace_info import TraceInfo, describe
+
+
+@click.command("info")
+@click.argument("trace", type=click.Path(path_type=Path))
+@format_option
+@engine_options
+@friendly_errors
+def command(trace: Path, fmt: str, engine_kind: str, tp_shell: str | None):
+    """What was loaded from TRACE (a .json / .json.gz file, or a directory of rank traces).
+
+    Ranks, devices, steps, threads, streams, event and slice counts, flows, and every change the loader
+    made so that nothing is lost (overlapping slices moved to lanes, timestamps rebased, ids remapped).
+
+    \b
+    Examples:
+      kineto-sql info trace.json.gz
+      kineto-sql info ./tb_logs/ --format json
+    """
+    choice = engine_choice(engine_kind, tp_shell)
+    targets = open_rank_dir(trace) if trace.is_dir() else [(trace, None)]
+    infos = []
+    for path, rank in targets:
+        with open_trace(path, choice, rank_from_name=rank) as tp:
+            infos.append(describe(tp))
+    if fmt == "json":
+        emit_json(infos[0].to_json() if not trace.is_dir() else [i.to_json() for i in infos])
+    elif fmt == "csv":
+        emit_frame(pd.DataFrame([_flat(i) for i in infos]), "csv")
+    else:
+        for info in infos:
+            _render(info)
+
+
+def _flat(info: TraceInfo) -> dict:
+    return {
+        "source": info.source, "rank": info.rank, "engine": info.engine, "input_bytes": info.input_bytes,
+        "steps": len(info.steps), "devices": len(info.devices), "streams": len(info.streams),
+        **{f"events_{k}": v for k, v in info.events_by_phase.items()},
+        "expected_slices": info.expected_slices, **info.counts, "conserved": info.conserved,
+        "fixes": "; ".join(f"{f.kind}={f.count}" for f in info.fixes),
+    }
+
+
+def _render(info: TraceInfo) -> None:
+    console = Console()
+    rank = f" (rank {info.rank})" if info.rank is not None else ""
+    console.rule(f"[bold]{info.source}{rank}")
+    console.print(f"{info.input_bytes / 1e6:.1f} MB JSON, schema {info.schema_version}, engine {info.engine}; "
+                  f"flags: {', '.join(k for k, v in info.flags.items() if v) or 'none recorded'}")
+    for d in info.devices:
+        console.print(f"device {d['id']}: {d['name']} ({d['memory_gb']} GB)")
+    phases = ", ".join(f"{k}={v}" for k, v in info.events_by_phase.items())
+    verdict = "[green]nothing lost[/]" if info.conserved else "[red]LOSS: see below[/]"
+    console.print(f"events: {phases}\nslices: {info.counts['slices']} of {info.expected_slices} X+i events "
+                  f"({verdict}); flows: {info.counts['flows']}; processes: {info.counts['processes']}; "
+                  f"threads: {info.counts['threads']}")
+    if len(info.steps):
+        durs = info.steps["dur"] / 1e6
+        console.print(f"steps: {len(info.steps)} ({info.steps['name'].iloc[0]} .. {info.steps['name'].iloc[-1]}), "
+                      f"median {durs.median():.2f} ms, min {durs.min():.2f}, max {durs.max():.2f}")
+    else:
+        console.print("steps: no ProfilerStep#N on the CPU side (no profiler schedule, or a GPU-only capture)")
+    if len(info.streams):
+        emit_frame(info.streams, "table", title="GPU streams")
+    emit_frame(info.processes, "table", title="processes")
+    if info.fixes:
+        table = Table(title="what the loader changed (nothing is lost) and why", show_lines=True)
+        for col in ("change", "count", "why", "examples"):
+            table.add_column(col, overflow="fold")
+        for f in info.fixes:
+            table.add_row(f.kind, str(f.count), f.why, "\n".join(f.examples))
+        console.print(table)
+    else:
+        console.print("the loader changed nothing: the file loaded exactly as written")
+    if info.ts_offset_ns:
+        console.print(f"timestamps rebased: add {info.ts_offset_ns} ns to recover the file's clock")
+    if not info.data_loss.empty:
+        emit_frame(info.data_loss, "table", title="engine data-loss / error stats")

