@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +42,23 @@ class EngineChoice:
         if self.kind in ("wasm", "wasm64"):
             return self
         return EngineChoice("wasm64" if input_bytes > MEMORY64_ABOVE_BYTES else "wasm")
+
+
+_WHERE = re.compile(r'File "(?P<file>[^"]+)" line (?P<line>\d+) col (?P<col>\d+)')
+
+
+def _one_sentence(message: str) -> str:
+    """Perfetto's SQL errors come as a multi-line 'Traceback'; keep the cause and the innermost location."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    if not lines:
+        return "the query failed without a message"
+    cause = lines[-1]
+    places = list(_WHERE.finditer(message))
+    if places:
+        where = places[-1]
+        source = "" if where["file"] == "stdin" else f"{where['file']} "
+        return f"{cause} (at {source}line {where['line']} col {where['col']})"
+    return cause
 
 
 class KinetoTraceProcessor(TraceProcessor):
@@ -82,7 +100,7 @@ class KinetoTraceProcessor(TraceProcessor):
         try:
             return super().query(sql)
         except PerfettoException as exc:
-            raise QueryError(str(exc).strip()) from None
+            raise QueryError(_one_sentence(str(exc))) from None
 
     def df(self, sql: str):
         """The rows of `sql` as a pandas DataFrame."""
