@@ -19,11 +19,18 @@ def cli():
 
 
 def _register() -> None:
-    from kineto_sql.cli import info_cmd, sql_cmd
+    from kineto_sql.cli import diagnose_cmd, info_cmd, sql_cmd
     from kineto_sql.cli import open_cmd
+    from kineto_sql.cli import ranks_cmd
 
-    for module in (info_cmd, sql_cmd, open_cmd):
+    for module in (info_cmd, sql_cmd, diagnose_cmd, open_cmd, ranks_cmd):
         cli.add_command(module.command)
+    cli.add_command(ranks_cmd.diff_command)
+
+    from kineto_sql.cli import query_cmds
+
+    for command in query_cmds.commands:
+        cli.add_command(command)
 
 
 _register()

@@ -90,6 +90,11 @@ def bind_flows(events: list[dict], original_tracks: dict[int, tuple], report: In
         if len(starts) == 1 and len(ends) == 1 and flow_keys[ends[0]] < flow_keys[starts[0]]:
             reorder.add(ends[0])
 
+    halves = sum(len(m) for m in pairs.values()
+                 if not any(events[j].get("ph") == "s" for j in m) or not any(events[j].get("ph") == "f" for j in m))
+    report.add("flow_half_arrow", halves,
+               "flow events whose other half is not in the file (a start without an end or the reverse): "
+               "no arrow can be drawn for them, in Perfetto or anywhere; nothing was changed")
     rebound, unresolved, drop, late = _rebind_explicitly(events, flow_indices, to_rebind, intended_of)
     reorder |= late
     if drop or reorder:
@@ -147,6 +152,8 @@ def _rebind_explicitly(events: list[dict], flow_indices: list[int], to_rebind: s
             continue
         starts = [j for j in members if events[j].get("ph") == "s"]
         ends = [j for j in members if events[j].get("ph") == "f"]
+        if not starts or not ends:
+            continue  # half an arrow in the file (a start or an end alone): there is nothing to bind
         if len(starts) != 1 or len(ends) != 1:
             unresolved += sum(1 for j in members if j in to_rebind)
             continue

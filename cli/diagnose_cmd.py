@@ -1,0 +1,66 @@
+"""`kineto-sql diagnose TRACE_OR_RANK_DIR`: what is wrong with this step, ranked, with the evidence."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import orjson
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from kineto_sql.cli.engine_options import engine_choice, engine_options
+from kineto_sql.cli.output import friendly_errors
+from kineto_sql.diagnose.model import SEVERITIES
+from kineto_sql.diagnose.render_html import render_html
+from kineto_sql.diagnose.render_text import render_markdown, render_text
+from kineto_sql.diagnose.run import diagnose_path
+
+
+@click.command("diagnose")
+@click.argument("target", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json", "html"]), default="text",
+              show_default=True, help="json has a stable, documented schema (docs/diagnose.md).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
+@click.option("--fail-on", type=click.Choice(SEVERITIES), default=None,
+              help="Exit 1 when a finding at or above this severity exists (for CI gates).")
+@click.option("--jobs", type=int, default=1, show_default=True, help="Processes for a rank directory.")
+@click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
+@engine_options
+@friendly_errors
+def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jobs: int, no_progress: bool,
+            engine_kind: str, tp_shell: str | None):
+    """Read TARGET (a trace, or a directory of rank traces) the way an expert would.
+
+    Runs the reading order, then every detector the trace can support (saying why it skips the others),
+    and ranks what fired by its estimated cost in step time: each finding with its catalog row, evidence,
+    what to confirm, the fix direction, where to look, and the commands that reproduce it.
+
+    \b
+    Examples:
+      kineto-sql diagnose trace.json.gz
+      kineto-sql diagnose trace.json.gz --format html -o report.html
+      kineto-sql diagnose ./tb_logs/ --format json --fail-on high
+    """
+    show = not no_progress and sys.stderr.isatty()
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True, disable=not show) as bar:
+        task = bar.add_task("loading", total=None)
+        diagnosis = diagnose_path(target, engine_choice(engine_kind, tp_shell),
+                                  progress=lambda text: bar.update(task, description=text), jobs=jobs)
+    if fmt == "json":
+        text = orjson.dumps(diagnosis.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS,
+                            default=str).decode() + "\n"
+    elif fmt == "markdown":
+        text = render_markdown(diagnosis)
+    elif fmt == "html":
+        text = render_html(diagnosis)
+    else:
+        text = render_text(diagnosis)
+    if output:
+        output.write_text(text)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+    if fail_on and diagnosis.has_finding_at(fail_on):
+        sys.exit(1)

@@ -1,0 +1,173 @@
+"""What a diagnosis is made of: a verdict on the step, ranked findings, and what was skipped and why.
+
+Frozen dataclasses, serialised by `to_json()` into the documented schema (docs/diagnose.md,
+kineto_sql/diagnose/schema.json). Keys are stable: CI jobs gate on them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SCHEMA_VERSION = 1
+SEVERITIES = ("info", "low", "medium", "high")
+
+
+def severity_rank(name: str) -> int:
+    return SEVERITIES.index(name)
+
+
+@dataclass(frozen=True)
+class StepRow:
+    step: int
+    dur_ns: int
+    cpu_busy_ns: int | None
+    gpu_busy_ns: int | None
+    gpu_occupancy_pct: float | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The first thing a person reads: how long a step is, how busy the GPU is, which regime."""
+
+    steps: int
+    median_step_ns: int | None
+    total_step_ns: int | None
+    gpu_occupancy_pct: float | None
+    regime: str
+    regime_reason: str
+    has_gpu: bool
+    per_step: tuple[StepRow, ...] = ()
+
+    def to_json(self) -> dict:
+        return {
+            "steps": self.steps,
+            "median_step_ns": self.median_step_ns,
+            "total_step_ns": self.total_step_ns,
+            "gpu_occupancy_pct": self.gpu_occupancy_pct,
+            "regime": self.regime,
+            "regime_reason": self.regime_reason,
+            "has_gpu": self.has_gpu,
+            "per_step": [vars(s) for s in self.per_step],
+        }
+
+
+@dataclass(frozen=True)
+class Where:
+    steps: tuple[int, ...]
+    ts_ns: int | None
+    end_ns: int | None
+    ops: tuple[str, ...]
+    python_lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One detector that fired, with all its rows summed into one ranked item."""
+
+    query_id: str
+    id_version: str
+    title: str
+    catalog_row: str
+    severity: str
+    count: int
+    impact_ns: int
+    impact_pct: float | None
+    evidence: tuple[str, ...]
+    signature: str
+    confirming: str
+    fix: str
+    where: Where
+    reproduce: tuple[str, ...]
+    narration: str = ""
+    numbers: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {
+            "query_id": self.query_id,
+            "id_version": self.id_version,
+            "title": self.title,
+            "catalog_row": self.catalog_row,
+            "severity": self.severity,
+            "count": self.count,
+            "impact_ns": self.impact_ns,
+            "impact_pct": self.impact_pct,
+            "evidence": list(self.evidence),
+            "signature": self.signature,
+            "confirming": self.confirming,
+            "fix": self.fix,
+            "where": {
+                "steps": list(self.where.steps), "ts_ns": self.where.ts_ns, "end_ns": self.where.end_ns,
+                "ops": list(self.where.ops), "python_lines": list(self.where.python_lines),
+            },
+            "reproduce": list(self.reproduce),
+            "narration": self.narration,
+            "numbers": self.numbers,
+        }
+
+
+@dataclass(frozen=True)
+class Skipped:
+    query_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class TraceDiagnosis:
+    """One trace (or one rank of a directory)."""
+
+    source: str
+    rank: int | None
+    verdict: Verdict
+    findings: tuple[Finding, ...]
+    silent: tuple[str, ...]
+    skipped: tuple[Skipped, ...]
+    loader_fixes: tuple[str, ...]
+    errors: tuple[Skipped, ...] = ()
+    # Top rows of reading.op_table (where device / CPU time goes by op), plain dicts.
+    top_ops: tuple[dict, ...] = ()
+
+    def to_json(self) -> dict:
+        return {
+            "source": self.source,
+            "rank": self.rank,
+            "verdict": self.verdict.to_json(),
+            "findings": [f.to_json() for f in self.findings],
+            "silent": list(self.silent),
+            "skipped": [vars(s) for s in self.skipped],
+            "errors": [vars(s) for s in self.errors],
+            "loader_fixes": list(self.loader_fixes),
+            "top_ops": list(self.top_ops),
+        }
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The whole answer: one TraceDiagnosis per trace/rank, and the cross-rank reading for a directory."""
+
+    target: str
+    traces: tuple[TraceDiagnosis, ...]
+    ranks_summary: dict | None = None
+    elapsed_s: float = 0.0
+
+    @property
+    def worst_severity(self) -> str:
+        found = [f.severity for t in self.traces for f in t.findings]
+        if self.ranks_summary and self.ranks_summary.get("straggler"):
+            found.append("high")
+        return max(found, key=severity_rank) if found else "info"
+
+    def has_finding_at(self, severity: str) -> bool:
+        """Whether any finding (or a named straggler, counted as high) is at or above `severity`."""
+        found = [f.severity for t in self.traces for f in t.findings]
+        if self.ranks_summary and self.ranks_summary.get("straggler"):
+            found.append("high")
+        return any(severity_rank(s) >= severity_rank(severity) for s in found)
+
+    def to_json(self) -> dict:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "target": self.target,
+            "worst_severity": self.worst_severity,
+            "traces": [t.to_json() for t in self.traces],
+            "ranks_summary": self.ranks_summary,
+            "elapsed_s": round(self.elapsed_s, 3),
+        }

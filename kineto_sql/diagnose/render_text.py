@@ -1,0 +1,129 @@
+"""A diagnosis as text for a terminal, and as Markdown for an issue or a pull request."""
+from __future__ import annotations
+
+from kineto_sql.diagnose.model import Diagnosis, Finding, TraceDiagnosis
+from kineto_sql.diagnose.narrate import ms
+
+TOP = 5
+
+
+def _verdict_lines(t: TraceDiagnosis) -> list[str]:
+    v = t.verdict
+    rank = f" (rank {t.rank})" if t.rank is not None else ""
+    lines = [f"{t.source}{rank}"]
+    if v.steps:
+        occ = f", GPU busy {v.gpu_occupancy_pct:.0f}%" if v.gpu_occupancy_pct is not None else ""
+        lines.append(f"verdict: {v.regime}: {v.steps} steps, median step {ms(v.median_step_ns)}{occ}.")
+    else:
+        lines.append(f"verdict: {v.regime}.")
+    lines.append(f"  {v.regime_reason}.")
+    return lines
+
+
+def _finding_lines(i: int, f: Finding, markdown: bool) -> list[str]:
+    share = f", {f.impact_pct:.1f}% of profiled time" if f.impact_pct is not None else ""
+    head = f"{i}. [{f.severity}] {f.title}: {ms(f.impact_ns)}{share} ({f.count} rows, {f.id_version})"
+    if markdown:
+        head = f"### {i}. {f.title}\n\n**{f.severity}**, estimated cost {ms(f.impact_ns)}{share}; {f.count} rows; `{f.id_version}`"
+    where = []
+    if f.where.steps:
+        where.append("steps " + ", ".join(str(s) for s in f.where.steps[:10]))
+    if f.where.ts_ns is not None:
+        where.append(f"ts {f.where.ts_ns}..{f.where.end_ns} ns")
+    if f.where.ops:
+        where.append("ops " + ", ".join(f.where.ops[:3]))
+    if f.where.python_lines:
+        where.append("python " + f.where.python_lines[0])
+    bullet = "- " if markdown else "   "
+    lines = [head]
+    if markdown:
+        lines.append("")
+        lines.append(f.narration)
+        lines.append("")
+    for e in f.evidence:
+        lines.append(f"{bullet}evidence: {e}")
+    lines.append(f"{bullet}catalog row: {f.catalog_row}")
+    if f.confirming:
+        lines.append(f"{bullet}confirm: {f.confirming}")
+    if f.fix:
+        lines.append(f"{bullet}fix: {f.fix}")
+    if where:
+        lines.append(f"{bullet}where: {'; '.join(where)}")
+    code = "`" if markdown else ""
+    lines.append(f"{bullet}reproduce: " + " | ".join(f"{code}{c}{code}" for c in f.reproduce))
+    return lines
+
+
+def render_text(d: Diagnosis, top: int = TOP) -> str:
+    out = []
+    for t in d.traces:
+        out.extend(_verdict_lines(t))
+        if t.findings:
+            out.append(f"top findings (of {len(t.findings)}), ranked by estimated impact on step time:")
+            for i, f in enumerate(t.findings[:top], 1):
+                out.extend(_finding_lines(i, f, markdown=False))
+            out.append("")
+            out.append("in plain words:")
+            for f in t.findings[:3]:
+                out.append(f"  {f.narration}")
+        else:
+            out.append("no detector fired.")
+        out.append(_tail(t))
+        out.append("")
+    if d.ranks_summary:
+        out.append("across ranks: " + d.ranks_summary.get("narration", ""))
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _tail(t: TraceDiagnosis) -> str:
+    parts = [f"silent: {len(t.silent)} detectors"]
+    if t.skipped:
+        parts.append("skipped: " + "; ".join(f"{s.query_id} ({s.reason})" for s in t.skipped))
+    if t.errors:
+        parts.append("errors: " + "; ".join(f"{s.query_id} ({s.reason})" for s in t.errors))
+    if t.loader_fixes:
+        parts.append("loader fixes (nothing lost): " + ", ".join(t.loader_fixes))
+    return "\n".join(parts)
+
+
+def render_markdown(d: Diagnosis, top: int = TOP) -> str:
+    out = [f"# kineto-sql diagnosis: `{d.target}`", ""]
+    for t in d.traces:
+        rank = f" (rank {t.rank})" if t.rank is not None else ""
+        out.append(f"## `{t.source}`{rank}")
+        out.append("")
+        v = t.verdict
+        out.append(f"**Verdict: {v.regime}.** {v.regime_reason}.")
+        if v.steps:
+            out.append("")
+            out.append("| step | step time | CPU busy | GPU busy | GPU occupancy |")
+            out.append("|---:|---:|---:|---:|---:|")
+            for s in v.per_step:
+                occ = f"{s.gpu_occupancy_pct:.0f}%" if s.gpu_occupancy_pct is not None else "n/a"
+                out.append(f"| {s.step} | {ms(s.dur_ns)} | {ms(s.cpu_busy_ns) if s.cpu_busy_ns is not None else 'n/a'} "
+                           f"| {ms(s.gpu_busy_ns) if s.gpu_busy_ns is not None else 'n/a'} | {occ} |")
+        out.append("")
+        if t.findings:
+            out.append("| rank | finding | severity | estimated cost | share | rows |")
+            out.append("|---:|---|---|---:|---:|---:|")
+            for i, f in enumerate(t.findings, 1):
+                share = f"{f.impact_pct:.1f}%" if f.impact_pct is not None else ""
+                out.append(f"| {i} | {f.title} | {f.severity} | {ms(f.impact_ns)} | {share} | {f.count} |")
+            out.append("")
+            for i, f in enumerate(t.findings[:top], 1):
+                out.extend(_finding_lines(i, f, markdown=True))
+                out.append("")
+        else:
+            out.append("No detector fired.")
+            out.append("")
+        out.append("<details><summary>silent, skipped and loader notes</summary>")
+        out.append("")
+        out.append(_tail(t).replace("\n", "\n\n"))
+        out.append("")
+        out.append("</details>")
+        out.append("")
+    if d.ranks_summary:
+        out.append("## Across ranks")
+        out.append("")
+        out.append(d.ranks_summary.get("narration", ""))
+    return "\n".join(out).rstrip() + "\n"

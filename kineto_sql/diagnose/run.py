@@ -1,0 +1,245 @@
+"""Reading a trace the way an expert would: the step verdict first, then every applicable detector,
+findings summed per detector and ranked by their estimated cost in step time."""
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from kineto_sql import catalog
+from kineto_sql.diagnose.model import (Diagnosis, Finding, Skipped, StepRow, TraceDiagnosis, Verdict, Where,
+                                       severity_rank)
+from kineto_sql.diagnose.narrate import narrate
+from kineto_sql.engine.processor import EngineChoice
+from kineto_sql.errors import KinetoSqlError
+from kineto_sql.loading.load import open_rank_dir, open_trace
+from kineto_sql.runner import capabilities, run_query
+
+STEP_TABLE = "reading.step_table"
+OP_TABLE = "reading.op_table"
+COMMON = ("ts", "dur", "impact_dur", "step", "evidence")
+OP_COLUMNS = ("op", "ops", "op_name", "aten_op", "sync_op", "launching_op")
+PYTHON_COLUMNS = ("python_line", "python_frame", "python_lines", "frame")
+# impact as % of profiled step time (or of the trace span when there are no steps)
+SEVERITY_PCT = (("high", 10.0), ("medium", 3.0), ("low", 0.0))
+
+Progress = Callable[[str], None]
+
+
+def detectors() -> list[catalog.QuerySpec]:
+    return list(catalog.load_catalog().by_kind("detector"))
+
+
+def diagnose_path(target: Path, engine: EngineChoice = EngineChoice(), progress: Progress | None = None,
+                  jobs: int = 1) -> Diagnosis:
+    started = time.perf_counter()
+    if target.is_dir():
+        traces = []
+        for path, rank in open_rank_dir(target):
+            with open_trace(path, engine, rank_from_name=rank) as tp:
+                traces.append(diagnose_trace(tp, progress))
+        summary = _ranks_summary(target, engine, jobs)
+    else:
+        with open_trace(target, engine) as tp:
+            traces = [diagnose_trace(tp, progress)]
+        summary = None
+    traces.sort(key=lambda t: (t.rank is None, t.rank))
+    return Diagnosis(str(target), tuple(traces), summary, time.perf_counter() - started)
+
+
+def diagnose_trace(tp, progress: Progress | None = None) -> TraceDiagnosis:
+    source = str(tp.path)
+    say = progress or (lambda _: None)
+    say(f"{Path(source).name}: step verdict")
+    verdict = _verdict(tp)
+    denominator = verdict.total_step_ns or _trace_span(tp)
+    findings, silent, skipped, errors = [], [], [], []
+    for spec in detectors():
+        say(f"{Path(source).name}: {spec.id}")
+        try:
+            result = run_query(tp, spec)
+        except KinetoSqlError as exc:
+            errors.append(Skipped(spec.id, str(exc)))
+            continue
+        if result.not_applicable:
+            skipped.append(Skipped(spec.id, result.not_applicable))
+        elif result.df.empty:
+            silent.append(spec.id)
+        else:
+            findings.append(_finding(spec, result.df, denominator, source))
+    findings = rank_findings(findings)
+    fixes = tuple(f"{f.kind}: {f.count}" for f in tp.report.fixes)
+    say(f"{Path(source).name}: {OP_TABLE}")
+    return TraceDiagnosis(source, tp.rank, verdict, tuple(findings), tuple(silent), tuple(skipped), fixes,
+                          tuple(errors), _top_ops(tp))
+
+
+def _top_ops(tp, limit: int = 10) -> tuple[dict, ...]:
+    try:
+        run = run_query(tp, OP_TABLE)
+    except KinetoSqlError:
+        return ()
+    if run.not_applicable or run.df.empty:
+        return ()
+    return tuple({k: _plain(v) for k, v in row.items()} for row in run.df.head(limit).to_dict(orient="records"))
+
+
+def rank_findings(findings) -> list[Finding]:
+    """Largest estimated step-time cost first; ties by severity, then id (stable output)."""
+    return sorted(findings, key=lambda f: (-f.impact_ns, -severity_rank(f.severity), f.query_id))
+
+
+def severity_for(impact_ns: int, impact_pct: float | None) -> str:
+    """high >= 10% of profiled time, medium >= 3%, low above 0, info when it costs no time itself."""
+    if impact_ns <= 0:
+        return "info"
+    for name, threshold in SEVERITY_PCT:
+        if (impact_pct or 0.0) >= threshold:
+            return name
+    return "low"
+
+
+def _trace_span(tp) -> int | None:
+    df = tp.df("SELECT max(ts + dur) - min(ts) AS span FROM slice WHERE dur >= 0")
+    span = df.span.iloc[0] if len(df) else None
+    return int(span) if span is not None and not pd.isna(span) and span > 0 else None
+
+
+def _num(value):
+    if value is None:
+        return None
+    try:
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        return None
+    return value
+
+
+def _verdict(tp) -> Verdict:
+    caps = capabilities(tp)
+    has_gpu = bool(caps.get("gpu") and caps["gpu"].present)
+    try:
+        run = run_query(tp, STEP_TABLE)
+    except KinetoSqlError:
+        run = None
+    if run is None or run.not_applicable or run.df.empty:
+        return Verdict(0, None, None, None, "no steps",
+                       "the trace has no ProfilerStep#N windows: findings are weighed against the whole trace span",
+                       has_gpu)
+    # One row per (step, device): a step is read on its busiest device.
+    df = run.df.copy()
+    df["_occ"] = pd.to_numeric(df.get("gpu_occupancy_pct"), errors="coerce").fillna(-1.0)
+    df = df.sort_values(["step", "_occ"], ascending=[True, False]).drop_duplicates("step")
+    rows = tuple(StepRow(
+        step=int(r["step"]),
+        dur_ns=int(r["dur"]),
+        cpu_busy_ns=_int(r.get("cpu_busy_dur")),
+        gpu_busy_ns=_int(r.get("gpu_busy_dur")),
+        gpu_occupancy_pct=_float(r.get("gpu_occupancy_pct")),
+    ) for r in df.to_dict(orient="records"))
+    durs = sorted(r.dur_ns for r in rows)
+    occupancy = [r.gpu_occupancy_pct for r in rows if r.gpu_occupancy_pct is not None]
+    mean_occ = round(sum(occupancy) / len(occupancy), 1) if occupancy and has_gpu else None
+    cpu = [r.cpu_busy_ns for r in rows if r.cpu_busy_ns is not None]
+    cpu_pct = 100.0 * sum(cpu) / sum(durs) if cpu and sum(durs) else None
+    if not has_gpu:
+        regime, reason = "CPU only", "no GPU activity was recorded: the GPU-side verdict does not apply"
+    elif mean_occ is not None and mean_occ < 50:
+        regime = "host-bound"
+        reason = (f"the GPU is busy only {mean_occ:.0f}% of the step: the fault is above the kernels "
+                  "(host, input, sync)")
+    else:
+        regime = "device-bound"
+        reason = f"the GPU is busy {mean_occ:.0f}% of the step: time goes to the kernels themselves"
+    if cpu_pct is not None:
+        reason += f"; the CPU is busy {cpu_pct:.0f}% of the step"
+    return Verdict(len(rows), durs[len(durs) // 2], sum(durs), mean_occ, regime, reason, has_gpu, rows)
+
+
+def _int(value):
+    value = _num(value)
+    return int(value) if value is not None else None
+
+
+def _float(value):
+    value = _num(value)
+    return round(float(value), 2) if value is not None else None
+
+
+def _finding(spec, df: pd.DataFrame, denominator: int | None, source: str) -> Finding:
+    impact = int(pd.to_numeric(df.get("impact_dur"), errors="coerce").fillna(0).clip(lower=0).sum()) \
+        if "impact_dur" in df else 0
+    pct = round(100.0 * impact / denominator, 2) if denominator else None
+    severity = severity_for(impact, pct)
+    evidence = tuple(dict.fromkeys(str(e) for e in df.get("evidence", pd.Series(dtype=str)).dropna()))[:3]
+    steps = tuple(sorted({int(s) for s in df["step"].dropna()})) if "step" in df else ()
+    ts = pd.to_numeric(df.get("ts"), errors="coerce") if "ts" in df else None
+    end = ts + pd.to_numeric(df.get("dur"), errors="coerce").fillna(0) if ts is not None and "dur" in df else ts
+    where = Where(
+        steps=steps,
+        ts_ns=int(ts.min()) if ts is not None and ts.notna().any() else None,
+        end_ns=int(end.max()) if end is not None and end.notna().any() else None,
+        ops=_values(df, OP_COLUMNS),
+        python_lines=_values(df, PYTHON_COLUMNS),
+    )
+    worst = df.iloc[int(pd.to_numeric(df["impact_dur"], errors="coerce").fillna(0).values.argmax())] \
+        if "impact_dur" in df and len(df) else df.iloc[0]
+    numbers = {c: _plain(worst[c]) for c in df.columns if c not in COMMON and _plain(worst[c]) is not None}
+    finding = Finding(
+        query_id=spec.id,
+        id_version=spec.id_version,
+        title=spec.title,
+        catalog_row=spec.source,
+        severity=severity,
+        count=len(df),
+        impact_ns=impact,
+        impact_pct=pct,
+        evidence=evidence,
+        signature=spec.signature or "",
+        confirming=spec.confirming or "",
+        fix=spec.fix or "",
+        where=where,
+        reproduce=(f"kineto-sql run {spec.id} {source}", f"kineto-sql show {spec.id} --paste",
+                   f"kineto-sql open {source} --finding {spec.id}"),
+        numbers=numbers,
+    )
+    return _with_narration(finding)
+
+
+def _with_narration(finding: Finding) -> Finding:
+    from dataclasses import replace
+    return replace(finding, narration=narrate(finding))
+
+
+def _values(df: pd.DataFrame, columns) -> tuple[str, ...]:
+    for column in columns:
+        if column in df:
+            return tuple(dict.fromkeys(str(v) for v in df[column].dropna() if str(v)))[:5]
+    return ()
+
+
+def _plain(value):
+    value = _num(value)
+    if value is None:
+        return None
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _ranks_summary(target: Path, engine: EngineChoice, jobs: int) -> dict | None:
+    """The cross-rank reading (straggler hunting is a distribution question), when the ranks module exists."""
+    try:
+        from kineto_sql import ranks
+    except ImportError:
+        return None
+    summarize = getattr(ranks, "diagnose_summary", None)
+    if summarize is None:
+        return None
+    return summarize(target, engine=engine, jobs=jobs)
