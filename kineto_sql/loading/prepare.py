@@ -35,6 +35,8 @@ LANE_TID_BASE = 4_000_000_000
 REMAPPED_TID_BASE = 4_100_000_000
 REMAPPED_PID_BASE = 4_200_000_000
 
+# An integer literal of 19+ digits may not fit int64; only then are args scanned.
+_MAYBE_HUGE_INT = re.compile(rb"[\[:,\s]-?\d{19,}(?![\d.eE])")
 _TS_FIELD = re.compile(rb'("ts"\s*:\s*)(-?\d+)(?=[.,}\s eE])')
 
 
@@ -78,7 +80,8 @@ def prepare(raw: bytes, path: Path) -> PreparedTrace:
     original_tracks = {i: (e.get("pid"), engine_tid(e)) for i, e in enumerate(events) if e.get("ph") == "X"}
     changed |= _split_overlaps(events, report)
     changed |= bind_flows(events, original_tracks, report)
-    changed |= _stringify_huge_integers(events, report)
+    if _MAYBE_HUGE_INT.search(raw):
+        changed |= _stringify_huge_integers(events, report)
     _count_null_args(events, report)
 
     if changed:
@@ -135,67 +138,56 @@ def _valid_id(value) -> int | None:
 
 
 def _remap_ids(events: list[dict], report: IngestReport) -> bool:
-    pid_map: dict[tuple, int] = {}
-    tid_map: dict[tuple, int] = {}
     named_pids = {e.get("pid") for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
     named_tids = {(e.get("pid"), e.get("tid")) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
-    numeric_strings = 0
+    maps = {}
+    for key, base in (("pid", REMAPPED_PID_BASE), ("tid", REMAPPED_TID_BASE)):
+        replace, fresh = {}, 0
+        for value in {(type(e[key]), e[key]) for e in events if key in e}:
+            fixed = _valid_id(value[1])
+            if fixed is None:
+                replace[value] = (base + fresh, True)
+                fresh += 1
+            elif fixed != value[1] or value[0] is not int:
+                replace[value] = (fixed, False)
+        maps[key] = replace
+    if not maps["pid"] and not maps["tid"]:
+        return False
+
+    numeric_strings, extra, named_new = 0, [], set()
     for e in events:
-        for key, table, base in (("pid", pid_map, REMAPPED_PID_BASE), ("tid", tid_map, REMAPPED_TID_BASE)):
-            if key not in e:
+        originals = {}
+        for key in ("pid", "tid"):
+            if key in e and maps[key]:
+                hit = maps[key].get((type(e[key]), e[key]))
+                if hit is not None:
+                    originals[key] = e[key]
+                    e[key] = hit[0]
+                    numeric_strings += not hit[1]
+        # Name each remapped process/thread after its original id when the trace did not name it.
+        for key in originals:
+            new_id = e["pid"] if key == "pid" else (e.get("pid"), e["tid"])
+            if not maps[key][(type(originals[key]), originals[key])][1] or new_id in named_new:
                 continue
-            value = e[key]
-            fixed = _valid_id(value)
-            if fixed is not None:
-                if fixed != value:
-                    e[key] = fixed
-                    numeric_strings += 1
-                continue
-            ident = (type(value).__name__, repr(value))
-            if ident not in table:
-                table[ident] = base + len(table)
-            e[key] = table[ident]
-    names = []
-    originals_pid = {v: k for k, v in pid_map.items()}
-    originals_tid = {v: k for k, v in tid_map.items()}
-    for (kind, shown), new in pid_map.items():
-        names.append(f"pid {shown} -> {new}")
-    for (kind, shown), new in tid_map.items():
-        names.append(f"tid {shown} -> {new}")
-    # Name every remapped process/thread after its original id when the trace did not name it.
-    extra = []
-    seen_threads = set()
-    for e in events:
-        pid, tid = e.get("pid"), e.get("tid")
-        if pid in originals_pid and pid not in named_pids and pid not in {x["pid"] for x in extra if x["name"] == "process_name"}:
-            original = _unrepr(originals_pid[pid])
-            if original not in named_pids:
-                extra.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": str(original)}})
-        if tid in originals_tid and (pid, tid) not in seen_threads:
-            seen_threads.add((pid, tid))
-            original = _unrepr(originals_tid[tid])
-            if (_original(pid, originals_pid), original) not in named_tids:
-                extra.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": str(original)}})
+            named_new.add(new_id)
+            name = str(originals[key]) or "(empty id)"
+            original_key = originals.get("pid", e.get("pid"))
+            if key == "pid" and originals[key] not in named_pids:
+                extra.append({"ph": "M", "name": "process_name", "pid": e["pid"], "tid": 0, "args": {"name": name}})
+            elif key == "tid" and (original_key, originals[key]) not in named_tids:
+                extra.append({"ph": "M", "name": "thread_name", "pid": e.get("pid"), "tid": e["tid"],
+                              "args": {"name": name}})
     events.extend(extra)
-    report.add("id_remapped", len(pid_map) + len(tid_map),
+    fresh = [f"{key} {value[1]!r} -> {new}" for key in ("pid", "tid")
+             for value, (new, is_fresh) in maps[key].items() if is_fresh]
+    report.add("id_remapped", len(fresh),
                "Perfetto turns negative, >2^32 and non-numeric pids/tids into 0 or an interned string number, "
                "which merges unrelated processes (Kineto's pid -1 overhead process lands on GPU 0); they get "
                f"fresh ids from {REMAPPED_TID_BASE} (tids) and {REMAPPED_PID_BASE} (pids), named after the original",
-               examples=names)
+               examples=fresh)
     report.add("numeric_string_id", numeric_strings,
                "a pid/tid written as a string of digits is read as that number, as Kineto meant it")
-    return bool(pid_map or tid_map or numeric_strings)
-
-
-def _unrepr(ident: tuple) -> object:
-    """The original id as text for a name (Perfetto rejects an empty process/thread name)."""
-    kind, shown = ident
-    text = shown[1:-1] if kind == "str" else shown
-    return text or "(empty id)"
-
-
-def _original(pid, originals_pid):
-    return _unrepr(originals_pid[pid]) if pid in originals_pid else pid
+    return True
 
 
 # -- overlapping slices ----------------------------------------------------------------------------
