@@ -16,6 +16,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 
+import numpy as np
+
 from kineto_sql.loading.events import engine_tid, ns, pushes_slice, sort_key
 from kineto_sql.loading.report import IngestReport
 
@@ -29,31 +31,36 @@ def bind_flows(events: list[dict], original_tracks: dict[int, tuple], report: In
     if not flow_indices:
         return False
 
-    # Slice stacks per final thread: sort keys and event indices, in the importer's order.
-    stacks: dict[tuple, list[tuple]] = defaultdict(list)
+    lazy_stacks: list[_Stacks] = []
+
+    def stacks() -> _Stacks:
+        """The full importer simulation, built only when the fast path cannot decide."""
+        if not lazy_stacks:
+            lazy_stacks.append(_Stacks(events, flow_indices))
+        return lazy_stacks[0]
+
+    # Slices that begin at each (thread, instant), with their sort keys: a Kineto flow event sits exactly
+    # where its slice begins, so its binding is the last of these that sorts before it.
+    begins: dict[tuple, list[tuple]] = defaultdict(list)
+    by_correlation: dict[tuple, list[int]] = defaultdict(list)
     for i, e in enumerate(events):
         if pushes_slice(e):
             ts = ns(e.get("ts"))
             if ts is not None:
-                stacks[(e.get("pid"), engine_tid(e))].append((sort_key(e, i, ts), i))
-    keys = {}
-    for track, items in stacks.items():
-        items.sort()
-        keys[track] = [k for k, _ in items]
+                begins[(e.get("pid"), engine_tid(e), ts)].append(sort_key(e, i, ts))
+        if i in original_tracks:
+            args = e.get("args")
+            if isinstance(args, dict) and isinstance(args.get("correlation"), int):
+                by_correlation[(original_tracks[i], args["correlation"])].append(i)
 
-    by_correlation: dict[tuple, list[int]] = defaultdict(list)
-    for i, track in original_tracks.items():
-        args = events[i].get("args")
-        if isinstance(args, dict) and isinstance(args.get("correlation"), int):
-            by_correlation[(track, args["correlation"])].append(i)
-
-    def engine_target(track: tuple, key: tuple, bp_enclosing: bool) -> int | None:
-        if track not in keys:
-            return None
-        position = bisect_left(keys[track], key)
-        if bp_enclosing:
-            return stacks[track][position - 1][1] if position else None
-        return stacks[track][position][1] if position < len(keys[track]) else None
+    def bound_to(track: tuple, key: tuple, enclosing: bool, j: int) -> int | None:
+        if enclosing:
+            earlier = [k for k in begins.get(track + (key[0],), ()) if k < key]
+            if earlier:
+                return max(earlier)[3]
+        if track == (events[j].get("pid"), engine_tid(events[j])):
+            return stacks().own_target(j)
+        return stacks().target_on(track, key, enclosing)
 
     moved, to_rebind, intended_of, flow_keys = 0, set(), {}, {}
     for j in flow_indices:
@@ -61,16 +68,15 @@ def bind_flows(events: list[dict], original_tracks: dict[int, tuple], report: In
         ts = ns(e.get("ts"))
         if ts is None:
             continue
-        track = (e.get("pid"), engine_tid(e))
-        bp_enclosing = e.get("ph") != "f" or e.get("bp") == "e"
         flow_keys[j] = sort_key(e, j, ts)
+        track = (e.get("pid"), engine_tid(e))
         intended = _intended_slice(events, by_correlation.get((track, _as_int(e.get("id"))), ()), ts)
         if intended is None:
-            intended_of[j] = engine_target(track, flow_keys[j], bp_enclosing)
             continue
         intended_of[j] = intended
         target_track = (events[intended].get("pid"), engine_tid(events[intended]))
-        if engine_target(target_track, flow_keys[j], bp_enclosing) == intended:
+        enclosing = e.get("ph") != "f" or e.get("bp") == "e"
+        if bound_to(target_track, flow_keys[j], enclosing, j) == intended:
             if target_track != track:
                 e["tid"] = target_track[1]
                 moved += 1
@@ -95,7 +101,9 @@ def bind_flows(events: list[dict], original_tracks: dict[int, tuple], report: In
     report.add("flow_half_arrow", halves,
                "flow events whose other half is not in the file (a start without an end or the reverse): "
                "no arrow can be drawn for them, in Perfetto or anywhere; nothing was changed")
-    rebound, unresolved, drop, late = _rebind_explicitly(events, flow_indices, to_rebind, intended_of)
+    for j in to_rebind_partners(pairs, to_rebind, intended_of, events):
+        intended_of[j] = stacks().own_target(j)
+    rebound, unresolved, drop, late = _rebind_explicitly(events, pairs, to_rebind, intended_of)
     reorder |= late
     if drop or reorder:
         tail = [events[i] for i in sorted(reorder - drop)]
@@ -112,6 +120,67 @@ def bind_flows(events: list[dict], original_tracks: dict[int, tuple], report: In
                "flows whose intended slice could not be bound (it already carries another explicit flow); "
                "the importer binds them as the file says")
     return bool(moved or rebound or reorder)
+
+
+class _Stacks:
+    """Which slice the importer binds each flow event to: the last slice begun on its thread before it.
+
+    All slice-pushing events and flow events are sorted together in the importer's order (numpy lexsort);
+    a running maximum carries the last slice position forward, so every flow's binding is one lookup.
+    """
+
+    def __init__(self, events: list[dict], flow_indices: list[int]):
+        self.events = events
+        track_ids: dict[tuple, int] = {}
+        rows = []  # (track, ts, group, negdur, index, is_flow, bp_enclosing)
+        for i, e in enumerate(events):
+            if pushes_slice(e):
+                ts = ns(e.get("ts"))
+                if ts is not None:
+                    group, negdur = (1, -(ns(e.get("dur")) or 0)) if e.get("ph") == "X" else (2, 0)
+                    rows.append((track_ids.setdefault((e.get("pid"), engine_tid(e)), len(track_ids)),
+                                 ts, group, negdur, i, 0, 1))
+        for j in flow_indices:
+            e = events[j]
+            ts = ns(e.get("ts"))
+            if ts is not None:
+                enclosing = e.get("ph") != "f" or e.get("bp") == "e"
+                rows.append((track_ids.setdefault((e.get("pid"), engine_tid(e)), len(track_ids)),
+                             ts, 2, 0, j, 1, int(enclosing)))
+        self.track_ids = track_ids
+        table = np.array(rows, dtype=np.int64).reshape(-1, 7)
+        order = np.lexsort((table[:, 4], table[:, 3], table[:, 2], table[:, 1], table[:, 0]))
+        table = table[order]
+        self.table = table
+        n = len(table)
+        positions = np.arange(n)
+        is_slice = table[:, 5] == 0
+        last = np.maximum.accumulate(np.where(is_slice, positions, -1))
+        nxt = np.minimum.accumulate(np.where(is_slice, positions, n)[::-1])[::-1]
+        self._own: dict[int, int | None] = {}
+        for pos in np.nonzero(~is_slice)[0]:
+            candidate = last[pos] if table[pos, 6] else (nxt[pos] if nxt[pos] < n else -1)
+            ok = candidate >= 0 and table[candidate, 0] == table[pos, 0]
+            self._own[int(table[pos, 4])] = int(table[candidate, 4]) if ok else None
+        self._per_track: dict[int, tuple[list, list]] = {}
+
+    def own_target(self, j: int) -> int | None:
+        """The slice flow event j binds to on its own thread."""
+        return self._own.get(j)
+
+    def target_on(self, track: tuple, key: tuple, bp_enclosing: bool) -> int | None:
+        """The slice a flow event with sort `key` would bind to if it were on `track` (an overlap lane)."""
+        tid = self.track_ids.get(track)
+        if tid is None:
+            return None
+        if tid not in self._per_track:
+            rows = self.table[(self.table[:, 0] == tid) & (self.table[:, 5] == 0)]
+            self._per_track[tid] = ([tuple(int(v) for v in r[1:5]) for r in rows], [int(r[4]) for r in rows])
+        keys, indices = self._per_track[tid]
+        position = bisect_left(keys, key)
+        if bp_enclosing:
+            return indices[position - 1] if position else None
+        return indices[position] if position < len(indices) else None
 
 
 def _as_int(value):
@@ -138,14 +207,20 @@ def _intended_slice(events: list[dict], candidates, ts: int) -> int | None:
     return best
 
 
-def _rebind_explicitly(events: list[dict], flow_indices: list[int], to_rebind: set[int],
+def to_rebind_partners(pairs: dict[tuple, list[int]], to_rebind: set[int], intended_of: dict[int, int],
+                       events: list[dict]) -> list[int]:
+    """Flow events without a correlation whose partner needs an explicit binding: their slice is the
+    importer's own choice, which only the full simulation knows."""
+    if not to_rebind:
+        return []
+    return [j for members in pairs.values() if any(m in to_rebind for m in members)
+            for j in members if j not in intended_of]
+
+
+def _rebind_explicitly(events: list[dict], groups: dict[tuple, list[int]], to_rebind: set[int],
                        intended_of: dict[int, int]) -> tuple[int, int, set[int], set[int]]:
     if not to_rebind:
         return 0, 0, set(), set()
-    groups: dict[tuple, list[int]] = defaultdict(list)
-    for j in flow_indices:
-        e = events[j]
-        groups[(repr(e.get("id")), e.get("cat"), e.get("name"))].append(j)
     next_id, rebound, unresolved, drop, late = V2_BIND_BASE, 0, 0, set(), set()
     for members in groups.values():
         if not any(j in to_rebind for j in members):

@@ -35,9 +35,8 @@ LANE_TID_BASE = 4_000_000_000
 REMAPPED_TID_BASE = 4_100_000_000
 REMAPPED_PID_BASE = 4_200_000_000
 
-# An integer literal of 19+ digits may not fit int64; only then are args scanned.
-_MAYBE_HUGE_INT = re.compile(rb"[\[:,\s]-?\d{19,}(?![\d.eE])")
-_TS_FIELD = re.compile(rb'("ts"\s*:\s*)(-?\d+)(?=[.,}\s eE])')
+_LONG_DIGITS = re.compile(rb"\d{19}")
+_TS_FIELD = re.compile(rb'("ts"\s*:\s*)(-?\d+)(\.\d*)?(?=[,}\s eE])')
 
 
 @dataclass
@@ -80,9 +79,7 @@ def prepare(raw: bytes, path: Path) -> PreparedTrace:
     original_tracks = {i: (e.get("pid"), engine_tid(e)) for i, e in enumerate(events) if e.get("ph") == "X"}
     changed |= _split_overlaps(events, report)
     changed |= bind_flows(events, original_tracks, report)
-    if _MAYBE_HUGE_INT.search(raw):
-        changed |= _stringify_huge_integers(events, report)
-    _count_null_args(events, report)
+    changed |= _scan_args(events, report)
 
     if changed:
         report.rewritten = True
@@ -95,16 +92,19 @@ def prepare(raw: bytes, path: Path) -> PreparedTrace:
 # -- timestamps ------------------------------------------------------------------------------------
 
 def _rebase_timestamps(raw: bytes, report: IngestReport) -> bytes:
-    integers = [int(m.group(2)) for m in _TS_FIELD.finditer(raw)]
-    if not integers:
+    matches = _TS_FIELD.findall(raw)
+    if not matches:
         return raw
+    integers = [int(m[1]) for m in matches]
     low, high = min(integers), max(integers)
-    if high < REBASE_ABOVE_US and low >= 0:
+    # Whole microseconds are exact in a double up to 2^53; only a fraction at a large magnitude loses ns.
+    fractional = any(m[2].strip(b".0") for m in matches)
+    if low >= 0 and (high < REBASE_ABOVE_US or not fractional):
         return raw
     base = low
 
     def shift(match: re.Match) -> bytes:
-        return match.group(1) + str(int(match.group(2)) - base).encode()
+        return match.group(1) + str(int(match.group(2)) - base).encode() + (match.group(3) or b"")
 
     report.ts_offset_ns = base * 1000
     report.add("timestamps_rebased", len(integers),
@@ -250,13 +250,15 @@ def _split_overlaps(events: list[dict], report: IngestReport) -> bool:
     return bool(moved)
 
 
-def _stringify_huge_integers(events: list[dict], report: IngestReport) -> bool:
-    """Perfetto stores args as int64: a larger integer would wrap to a negative number, so it becomes text."""
-    changed = []
+def _scan_args(events: list[dict], report: IngestReport) -> bool:
+    """One pass over every event's args: integers outside int64 become their exact decimal text (Perfetto
+    stores args as int64 and would wrap them), and args with a JSON null are counted (Perfetto stores no row)."""
+    nulls, huge = Counter(), []
+    low, high = -2**63, 2**63
 
     def fix(value):
-        if isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**63:
-            changed.append(value)
+        if type(value) is int and not low <= value < high:
+            huge.append(value)
             return str(value)
         if isinstance(value, dict):
             return {k: fix(v) for k, v in value.items()}
@@ -266,33 +268,22 @@ def _stringify_huge_integers(events: list[dict], report: IngestReport) -> bool:
 
     for e in events:
         args = e.get("args")
-        if isinstance(args, dict) and _has_huge_int(args):
-            e["args"] = fix(args)
-    report.add("integer_beyond_int64_as_string", len(changed),
+        if not isinstance(args, dict):
+            continue
+        for key, value in args.items():
+            kind = type(value)
+            if value is None:
+                nulls[key] += 1
+            elif kind is int:
+                if not low <= value < high:
+                    args[key] = fix(value)
+            elif (kind is dict or kind is list) and _LONG_DIGITS.search(orjson.dumps(value)):
+                args[key] = fix(value)  # only a run of 19+ digits can be an integer beyond int64
+    report.add("integer_beyond_int64_as_string", len(huge),
                "an arg integer outside int64 would wrap to a wrong negative number in Perfetto; it is stored "
-               "as its exact decimal text", examples=changed)
-    return bool(changed)
-
-
-def _has_huge_int(value) -> bool:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return not -2**63 <= value < 2**63
-    if isinstance(value, dict):
-        return any(_has_huge_int(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_huge_int(v) for v in value)
-    return False
-
-
-def _count_null_args(events: list[dict], report: IngestReport) -> None:
-    nulls = Counter()
-    for e in events:
-        args = e.get("args")
-        if isinstance(args, dict):
-            for k, v in args.items():
-                if v is None:
-                    nulls[k] += 1
+               "as its exact decimal text", examples=huge)
     report.add("null_arg_not_stored", sum(nulls.values()),
                "Perfetto stores no row for an arg whose JSON value is null (SQL has no typed null arg); "
                "the event itself is kept",
                examples=[f"{k} x{n}" for k, n in nulls.most_common(5)])
+    return bool(huge)
