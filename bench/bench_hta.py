@@ -1,0 +1,99 @@
+"""HTA's four analyses (temporal, overlap, idle, kernel breakdown): HTA 0.5.0 vs kineto-sql, same traces.
+
+Each side runs in its own fresh process per trace set: load every rank, then the four analyses; wall
+seconds (load and analyses separately) and peak RSS. kineto-sql runs the hta_compat variants (the
+numbers HTA prints) through kineto_sql.runner.run_query, loading the ranks one after another in one
+process. Then `ranks` on dlrm_8rank with --jobs 1 vs --jobs 2 (peak RSS: the largest process).
+
+    python bench/bench_hta.py [--hta-python /work/venv-hta/bin/python]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _child import CORPUS, HTA_PYTHON, KINETO_PYTHON, RSS_SNIPPET, TRACE_SETS, hta_dir_for, markdown, run_child, write_results  # noqa: E402
+
+HTA_RUN = RSS_SNIPPET + """
+import sys, time, logging, warnings
+logging.disable(logging.WARNING); warnings.simplefilter('ignore')
+from hta.trace_analysis import TraceAnalysis
+t0 = time.perf_counter(); a = TraceAnalysis(trace_dir=sys.argv[1]); t1 = time.perf_counter()
+ranks = sorted(a.t.traces.keys())
+a.get_temporal_breakdown(visualize=False)
+a.get_comm_comp_overlap(visualize=False)
+a.get_idle_time_breakdown(ranks=ranks, visualize=False, show_idle_interval_stats=True)
+a.get_gpu_kernel_breakdown(visualize=False)
+t2 = time.perf_counter()
+_report(load_s=t1 - t0, analyses_s=t2 - t1)
+"""
+
+KINETO_RUN = RSS_SNIPPET + """
+import sys, time
+from kineto_sql import open_trace
+from kineto_sql.runner import run_query
+load = analyses = 0.0
+for path in sys.argv[1:]:
+    t0 = time.perf_counter(); tp = open_trace(path); t1 = time.perf_counter()
+    for q in ('hta.temporal_breakdown', 'hta.comm_comp_overlap', 'hta.idle_time_breakdown',
+              'hta.kernel_type_breakdown', 'hta.kernel_breakdown'):
+        run_query(tp, q, {'hta_compat': True})
+    t2 = time.perf_counter(); tp.close()
+    load += t1 - t0; analyses += t2 - t1
+_report(load_s=load, analyses_s=analyses)
+"""
+
+RANKS_RUN = RSS_SNIPPET + """
+import sys, time
+from kineto_sql.ranks import run_ranks
+t0 = time.perf_counter(); rep = run_ranks(sys.argv[1], jobs=int(sys.argv[2])); t = time.perf_counter() - t0
+_report(total_s=t, straggler=rep.verdict.straggler)
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--hta-python", default=HTA_PYTHON, help="python of the HTA 0.5.0 venv")
+    ap.add_argument("--kineto-python", default=KINETO_PYTHON)
+    ap.add_argument("--sets", nargs="*", default=list(TRACE_SETS))
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for set_name in args.sets:
+            files = TRACE_SETS[set_name]
+            h = run_child(args.hta_python, HTA_RUN, str(hta_dir_for(files, Path(tmp))))
+            k = run_child(args.kineto_python, KINETO_RUN, *map(str, files))
+            hta_total, k_total = h["load_s"] + h["analyses_s"], k["load_s"] + k["analyses_s"]
+            rows.append({"set": set_name, "ranks": len(files),
+                         "hta_load_s": h["load_s"], "hta_analyses_s": h["analyses_s"], "hta_total_s": hta_total,
+                         "hta_wall_s": h["wall_s"], "hta_rss_mb": h["peak_rss_mb"],
+                         "kineto_load_s": k["load_s"], "kineto_analyses_s": k["analyses_s"], "kineto_total_s": k_total,
+                         "kineto_wall_s": k["wall_s"], "kineto_rss_mb": k["peak_rss_mb"],
+                         "total_ratio": k_total / hta_total, "analyses_ratio": k["analyses_s"] / h["analyses_s"],
+                         "rss_ratio": k["peak_rss_mb"] / h["peak_rss_mb"]})
+            print(f"{set_name}: done", file=sys.stderr)
+    ranks_rows = []
+    for jobs in (1, 2):
+        r = run_child(args.kineto_python, RANKS_RUN, str(CORPUS / "dlrm_8rank"), str(jobs))
+        ranks_rows.append({"jobs": jobs, "total_s": r["total_s"], "wall_s": r["wall_s"],
+                           "parent_rss_mb": r["self_rss_kb"] / 1024, "largest_worker_rss_mb": r["children_rss_kb"] / 1024,
+                           "straggler": r["straggler"]})
+    path = write_results("bench_hta", {"analyses": rows, "ranks_dlrm_8rank": ranks_rows})
+    print(markdown(rows, [("set", "set", ""), ("ranks", "ranks", ""), ("hta_load_s", "HTA load s", ".2f"),
+                          ("hta_analyses_s", "HTA 4 analyses s", ".2f"), ("hta_rss_mb", "HTA RSS MB", ".0f"),
+                          ("kineto_load_s", "kineto load s", ".2f"), ("kineto_analyses_s", "kineto 4 analyses s", ".2f"),
+                          ("kineto_rss_mb", "kineto RSS MB", ".0f"), ("total_ratio", "total kineto/HTA", ".2f"),
+                          ("analyses_ratio", "analyses kineto/HTA", ".2f"), ("rss_ratio", "RSS kineto/HTA", ".2f")]))
+    print()
+    print(markdown(ranks_rows, [("jobs", "ranks dlrm_8rank --jobs", ""), ("total_s", "total s", ".2f"),
+                                ("parent_rss_mb", "parent RSS MB", ".0f"),
+                                ("largest_worker_rss_mb", "largest worker RSS MB", ".0f"),
+                                ("straggler", "straggler", "")]))
+    print(f"\n(results: {path})")
+
+
+if __name__ == "__main__":
+    main()

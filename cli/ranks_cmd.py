@@ -1,0 +1,158 @@
+"""`kineto-sql ranks DIR`: the HTA analyses on every rank, as distributions; `kineto-sql diff BEFORE AFTER`."""
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import click
+import pandas as pd
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kineto_sql.cli.engine_options import engine_choice, engine_options
+from kineto_sql.cli.output import emit_frame, emit_json, format_option, frame_records, friendly_errors
+from kineto_sql.errors import KinetoSqlError
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty())
+
+
+@click.command("ranks")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@format_option
+@click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True,
+              help="Ranks loaded at once, each in its own process (memory: at most N engines resident).")
+@click.option("--hta-compat", is_flag=True, help="HTA 0.5.0's definitions (last step dropped, stream != -1, its name rules).")
+@click.option("--threshold-pct", type=float, default=10.0, show_default=True,
+              help="Name a straggler only when it costs the others this % of the median step or more.")
+@engine_options
+@friendly_errors
+def command(directory: Path, fmt: str, jobs: int, hta_compat: bool, threshold_pct: float,
+            engine_kind: str, tp_shell: str | None):
+    """Every rank of a job in DIRECTORY: HTA's analyses per rank, their spread, and the straggler if any.
+
+    Prints one table per analysis (temporal breakdown, comm-comp overlap, idle time by cause, kernel
+    types, launch statistics, steps) with a row per rank, then the distribution of the quantities that
+    matter across ranks (median, spread, robust z-score of the worst rank) and a five-sentence verdict
+    naming the straggler, or saying plainly that there is none.
+
+    \b
+    Examples:
+      kineto-sql ranks ./tb_logs/
+      kineto-sql ranks ./tb_logs/ --jobs 4 --format json
+      kineto-sql ranks ./tb_logs/ --hta-compat
+    """
+    from kineto_sql import ranks
+
+    choice = engine_choice(engine_kind, tp_shell)
+    files = ranks.rank_files(directory)
+    results = []
+    with _progress() as progress:
+        task = progress.add_task(f"loading {len(files)} ranks", total=len(files))
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(ranks.run_rank, str(p), r, hta_compat, choice) for p, r in files]
+            for future in futures:
+                try:
+                    results.append(future.result())
+                except KinetoSqlError:
+                    raise
+                progress.advance(task)
+    report = ranks.build_report(results, threshold_pct)
+    verdict = report.verdict
+    if fmt == "json":
+        emit_json({
+            "ranks": [r.rank for r in report.results],
+            "hta_compat": hta_compat,
+            "tables": {k: frame_records(v) for k, v in report.tables.items()},
+            "summary": frame_records(report.summary),
+            "distribution": frame_records(report.distribution),
+            "straggler": verdict.straggler,
+            "straggler_quantity": verdict.quantity.column if verdict.quantity and verdict.straggler is not None else None,
+            "narration": verdict.narration,
+        })
+        return
+    if fmt == "csv":
+        long = _long_frame(report)
+        click.echo(long.to_csv(index=False), nl=False)
+        return
+    for key, _qid, title in ranks.ANALYSES:
+        emit_frame(_rounded(report.tables[key]), fmt, title=title)
+    emit_frame(_rounded(report.summary), fmt, title="Per-rank quantities compared (us)")
+    emit_frame(_rounded(report.distribution), fmt, title="Distribution across ranks")
+    click.echo("")
+    click.echo(verdict.narration)
+
+
+def _rounded(df: pd.DataFrame) -> pd.DataFrame:
+    return df.round(2) if not df.empty else df
+
+
+def _long_frame(report) -> pd.DataFrame:
+    """csv: one row per (analysis, rank, metric, value), then the distribution and the verdict."""
+    rows = []
+    for key, table in list(report.tables.items()) + [("summary", report.summary)]:
+        for rec in table.to_dict(orient="records"):
+            for metric, value in rec.items():
+                if metric != "rank":
+                    rows.append({"analysis": key, "rank": rec["rank"], "metric": metric, "value": value})
+    for rec in report.distribution.to_dict(orient="records"):
+        for metric, value in rec.items():
+            if metric != "quantity":
+                rows.append({"analysis": "distribution:" + rec["quantity"], "rank": None, "metric": metric,
+                             "value": value})
+    rows.append({"analysis": "verdict", "rank": report.verdict.straggler, "metric": "straggler",
+                 "value": report.verdict.narration})
+    frame = pd.DataFrame(rows)
+    frame["rank"] = frame["rank"].astype("Int64")
+    return frame
+
+
+@click.command("diff")
+@click.argument("before", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("after", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@format_option
+@click.option("--device", type=click.Choice(["all", "cpu", "gpu"]), default="all", show_default=True,
+              help="CPU ops / runtime calls, GPU kernels, or both.")
+@click.option("--all-steps", is_flag=True, help="Compare whole traces instead of the first profiler step of each.")
+@click.option("--step", type=int, default=-1, show_default=True, help="Compare ProfilerStep#N (-1: the first step).")
+@click.option("--limit", type=int, default=30, show_default=True, help="Rows shown in the table (0: all).")
+@engine_options
+@friendly_errors
+def diff_command(before: Path, after: Path, fmt: str, device: str, all_steps: bool, step: int, limit: int,
+                 engine_kind: str, tp_shell: str | None):
+    """What changed from BEFORE to AFTER, per op and per kernel: counts, total and mean time.
+
+    Each name is appeared, disappeared, increased, decreased or unchanged (by count); rows are sorted by
+    the change in total time. Both traces load at once, each in its own process.
+
+    \b
+    Examples:
+      kineto-sql diff baseline.json.gz candidate.json.gz
+      kineto-sql diff a.json.gz b.json.gz --device gpu --all-steps --format csv
+    """
+    from kineto_sql import trace_diff
+
+    choice = engine_choice(engine_kind, tp_shell)
+    options = trace_diff.SummaryOptions(all_steps=all_steps, step=step)
+    with _progress() as progress:
+        task = progress.add_task("loading 2 traces", total=2)
+        with ProcessPoolExecutor(max_workers=2) as pool:
+            futures = [pool.submit(trace_diff.summarise_file, str(p), options, choice) for p in (before, after)]
+            frames = []
+            for future in futures:
+                frames.append(future.result())
+                progress.advance(task)
+    diff = trace_diff.diff_summaries(frames[0], frames[1], None if device == "all" else device.upper())
+    counts = trace_diff.status_counts(diff)
+    if fmt == "json":
+        emit_json({"before": str(before), "after": str(after), "status_counts": counts, "rows": frame_records(diff)})
+        return
+    if fmt == "csv":
+        emit_frame(diff, fmt)
+        return
+    shown = diff if limit <= 0 else diff.head(limit)
+    emit_frame(shown.round(2), fmt, title=f"{before.name} -> {after.name} (top {len(shown)} of {len(diff)} by |diff_total_us|)")
+    click.echo(", ".join(f"{v} {k}" for k, v in counts.items()))

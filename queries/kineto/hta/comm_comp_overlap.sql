@@ -1,0 +1,58 @@
+-- id: hta.comm_comp_overlap
+-- version: 1
+-- kind: hta
+-- title: Communication-computation overlap: % of communication time with a compute kernel running
+-- source: seed 000 section 4-5 (HTA comm-comp overlap per rank); research/peers.md 1.2
+-- needs: gpu
+-- param hta_compat BOOL FALSE: TRUE = HTA 0.5.0's event set (stream != -1, last ProfilerStep dropped) and name rules (`^nccl.*Kernel` only); FALSE = kernels, memcpy and memset of the whole trace, any nccl/rccl kernel is communication
+
+-- overlap_pct = 100 * |union(compute) intersect union(communication)| / |union(communication)|,
+-- HTA's definition (memory kernels ignored). No row when the trace has no communication kernels
+-- (HTA returns NaN there).
+
+INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
+
+-- One row: how much of the merged communication time overlaps merged compute time.
+CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_comm_comp_overlap(
+  -- TRUE: HTA 0.5.0's event set and name rules; FALSE: device work of the whole trace.
+  hta_compat BOOL
+)
+RETURNS TABLE(
+  -- Time at least one communication kernel runs, us.
+  comm_us DOUBLE,
+  -- Time at least one compute kernel runs, us.
+  compute_us DOUBLE,
+  -- Communication time during which a compute kernel also runs, us.
+  overlap_us DOUBLE,
+  -- overlap_us / comm_us, % (HTA's comp_comm_overlap_pctg).
+  overlap_pct DOUBLE,
+  -- Communication kernels read.
+  comm_kernels LONG
+) AS
+WITH ev AS MATERIALIZED (
+  SELECT ts, end_ts, kernel_type FROM kineto_hta_gpu_events($hta_compat)
+  WHERE kernel_type IN ('COMPUTATION', 'COMMUNICATION')
+),
+merged AS (
+  SELECT k, ts, end_ts FROM _kineto_hta_merge!((SELECT kernel_type AS k, ts, end_ts FROM ev))
+),
+inter AS (
+  SELECT SUM(MIN(a.end_ts, b.end_ts) - MAX(a.ts, b.ts)) AS overlap_ns
+  FROM merged a
+  JOIN merged b ON a.ts < b.end_ts AND b.ts < a.end_ts
+  WHERE a.k = 'COMMUNICATION' AND b.k = 'COMPUTATION'
+),
+tot AS (
+  SELECT
+    SUM(IIF(k = 'COMMUNICATION', end_ts - ts, 0)) AS comm_ns,
+    SUM(IIF(k = 'COMPUTATION', end_ts - ts, 0)) AS comp_ns
+  FROM merged
+)
+SELECT
+  tot.comm_ns / 1e3 AS comm_us,
+  tot.comp_ns / 1e3 AS compute_us,
+  COALESCE(inter.overlap_ns, 0) / 1e3 AS overlap_us,
+  100.0 * COALESCE(inter.overlap_ns, 0) / tot.comm_ns AS overlap_pct,
+  (SELECT COUNT(*) FROM ev WHERE kernel_type = 'COMMUNICATION') AS comm_kernels
+FROM tot, inter
+WHERE tot.comm_ns > 0;

@@ -1,0 +1,118 @@
+-- id: hta.kernel_breakdown
+-- version: 1
+-- kind: hta
+-- title: Top GPU kernels per kernel type: count, sum, mean, min, max and std of their durations
+-- source: seed 000 section 4-5 (HTA GPU kernel breakdown, top kernels per rank); research/peers.md 1.4
+-- needs: gpu
+-- param hta_compat BOOL FALSE: TRUE = HTA 0.5.0's event set and name rules, and its rule for which names fold into "others" (beyond top_n, or past the duration_ratio quantile of the cumulative sums); FALSE = device work of the whole trace, the top_n names by total time kept
+-- param top_n LONG 10: names kept per kernel type (ranked by total time); the rest become one "others" row; 0 keeps all
+-- param duration_ratio DOUBLE 0.8: hta_compat only: names whose running total exceeds this quantile of the running totals fold into "others" (HTA's duration_ratio)
+
+-- Unlike HTA 0.5.0, the statistics are always those of the individual launches: HTA re-aggregates
+-- its table over the per-name sums, so every kept kernel shows max = min = mean = sum and std 0, and
+-- "others" shows statistics of per-name sums (research/peers.md 1.4). Here "others" is the launches
+-- of all folded names together.
+
+INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
+
+-- One row per kept kernel name per type, plus one "others" row per type when names were folded.
+CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_kernel_breakdown(
+  -- TRUE: HTA 0.5.0's event set, name rules and folding rule; FALSE: device work of the whole trace.
+  hta_compat BOOL,
+  -- Names kept per kernel type; 0 keeps all.
+  top_n LONG,
+  -- hta_compat only: quantile of the running totals past which names fold into "others".
+  duration_ratio DOUBLE
+)
+RETURNS TABLE(
+  -- COMPUTATION, COMMUNICATION or MEMORY.
+  kernel_type STRING,
+  -- Kernel name, or "others".
+  name STRING,
+  -- 1-based rank of the name by total time within its type (NULL for "others").
+  rank_in_type LONG,
+  -- Launches.
+  count LONG,
+  -- Total duration, us.
+  sum_us DOUBLE,
+  -- Mean duration, us.
+  mean_us DOUBLE,
+  -- Shortest launch, us.
+  min_us DOUBLE,
+  -- Longest launch, us.
+  max_us DOUBLE,
+  -- Sample standard deviation of the durations, us (0 for a single launch, as in HTA).
+  std_us DOUBLE,
+  -- Share of the type's total kernel time, %.
+  pct_of_type DOUBLE
+) AS
+WITH ev AS MATERIALIZED (
+  SELECT kernel_type, name, dur / 1e3 AS d FROM kineto_hta_gpu_events($hta_compat)
+  WHERE kernel_type IN ('COMPUTATION', 'COMMUNICATION', 'MEMORY')
+),
+per_name AS (
+  SELECT kernel_type, name, SUM(d) AS s
+  FROM ev
+  GROUP BY kernel_type, name
+),
+ordered AS (
+  SELECT
+    kernel_type, name, s,
+    ROW_NUMBER() OVER (PARTITION BY kernel_type ORDER BY s DESC, name) - 1 AS i,
+    COUNT(*) OVER (PARTITION BY kernel_type) AS n,
+    SUM(s) OVER (PARTITION BY kernel_type ORDER BY s DESC, name ROWS UNBOUNDED PRECEDING) AS cum
+  FROM per_name
+),
+-- pandas' quantile (linear interpolation) of the running totals, per type (used in hta_compat).
+cum_q AS (
+  SELECT
+    kernel_type,
+    MAX(IIF(i = CAST($duration_ratio * (n - 1) AS INT), cum, NULL))
+      + ($duration_ratio * (n - 1) - CAST($duration_ratio * (n - 1) AS INT))
+        * COALESCE(MAX(IIF(i = CAST($duration_ratio * (n - 1) AS INT) + 1, cum, NULL))
+                   - MAX(IIF(i = CAST($duration_ratio * (n - 1) AS INT), cum, NULL)), 0) AS q
+  FROM ordered
+  GROUP BY kernel_type
+),
+labels AS (
+  SELECT
+    o.kernel_type,
+    o.name,
+    CASE
+      WHEN $top_n <= 0 OR o.n <= $top_n THEN o.name
+      WHEN o.i >= $top_n THEN 'others'
+      WHEN $hta_compat AND o.cum > q.q THEN 'others'
+      ELSE o.name
+    END AS label,
+    o.i + 1 AS rank_in_type
+  FROM ordered o
+  JOIN cum_q q USING (kernel_type)
+),
+grouped AS (
+  SELECT
+    ev.kernel_type,
+    l.label AS name,
+    IIF(l.label = 'others', NULL, MIN(l.rank_in_type)) AS rank_in_type,
+    COUNT(*) AS count,
+    SUM(ev.d) AS sum_us,
+    AVG(ev.d) AS mean_us,
+    MIN(ev.d) AS min_us,
+    MAX(ev.d) AS max_us,
+    SUM(ev.d * ev.d) AS sq
+  FROM ev
+  JOIN labels l USING (kernel_type, name)
+  GROUP BY ev.kernel_type, l.label
+)
+SELECT
+  kernel_type,
+  name,
+  rank_in_type,
+  count,
+  sum_us,
+  mean_us,
+  min_us,
+  max_us,
+  IIF(count > 1, SQRT(MAX((sq - count * mean_us * mean_us) / (count - 1), 0)), 0) AS std_us,
+  100.0 * sum_us / SUM(sum_us) OVER (PARTITION BY kernel_type) AS pct_of_type
+FROM grouped
+ORDER BY kernel_type, rank_in_type IS NULL, sum_us DESC;

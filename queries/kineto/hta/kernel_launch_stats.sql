@@ -1,0 +1,92 @@
+-- id: hta.kernel_launch_stats
+-- version: 1
+-- kind: hta
+-- title: CUDA kernel launch statistics: launch delay, short kernels, runtime and launch-delay outliers
+-- source: seed 000 section 4 (HTA); research/peers.md 1.5 (CudaKernelAnalysis.cuda_kernel_launch_stats)
+-- needs: gpu
+-- param hta_compat BOOL FALSE: TRUE = HTA 0.5.0's launch calls only (cudaLaunchKernel, cudaLaunchKernelExC, MTIA runFunction, cudaMemcpyAsync, cudaMemsetAsync), its event set (stream != -1, last ProfilerStep dropped); FALSE = also cuLaunchKernel/cuLaunchKernelEx (Triton) and the HIP launch calls, device work of the whole trace
+-- param runtime_cutoff_us DOUBLE 50: a launch call longer than this is a runtime outlier; a kernel shorter than its launch call that took at most this long is a short kernel
+-- param launch_delay_cutoff_us DOUBLE 100: a launch delay above this is a launch-delay outlier
+
+-- Per launch (runtime call joined to its GPU event by args.correlation): cpu = the call's duration,
+-- gpu = the event's duration, launch delay = max(0, gpu start - call end). Short kernel: cpu <=
+-- runtime_cutoff and gpu < cpu (the launch costs more than the work). Launch delay mixes launch
+-- latency with queueing behind earlier work on the stream. cudaGraphLaunch is not counted.
+
+INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
+
+-- One summary row for the trace.
+CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_kernel_launch_stats(
+  -- TRUE: HTA 0.5.0's launch calls and event set; FALSE: also driver/HIP launches, whole trace.
+  hta_compat BOOL,
+  -- Runtime-outlier / short-kernel cutoff on the launch call's duration, us.
+  runtime_cutoff_us DOUBLE,
+  -- Launch-delay outlier cutoff, us.
+  launch_delay_cutoff_us DOUBLE
+)
+RETURNS TABLE(
+  -- Launches joined to a GPU event.
+  launches LONG,
+  -- Launches whose kernel ran shorter than the launch call (call <= runtime_cutoff_us).
+  short_kernels LONG,
+  -- Launch calls longer than runtime_cutoff_us.
+  runtime_outliers LONG,
+  -- Launches with launch delay above launch_delay_cutoff_us.
+  launch_delay_outliers LONG,
+  -- Sum of launch-call durations, us.
+  cpu_sum_us DOUBLE,
+  -- Sum of the launched events' durations, us.
+  gpu_sum_us DOUBLE,
+  -- Mean launch delay, us.
+  launch_delay_mean_us DOUBLE,
+  -- Median launch delay, us.
+  launch_delay_p50_us DOUBLE,
+  -- Longest launch delay, us.
+  launch_delay_max_us DOUBLE
+) AS
+WITH calls AS MATERIALIZED (
+  SELECT correlation, ts, dur
+  FROM _kineto_hta_rows
+  WHERE stream = -1
+    AND correlation != -1
+    AND IIF($hta_compat, hta_kept = 1, 1)
+    AND (
+      name IN ('cudaLaunchKernel', 'cudaLaunchKernelExC', 'runFunction - job_prep_and_submit_for_execution',
+               'cudaMemcpyAsync', 'cudaMemsetAsync')
+      OR (NOT $hta_compat AND name IN ('cuLaunchKernel', 'cuLaunchKernelEx', 'hipLaunchKernel',
+                                       'hipExtLaunchKernel', 'hipExtModuleLaunchKernel', 'hipModuleLaunchKernel',
+                                       'hipMemcpyAsync', 'hipMemsetAsync', 'hipMemcpyWithStream'))
+    )
+),
+pairs AS (
+  SELECT
+    c.dur / 1e3 AS cpu_us,
+    g.dur / 1e3 AS gpu_us,
+    MAX(g.ts - (c.ts + c.dur), 0) / 1e3 AS delay_us
+  FROM calls c
+  JOIN kineto_hta_gpu_events($hta_compat) g USING (correlation)
+),
+ranked AS (
+  SELECT
+    delay_us,
+    ROW_NUMBER() OVER (ORDER BY delay_us) - 1 AS i,
+    COUNT(*) OVER () AS n
+  FROM pairs
+),
+median AS (
+  SELECT AVG(delay_us) AS p50
+  FROM ranked
+  WHERE i IN (CAST((n - 1) / 2 AS INT), CAST(n / 2 AS INT))
+)
+SELECT
+  COUNT(*) AS launches,
+  SUM(IIF(cpu_us <= $runtime_cutoff_us AND gpu_us < cpu_us, 1, 0)) AS short_kernels,
+  SUM(IIF(cpu_us > $runtime_cutoff_us, 1, 0)) AS runtime_outliers,
+  SUM(IIF(delay_us > $launch_delay_cutoff_us, 1, 0)) AS launch_delay_outliers,
+  SUM(cpu_us) AS cpu_sum_us,
+  SUM(gpu_us) AS gpu_sum_us,
+  AVG(delay_us) AS launch_delay_mean_us,
+  (SELECT p50 FROM median) AS launch_delay_p50_us,
+  MAX(delay_us) AS launch_delay_max_us
+FROM pairs
+HAVING COUNT(*) > 0;
