@@ -233,13 +233,19 @@ def _plain(value):
     return value
 
 
-def _ranks_summary(target: Path, engine: EngineChoice, jobs: int) -> dict | None:
-    """The cross-rank reading (straggler hunting is a distribution question), when the ranks module exists."""
-    try:
-        from kineto_sql import ranks
-    except ImportError:
-        return None
-    summarize = getattr(ranks, "diagnose_summary", None)
-    if summarize is None:
-        return None
-    return summarize(target, engine=engine, jobs=jobs)
+def _ranks_summary(target: Path, engine: EngineChoice, jobs: int) -> dict:
+    """The cross-rank reading (straggler hunting is a distribution question), from kineto_sql.ranks."""
+    from kineto_sql import ranks
+
+    report = ranks.run_ranks(target, jobs=jobs, engine=engine)
+    verdict = report.verdict
+    quantity = verdict.quantity
+    return {
+        "ranks": len(report.results),
+        "straggler": verdict.straggler,
+        "quantity": quantity.meaning if quantity else None,
+        "excess_pct_of_step": round(quantity.excess_pct_of_step, 2) if quantity else None,
+        "median_step_us": verdict.median_step_us,
+        "threshold_pct": verdict.threshold_pct,
+        "narration": verdict.narration,
+    }
