@@ -53,16 +53,26 @@ def command(trace: Path, query_id: str | None, finding_id: str | None, params, p
     warning = web_dist.version_warning()
     if warning:
         click.echo(f"warning: {warning}", err=True)
+        if not web_dist.allows_local_trace_url():
+            click.echo("warning: this UI build's Content-Security-Policy (connect-src) may refuse to fetch the trace "
+                       "from 127.0.0.1", err=True)
     plan = plan_open(trace, query=query_id, finding=finding_id, params=dict(params) or None,
                      engine=engine_choice(engine_kind, tp_shell))
-    session = serve(plan, port=port, web_dist=web_dist)
+    previous = signal.signal(signal.SIGTERM, _terminate)  # SIGTERM stops as quietly as Ctrl-C
     try:
-        _report(session, fmt)
-        if not no_browser:
-            _open_browser(session.launch_url)
-        _wait_for_ctrl_c()
+        session = serve(plan, port=port, web_dist=web_dist)
+        try:
+            _report(session, fmt)
+            if not no_browser:
+                _open_browser(session.launch_url)
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            session.close()
     finally:
-        session.close()
+        signal.signal(signal.SIGTERM, previous)
     click.echo("stopped", err=True)
 
 
@@ -109,19 +119,8 @@ def _open_browser(url: str) -> None:
         click.echo("could not start a browser: open the URL yourself", err=True)
 
 
-def _wait_for_ctrl_c() -> None:
-    """Blocks until Ctrl-C (or SIGTERM); returns normally so the caller closes the server quietly."""
-    def on_term(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, on_term)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+def _terminate(signum, frame):
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m kineto_sql.cli.open_cmd` for debugging

@@ -143,7 +143,8 @@ def _remap_ids(events: list[dict], report: IngestReport) -> bool:
     maps = {}
     for key, base in (("pid", REMAPPED_PID_BASE), ("tid", REMAPPED_TID_BASE)):
         replace, fresh = {}, 0
-        for value in {(type(e[key]), e[key]) for e in events if key in e}:
+        # In order of first appearance, so fresh ids are the same on every run.
+        for value in dict.fromkeys((type(e[key]), e[key]) for e in events if key in e):
             fixed = _valid_id(value[1])
             if fixed is None:
                 replace[value] = (base + fresh, True)

@@ -131,6 +131,5 @@ def findings_commands(setup_sql: str, entry_select: str, track_title: str, tab: 
 
 
 def finding_name_sql() -> str:
-    """The slice name of a finding: its evidence sentence (the step in front when known)."""
-    return ("CASE WHEN step IS NULL THEN coalesce(evidence, 'finding') "
-            "ELSE 'step ' || step || ': ' || coalesce(evidence, 'finding') END")
+    """The slice name of a finding: its evidence sentence (which already names the step and the numbers)."""
+    return "coalesce(nullif(evidence, ''), 'finding')"

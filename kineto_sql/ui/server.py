@@ -66,12 +66,12 @@ class UiServer:
     # -- content ------------------------------------------------------------------------------------------
     def publish(self, name: str, data: bytes, content_type: str = "application/json") -> str:
         """Serves `data` at an unguessable path ending in `name`; returns the path (add `base_url`)."""
-        safe = urllib.parse.quote(Path(name).name or "blob", safe="")
-        path = f"/kineto-sql/{self._token}/{safe}"
-        self._blobs[path] = Blob(bytes(data), content_type)
+        name = Path(name).name or "blob"
+        key = f"/kineto-sql/{self._token}/{name}"  # requests are matched after percent-decoding
+        self._blobs[key] = Blob(bytes(data), content_type)
         if self._local_trace is None:
-            self._local_trace = path
-        return path
+            self._local_trace = key
+        return f"/kineto-sql/{self._token}/{urllib.parse.quote(name, safe='')}"
 
     def set_launch_target(self, url: str) -> str:
         """`/open` sends the browser to `url`; returns the absolute /open URL."""
@@ -216,7 +216,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
         size = target.stat().st_size
         self.send_response(200)
-        self._common_headers()
+        # The UI's versioned files (v52.0-.../) never change: let the browser cache them (and its compiled
+        # wasm); index.html and everything else is revalidated.
+        immutable = target.parent != owner.root and owner.root in target.parents
+        self._common_headers(cache="public, max-age=86400, immutable" if immutable else "no-cache")
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(size))
         self.end_headers()
@@ -224,8 +227,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             with open(target, "rb") as f:
                 shutil.copyfileobj(f, self.wfile, 1 << 20)
 
-    def _common_headers(self):
-        self.send_header("Cache-Control", "no-store")
+    def _common_headers(self, cache: str = "no-store"):
+        self.send_header("Cache-Control", cache)
         self.send_header("X-Content-Type-Options", "nosniff")
         origin = self.headers.get("Origin")
         if origin and origin in self.server.owner._allowed_origins():

@@ -44,7 +44,6 @@ class OpenPlan:
     data: bytes
     commands: list[Command] = field(default_factory=list)
     vis: tuple[int, int] | None = None
-    select: tuple[int, int | None] | None = None
     finding: Finding | None = None
     query_id: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -52,8 +51,7 @@ class OpenPlan:
     def link(self, trace_url: str) -> ViewerLink:
         return ViewerLink(
             trace_url=trace_url, commands=tuple(self.commands),
-            vis_start=self.vis[0] if self.vis else None, vis_end=self.vis[1] if self.vis else None,
-            select_ts=self.select[0] if self.select else None, select_dur=self.select[1] if self.select else None)
+            vis_start=self.vis[0] if self.vis else None, vis_end=self.vis[1] if self.vis else None)
 
 
 def served_name(path: Path) -> str:
@@ -80,67 +78,62 @@ def ingest_tables_sql(prepared: PreparedTrace, path: Path) -> str:
     """The SQL the loader runs after ingest (kineto_metadata, kineto_ingest_report) for this trace."""
     capture = _SqlCapture(rank_of(prepared, None))
     _add_ingest_tables(capture, prepared, path)
-    return ";\n".join(s.strip().rstrip(";") for s in capture.statements)
+    return ";\n".join(strip_comments(s).strip().rstrip(";") for s in capture.statements)
+
+
+def _segments(sql: str):
+    """(kind, text) pieces of a SQL text: 'code', 'string' (quoted literal or identifier) or 'comment'."""
+    i, n, code_start = 0, len(sql), 0
+    while i < n:
+        c = sql[i]
+        if c in "'\"`" or sql.startswith("--", i) or sql.startswith("/*", i):
+            if code_start < i:
+                yield "code", sql[code_start:i]
+            if c in "'\"`":
+                j = i + 1
+                while j < n and not (sql[j] == c and not sql.startswith(c * 2, j)):
+                    j += 2 if sql.startswith(c * 2, j) else 1
+                end, kind = min(j + 1, n), "string"
+            elif c == "-":
+                j = sql.find("\n", i)
+                end, kind = (n if j < 0 else j), "comment"
+            else:
+                j = sql.find("*/", i + 2)
+                end, kind = (n if j < 0 else j + 2), "comment"
+            yield kind, sql[i:end]
+            i = code_start = end
+        else:
+            i += 1
+    if code_start < n:
+        yield "code", sql[code_start:]
+
+
+def strip_comments(sql: str) -> str:
+    """`sql` without its -- and /* */ comments (text inside strings is kept), blank lines dropped."""
+    text = "".join(t for kind, t in _segments(sql) if kind != "comment")
+    return "\n".join(line.rstrip() for line in text.splitlines() if line.strip())
 
 
 def split_final_statement(sql: str) -> tuple[str, str]:
     """(everything before the last statement, the last statement). Semicolons inside strings, quoted
-    identifiers and comments do not count; trailing comments and whitespace are dropped."""
-    cuts, i, n = [], 0, len(sql)
-    while i < n:
-        c = sql[i]
-        if c in "'\"`":
-            j = i + 1
-            while j < n:
-                if sql[j] == c:
-                    if j + 1 < n and sql[j + 1] == c:  # '' escape
-                        j += 2
-                        continue
-                    break
-                j += 1
-            i = j + 1
-        elif sql.startswith("--", i):
-            j = sql.find("\n", i)
-            i = n if j < 0 else j + 1
-        elif sql.startswith("/*", i):
-            j = sql.find("*/", i + 2)
-            i = n if j < 0 else j + 2
-        else:
-            if c == ";":
-                cuts.append(i)
-            i += 1
-    # The last cut followed by something that is not only comments/whitespace marks the final statement.
-    for cut in reversed([-1] + cuts):
-        tail = sql[cut + 1:]
-        if _strip_comments(tail).strip():
-            return sql[:cut + 1] if cut >= 0 else "", tail.strip()
+    identifiers and comments do not count; the last statement comes back without comments or its `;`."""
+    pieces = list(_segments(sql))
+    offset, cuts = 0, [-1]
+    for kind, text in pieces:
+        if kind == "code":
+            cuts += [offset + k for k, ch in enumerate(text) if ch == ";"]
+        offset += len(text)
+    for cut in reversed(cuts):
+        tail = strip_comments(sql[cut + 1:]).strip().rstrip(";").strip()
+        if tail:
+            return (sql[:cut + 1] if cut >= 0 else ""), tail
     return sql, ""
-
-
-def _strip_comments(sql: str) -> str:
-    out, i, n = [], 0, len(sql)
-    while i < n:
-        if sql.startswith("--", i):
-            j = sql.find("\n", i)
-            i = n if j < 0 else j + 1
-        elif sql.startswith("/*", i):
-            j = sql.find("*/", i + 2)
-            i = n if j < 0 else j + 2
-        else:
-            out.append(sql[i])
-            i += 1
-    return "".join(out)
 
 
 def _get_spec(query_id: str):
     from kineto_sql import catalog
 
-    try:
-        return catalog.get(query_id)
-    except KinetoSqlError:
-        raise
-    except KeyError:
-        raise KinetoSqlError(f"no query {query_id!r} in the catalog; `kineto-sql list` shows them") from None
+    return catalog.get(query_id)  # QueryError (one sentence) when unknown or broken
 
 
 def _int_or_none(value) -> int | None:
@@ -166,24 +159,25 @@ def plan_open(path, query: str | None = None, finding: str | None = None, params
     if query and finding:
         raise KinetoSqlError("give --query or --finding, not both")
     path = Path(path)
+    spec = bundle = None
+    if query or finding:  # check the query and its parameters before reading the trace
+        from kineto_sql.paste import paste_bundle
+
+        spec = _get_spec(query or finding)
+        if finding and spec.kind != "detector":
+            raise KinetoSqlError(f"{spec.id} is a {spec.kind} query, not a detector: use --query {spec.id}")
+        bundle = paste_bundle(spec, params or None)
     if prepared is None:
         prepared = prepare_file(path)
     plan = OpenPlan(trace_path=path, trace_name=served_name(path), data=prepared.data)
     plan.commands.append(Command(RUN_QUERY, (ingest_tables_sql(prepared, path),)))
-    if not (query or finding):
+    if spec is None:
         return plan
-
-    from kineto_sql.paste import paste_bundle
-
-    spec = _get_spec(query or finding)
     plan.query_id = spec.id
-    bundle = paste_bundle(spec, params or None)
     if query:
         plan.commands.append(Command(RUN_QUERY_AND_SHOW_TAB, (bundle,)))
         return plan
 
-    if spec.kind != "detector":
-        raise KinetoSqlError(f"{spec.id} is a {spec.kind} query, not a detector: use --query {spec.id}")
     plan.finding = found = _run_detector_here(path, prepared, spec, params, engine)
     if found.not_applicable:
         plan.notes.append(f"{spec.id} does not apply to this trace: {found.not_applicable}; "
@@ -197,8 +191,9 @@ def plan_open(path, query: str | None = None, finding: str | None = None, params
         plan.notes.append(f"{spec.id} is silent on this trace: no findings (its track and tab stay empty)")
         return plan
     if found.ts is not None and found.bounds:
+        # Zoom only: selecting the matching slice too (URL ts/dur) scrolls to that slice after the zoom and
+        # leaves the view on whatever the UI's scrollToSelection picks.
         plan.vis = zoom_window(found.ts, found.dur, found.bounds)
-        plan.select = (found.ts, found.dur)
     return plan
 
 
@@ -239,9 +234,11 @@ class UiSession:
     trace_url: str
     viewer_url: str
     launch_url: str
+    owns_server: bool = True
 
     def close(self) -> None:
-        self.server.close()
+        if self.owns_server:
+            self.server.close()
 
     def __enter__(self) -> "UiSession":
         return self
@@ -250,15 +247,19 @@ class UiSession:
         self.close()
 
 
-def serve(plan: OpenPlan, port: int = 0, web_dist: WebDist | None = None) -> UiSession:
-    """Starts the server for `plan` and returns the session (close() it, or use it as a context manager)."""
+def serve(plan: OpenPlan, port: int = 0, web_dist: WebDist | None = None, server: UiServer | None = None) -> UiSession:
+    """Starts a server for `plan` (or publishes into a running `server`, which the session then leaves
+    running on close) and returns the session; close() it, or use it as a context manager."""
     web_dist = web_dist or find_web_dist()
-    server = UiServer(web_dist.root, port).start()
+    owns = server is None
+    if owns:
+        server = UiServer(web_dist.root, port).start()
     try:
         trace_url = server.base_url + server.publish(plan.trace_name, plan.data, "application/json")
         viewer_url = plan.link(trace_url).url(server.base_url)
         launch_url = server.set_launch_target(viewer_url)
     except BaseException:
-        server.close()
+        if owns:
+            server.close()
         raise
-    return UiSession(server, web_dist, plan, trace_url, viewer_url, launch_url)
+    return UiSession(server, web_dist, plan, trace_url, viewer_url, launch_url, owns)

