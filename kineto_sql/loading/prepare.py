@@ -34,6 +34,7 @@ UINT32_MAX = 2**32 - 1
 LANE_TID_BASE = 4_000_000_000
 REMAPPED_TID_BASE = 4_100_000_000
 REMAPPED_PID_BASE = 4_200_000_000
+TID_ZERO_BASE = 4_150_000_000
 
 _LONG_DIGITS = re.compile(rb"\d{19}")
 _TS_FIELD = re.compile(rb'("ts"\s*:\s*)(-?\d+)(\.\d*)?(?=[,}\s eE])')
@@ -76,6 +77,7 @@ def prepare(raw: bytes, path: Path) -> PreparedTrace:
     changed = report.ts_offset_ns != 0
     changed |= _fill_missing_durations(events, report)
     changed |= _remap_ids(events, report)
+    changed |= _split_tid_zero(events, report)
     original_tracks = {i: (e.get("pid"), engine_tid(e)) for i, e in enumerate(events) if e.get("ph") == "X"}
     changed |= _split_overlaps(events, report)
     changed |= bind_flows(events, original_tracks, report)
@@ -188,6 +190,33 @@ def _remap_ids(events: list[dict], report: IngestReport) -> bool:
                examples=fresh)
     report.add("numeric_string_id", numeric_strings,
                "a pid/tid written as a string of digits is read as that number, as Kineto meant it")
+    return True
+
+
+def _split_tid_zero(events: list[dict], report: IngestReport) -> bool:
+    """The importer gives tid 0 the thread `tid := pid`, merging it with the process's main thread when
+    that thread also has events (Kineto writes other python threads' frames with tid 0): give it its own."""
+    zero_pids = {e.get("pid") for e in events if e.get("tid") == 0 and e.get("ph") in ("X", "i", "I", "s", "t", "f")}
+    zero_pids.discard(0)
+    zero_pids.discard(None)
+    if not zero_pids:
+        return False
+    clash = {e.get("pid") for e in events if e.get("pid") in zero_pids and e.get("tid") == e.get("pid")
+             and e.get("ph") != "M"}
+    if not clash:
+        return False
+    fresh = {pid: TID_ZERO_BASE + i for i, pid in enumerate(sorted(clash, key=repr))}
+    moved = 0
+    for e in events:
+        if e.get("tid") == 0 and e.get("pid") in fresh and e.get("ph") != "M":
+            e["tid"] = fresh[e["pid"]]
+            moved += 1
+    for pid, tid in fresh.items():
+        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": "tid 0"}})
+    report.add("tid_zero_split", moved,
+               "events written with tid 0 would land on the process's main thread (the importer reads tid 0 as "
+               f"tid = pid) and merge with it; they keep their own thread (tid {TID_ZERO_BASE}+, named 'tid 0')",
+               examples=[f"pid {pid}" for pid in fresh])
     return True
 
 

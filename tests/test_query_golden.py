@@ -1,0 +1,69 @@
+"""Every query on every golden trace (and a few corpus traces of other formats): one canonical CSV snapshot
+per (query, trace); plus reading.op_table against torch's own key_averages() of the same window."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kineto_sql.catalog import load_catalog
+from kineto_sql.runner import run_query
+from tests.query_support import (MAX_SNAPSHOT_ROWS, canonical_csv, corpus_selection, golden_trace_paths,  # noqa: F401
+                                 snapshot_csv, trace_name)
+
+TRACES = golden_trace_paths() + corpus_selection()
+QUERY_IDS = load_catalog().ids()
+
+# Rows where our op table cannot match torch, and why.
+# (Kineto's tid-0 frames of other python threads used to merge into the main thread; the loader now keeps
+# them on their own thread, so no row differs today.)
+KEY_AVERAGES_KNOWN_DIFFERENCES: dict[str, str] = {}
+
+
+def _id(path: Path) -> str:
+    return trace_name(path).replace(":", "-")
+
+
+def run_result(loaded, query_id: str, path: Path) -> str:
+    """The canonical CSV text of the query's rows, or the not-applicable sentence."""
+    run = run_query(loaded(path), query_id)
+    if run.not_applicable:
+        return "not applicable: " + run.not_applicable + "\n"
+    return canonical_csv(run.df, MAX_SNAPSHOT_ROWS)
+
+
+@pytest.mark.parametrize("path", TRACES, ids=_id)
+@pytest.mark.parametrize("query_id", QUERY_IDS)
+def test_snapshot(loaded, snapshot_csv, query_id, path):  # noqa: F811
+    assert snapshot_csv == run_result(loaded, query_id, path)
+
+
+GOLDEN_WITH_TORCH_TABLE = [p for p in golden_trace_paths() if p.with_name(p.name.replace(".json.gz", ".ops.csv")).exists()]
+
+
+@pytest.mark.parametrize("path", GOLDEN_WITH_TORCH_TABLE, ids=_id)
+def test_op_table_matches_torch_key_averages(loaded, path):
+    """Calls exact; self CPU and CPU total within 1% or 2 us; self device / device total too."""
+    torch_table = pd.read_csv(path.with_name(path.name.replace(".json.gz", ".ops.csv")), keep_default_na=False)
+    ours = run_query(loaded(path), "reading.op_table").df.set_index("name")
+    mismatches = []
+    for row in torch_table.itertuples(index=False):
+        key = row.key
+        if key in KEY_AVERAGES_KNOWN_DIFFERENCES:
+            continue
+        if key not in ours.index:
+            mismatches.append(f"{key}: missing")
+            continue
+        mine = ours.loc[key]
+        if int(mine.calls) != int(row.count):
+            mismatches.append(f"{key}: calls {mine.calls} != {row.count}")
+        for ours_ns, theirs_us, what in ((mine.self_cpu_dur, row.self_cpu_time_total_us, "self cpu"),
+                                         (mine.cpu_dur, row.cpu_time_total_us, "cpu total"),
+                                         (mine.self_device_dur, row.self_device_time_total_us, "self device"),
+                                         (mine.device_dur, row.device_time_total_us, "device total")):
+            if abs(ours_ns / 1e3 - theirs_us) > max(2.0, 0.01 * abs(theirs_us)):
+                mismatches.append(f"{key}: {what} {ours_ns / 1e3:.3f} us != {theirs_us} us")
+    extra = sorted(set(ours.index) - set(torch_table.key))
+    assert mismatches == []
+    assert extra == []
