@@ -1,0 +1,167 @@
+"""The query commands: `list`, `show`, `run`, `lint`, `new`. Thin: parse, call the library, print."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import pandas as pd
+
+from kineto_sql.catalog import KINDS, load_catalog
+from kineto_sql.cli.engine_options import engine_choice, engine_options
+from kineto_sql.cli.output import emit_frame, emit_json, format_option, friendly_errors
+from kineto_sql.errors import QueryError
+from kineto_sql.loading.load import open_trace
+from kineto_sql.paste import paste_bundle
+from kineto_sql.runner import resolve_spec, run_query
+
+param_option = click.option(
+    "-p", "--param", "params", type=(str, str), multiple=True, metavar="NAME VALUE",
+    help="Set a query parameter (repeatable); the value is converted to the declared type.")
+
+
+@click.command("list")
+@click.option("--kind", type=click.Choice(KINDS), default=None, help="Only queries of this kind.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="table for people, json for machines.")
+@friendly_errors
+def list_command(kind: str | None, fmt: str):
+    """Every query in the catalog: id, version, kind, what it needs, title.
+
+    \b
+    Examples:
+      kineto-sql list
+      kineto-sql list --kind detector --format json
+    """
+    cat = load_catalog()
+    specs = [s for s in cat.specs if kind is None or s.kind == kind]
+    rows = [{"id": s.id, "version": s.version, "kind": s.kind, "needs": ",".join(s.needs) or "none",
+             "params": " ".join(f"{p.name}={p.default}" for p in s.params), "title": s.title} for s in specs]
+    if fmt == "json":
+        emit_json(rows)
+    else:
+        emit_frame(pd.DataFrame(rows, columns=["id", "version", "kind", "needs", "params", "title"]), "table")
+    for problem in cat.problems:
+        click.echo(f"warning: {problem}", err=True)
+
+
+@click.command("show")
+@click.argument("query_id")
+@click.option("--paste", is_flag=True, help="Print one self-contained script for the Perfetto UI query page.")
+@param_option
+@friendly_errors
+def show_command(query_id: str, paste: bool, params: tuple[tuple[str, str], ...]):
+    """Show a query: header, parameters and path; or, with --paste, a script for the Perfetto UI.
+
+    The pasted script inlines every library module the query includes and ends with
+    `SELECT * FROM <entrypoint>(<defaults>)`; it runs as is (and twice in a row) in the UI's query page.
+
+    \b
+    Examples:
+      kineto-sql show reading.step_table
+      kineto-sql show reading.step_table --paste -p sparse_below_pct 30 > step_table.sql
+    """
+    spec = resolve_spec(query_id)
+    if paste:
+        click.echo(paste_bundle(spec, dict(params)), nl=False)
+        return
+    click.echo(f"{spec.id_version}  ({spec.kind})  {spec.title}")
+    click.echo(f"source:     {spec.source}")
+    for key in ("signature", "confirming", "fix"):
+        if getattr(spec, key):
+            click.echo(f"{key + ':':11s} {getattr(spec, key)}")
+    click.echo(f"needs:      {', '.join(spec.needs) or 'none'}")
+    click.echo(f"entrypoint: {spec.entrypoint}({', '.join(p.name for p in spec.params)})  in module {spec.module}")
+    click.echo(f"path:       {spec.path}")
+    for p in spec.params:
+        click.echo(f"  -p {p.name} {p.default}   ({p.type}) {p.description}")
+
+
+@click.command("run")
+@click.argument("query_id")
+@click.argument("trace", type=click.Path(path_type=Path))
+@param_option
+@format_option
+@engine_options
+@friendly_errors
+def run_command(query_id: str, trace: Path, params: tuple[tuple[str, str], ...], fmt: str, engine_kind: str,
+                tp_shell: str | None):
+    """Run one query on TRACE and print its rows.
+
+    When the trace lacks what the query needs (no steps, no GPU...) it prints `not applicable: ...` and
+    exits 0. Bad input (unknown query or parameter, unreadable trace) is one sentence and exit status 2.
+
+    \b
+    Examples:
+      kineto-sql run reading.step_table trace.json.gz
+      kineto-sql run reading.op_table trace.json.gz -p top_n 10 --format csv
+    """
+    spec = resolve_spec(query_id)
+    values = dict(params)
+    for name in values:
+        spec.param(name)
+    with open_trace(trace, engine_choice(engine_kind, tp_shell)) as tp:
+        result = run_query(tp, spec, values)
+    if result.not_applicable:
+        click.echo(f"not applicable: {result.not_applicable}")
+        return
+    emit_frame(result.df, fmt, title=f"{result.id_version}: {spec.title}")
+
+
+@click.command("lint")
+@click.option("--update-lock", is_flag=True, help="Rewrite queries/versions.lock after you bumped versions.")
+@click.option("--force", is_flag=True, help="With --update-lock: accept changed SQL at the same version "
+                                            "(only for a query not released yet).")
+@friendly_errors
+def lint_command(update_lock: bool, force: bool):
+    """Check every query file against queries/README.md; print `path:line: what to fix`.
+
+    Exit status 1 when anything is wrong. `--update-lock` records the current versions and SQL hashes
+    (it refuses where SQL changed and the version did not).
+
+    \b
+    Examples:
+      kineto-sql lint
+      kineto-sql lint --update-lock
+    """
+    from kineto_sql import lint, versions
+
+    if update_lock:
+        refused = versions.update_lock(force=force)
+        for issue in refused:
+            click.echo(f"{versions.lock_path()}:1: {issue.id}: {issue.message}")
+        if refused:
+            sys.exit(1)
+        click.echo(f"wrote {versions.lock_path()}")
+    problems = lint.lint()
+    for problem in problems:
+        click.echo(str(problem))
+    if problems:
+        click.echo(f"{len(problems)} problem(s)", err=True)
+        sys.exit(1)
+    click.echo("lint: clean", err=True)
+
+
+@click.command("new")
+@click.argument("target")
+@friendly_errors
+def new_command(target: str):
+    """Scaffold a detector: queries/kineto/<area>/<name>.sql and its unit test, from templates.
+
+    TARGET is AREA.NAME (area catalog, guide, reading or hta) or a bare NAME (goes to catalog). Name
+    the bad pattern, not the fix.
+
+    \b
+    Examples:
+      kineto-sql new catalog.sync_forcing_op
+      kineto-sql new eager_small_op_storm
+    """
+    from kineto_sql.scaffold import scaffold
+
+    made = scaffold(target)
+    click.echo(f"wrote {made.sql_path}\nwrote {made.test_path}")
+    click.echo(f"next: edit both, add [\"{made.query_id}\"] to tests/expectations.toml, "
+               "then `kineto-sql lint --update-lock`")
+
+
+commands = (list_command, show_command, run_command, lint_command, new_command)

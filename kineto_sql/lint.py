@@ -1,0 +1,375 @@
+"""`kineto-sql lint`: checks every .sql file of the package against queries/README.md.
+
+Checks: header schema (via catalog), id matches path, path segments are SQL identifiers and not
+keywords, only `CREATE OR REPLACE PERFETTO {TABLE|VIEW|FUNCTION|MACRO|INDEX}` and `INCLUDE PERFETTO MODULE`
+statements, a typed schema on every table/view, a `--` comment above every object and every column /
+argument, public names (`kineto_<module>` in lib, the entrypoint `kineto_<area>_<name>` in a query, helpers
+`_kineto_...`), includes that resolve (lib includes only lib), no LIKE, sqlglot parses each statement's
+SELECT body once the PerfettoSQL wrapper is peeled, no `SELECT *` in public outputs, declared params equal
+the entrypoint's arguments (names, order, types), detector envelope columns, and a fresh versions.lock.
+Every problem is `path:line: what to fix`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from kineto_sql.catalog import AREA_KINDS, Catalog, Problem, QuerySpec, parse_query_file
+from kineto_sql.includes import includes_of, module_path
+from kineto_sql.sql_package import PACKAGE, package_dir
+from kineto_sql import versions
+
+SQL_KEYWORDS = frozenset("""
+abort action add after all alter always analyze and as asc attach autoincrement before begin between by cascade
+case cast check collate column commit conflict constraint create cross current current_date current_time
+current_timestamp database default deferrable deferred delete desc detach distinct do drop each else end escape
+except exclude exclusive exists explain fail filter first following for foreign from full generated glob group
+groups having if ignore immediate in index indexed initially inner insert instead intersect into is isnull join
+key last left like limit match materialized natural no not nothing notnull null nulls of offset on or order
+others outer over partition plan pragma preceding primary query raise range recursive references regexp reindex
+release rename replace restrict returning right rollback row rows savepoint select set table temp temporary then
+ties to transaction trigger unbounded union unique update using vacuum values view virtual when where window with
+without function macro module perfetto include returns
+""".split())
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
+_CREATE = re.compile(
+    r"^CREATE\s+(?P<replace>OR\s+REPLACE\s+)?PERFETTO\s+(?P<kind>TABLE|VIEW|FUNCTION|MACRO|INDEX)\s+"
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
+_INCLUDE = re.compile(r"^INCLUDE\s+PERFETTO\s+MODULE\s+(?P<module>\S+?)\s*$", re.IGNORECASE | re.DOTALL)
+_PARAM_TYPES_FOR_ARG = {"LONG": {"LONG", "TIMESTAMP", "DURATION", "INT"}, "DOUBLE": {"DOUBLE"},
+                        "STRING": {"STRING"}, "BOOL": {"BOOL"}}
+DETECTOR_ENVELOPE = (("ts", "TIMESTAMP"), ("dur", "DURATION"), ("impact_dur", "DURATION"), ("step", "LONG"),
+                     ("evidence", "STRING"))
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement: its text (comments kept), the line it starts on, and the comment lines just above."""
+
+    text: str
+    line: int
+    doc: str
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    documented: bool
+
+
+def _mask(sql: str) -> str:
+    """The text with comments and string contents blanked (same length), so offsets still match."""
+    out = list(sql)
+    i, n = 0, len(sql)
+    while i < n:
+        if sql.startswith("--", i):
+            end = sql.find("\n", i)
+            end = n if end < 0 else end
+            out[i:end] = " " * (end - i)
+            i = end
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            out[i:end] = [c if c == "\n" else " " for c in sql[i:end]]
+            i = end
+        elif sql[i] in "'\"":
+            quote, j = sql[i], i + 1
+            while j < n and not (sql[j] == quote and not sql.startswith(quote * 2, j)):
+                j += 2 if sql.startswith(quote * 2, j) else 1
+            out[i + 1:j] = [c if c == "\n" else " " for c in sql[i + 1:j]]
+            i = j + 1
+        else:
+            i += 1
+    return "".join(out)
+
+
+def split_statements(sql: str) -> list[Statement]:
+    masked = _mask(sql)
+    statements, start = [], 0
+    for match in re.finditer(";", masked):
+        chunk_masked = masked[start:match.start()]
+        offset = len(chunk_masked) - len(chunk_masked.lstrip())
+        if chunk_masked.strip():
+            begin = start + offset
+            line = sql.count("\n", 0, begin) + 1
+            statements.append(Statement(sql[begin:match.start()], line, _doc_above(sql, line)))
+        start = match.end()
+    if masked[start:].strip():
+        begin = start + len(masked[start:]) - len(masked[start:].lstrip())
+        statements.append(Statement(sql[begin:], sql.count("\n", 0, begin) + 1, "<missing ;>"))
+    return statements
+
+
+def _doc_above(sql: str, line: int) -> str:
+    lines = sql.splitlines()
+    doc = []
+    k = line - 2
+    while k >= 0 and lines[k].startswith("--"):
+        doc.insert(0, lines[k])
+        k -= 1
+    return "\n".join(doc)
+
+
+def _paren_group(text: str, masked: str, open_at: int) -> tuple[str, int]:
+    """The text inside the parentheses opening at `open_at`, and the index just after the closing one."""
+    depth = 0
+    for i in range(open_at, len(masked)):
+        if masked[i] == "(":
+            depth += 1
+        elif masked[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return text[open_at + 1:i], i + 1
+    raise ValueError("unbalanced parentheses")
+
+
+def parse_columns(group: str) -> list[Column]:
+    """`-- doc\\n name TYPE, ...` -> columns; a column is documented when a comment precedes it."""
+    masked = _mask(group)
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(masked):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append((group[start:i], masked[start:i]))
+            start = i + 1
+    items.append((group[start:], masked[start:]))
+    columns = []
+    for raw, raw_masked in items:
+        words = raw_masked.split()
+        if not words:
+            continue
+        columns.append(Column(words[0], " ".join(words[1:]).upper(), raw.lstrip().startswith("--")))
+    return columns
+
+
+@dataclass(frozen=True)
+class ObjectDef:
+    kind: str
+    name: str
+    line: int
+    documented: bool
+    args: tuple[Column, ...]
+    columns: tuple[Column, ...]
+    returns_table: bool
+    body: str | None
+    body_line: int
+
+
+def parse_object(st: Statement) -> ObjectDef | str:
+    """A CREATE ... statement as an ObjectDef, or a problem message."""
+    match = _CREATE.match(st.text)
+    if not match:
+        return "not a CREATE OR REPLACE PERFETTO {TABLE|VIEW|FUNCTION|MACRO|INDEX} statement"
+    kind, name = match["kind"].upper(), match["name"]
+    text, masked = st.text, _mask(st.text)
+    pos = match.end()
+    args: list[Column] = []
+    columns: list[Column] = []
+    returns_table = False
+    if kind == "INDEX":
+        return ObjectDef(kind, name, st.line, bool(st.doc), (), (), False, None, st.line)
+    rest = masked[pos:]
+    stripped = rest.lstrip()
+    has_group = stripped.startswith("(")
+    if kind in ("TABLE", "VIEW"):
+        if not has_group:
+            return f"{kind.lower()} {name} has no typed schema: write `{name}(col TYPE, ...) AS`"
+        group, after = _paren_group(text, masked, pos + len(rest) - len(stripped))
+        columns = parse_columns(group)
+    elif kind in ("FUNCTION", "MACRO"):
+        if not has_group:
+            return f"{kind.lower()} {name} needs an argument list"
+        group, after = _paren_group(text, masked, pos + len(rest) - len(stripped))
+        args = parse_columns(group)
+        returns = re.match(r"\s*RETURNS\s+(TABLE\s*\()?", masked[after:], re.IGNORECASE)
+        if not returns:
+            return f"{kind.lower()} {name} needs RETURNS"
+        if returns.group(1):
+            returns_table = True
+            open_at = after + returns.end() - 1
+            group, after = _paren_group(text, masked, open_at)
+            columns = parse_columns(group)
+    as_match = re.compile(r"\s*(?:RETURNS\s+\w+(?:\([^)]*\))?\s*)?AS\b", re.IGNORECASE).match(masked, after)
+    if not as_match:
+        return f"{kind.lower()} {name}: expected AS after the schema"
+    body = text[as_match.end():]
+    body_line = st.line + text.count("\n", 0, as_match.end())
+    return ObjectDef(kind, name, st.line, bool(st.doc), tuple(args), tuple(columns), returns_table, body, body_line)
+
+
+def parse_body(body: str) -> exp.Expression:
+    """sqlglot's parse of a PerfettoSQL body: `$arg` becomes `:arg`, `macro!(` becomes `macro(`."""
+    text = re.sub(r"\$([A-Za-z_]\w*)", r":\1", body)
+    text = re.sub(r"([A-Za-z_]\w*)!\(", r"\1(", text)
+    stripped = text.strip()
+    if stripped.startswith("(") and stripped.endswith(")"):
+        stripped = stripped[1:-1]
+    return sqlglot.parse_one(stripped, dialect="sqlite")
+
+
+def _outer_select_has_star(tree: exp.Expression) -> bool:
+    node = tree
+    while isinstance(node, exp.Union):
+        if _outer_select_has_star(node.left):
+            return True
+        node = node.right
+    if isinstance(node, exp.Subquery):
+        node = node.this
+    if isinstance(node, exp.Select):
+        return any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+                   for e in node.expressions)
+    return False
+
+
+def _line_of_column(st: Statement, name: str) -> int:
+    """The line where a column / argument is declared (the statement's line when not found)."""
+    for offset, line in enumerate(st.text.splitlines()):
+        if offset and re.match(rf"^\s*{re.escape(name)}\s+[A-Za-z]", line):
+            return st.line + offset
+    return st.line
+
+
+def lint_file(path: Path, root: Path, spec: QuerySpec | None) -> list[Problem]:
+    problems: list[Problem] = []
+    text = path.read_text()
+    rel = path.relative_to(root)
+    parts = rel.with_suffix("").parts
+    for part in parts:
+        if not _IDENT.match(part) or part in SQL_KEYWORDS:
+            problems.append(Problem(path, 1, f"path segment {part!r} must be a lowercase SQL identifier that is not a "
+                                             "keyword (module names are kineto.<area>.<name>); rename the file"))
+    is_lib = parts[0] == "lib"
+    module = ".".join((PACKAGE,) + parts)
+    public_name = f"{PACKAGE}_" + "_".join(parts[1:] if is_lib else parts)
+    internal_prefix = "_kineto_" if is_lib else f"_{PACKAGE}_{parts[0]}_"
+    masked_all = _mask(text)
+    for match in re.finditer(r"\bLIKE\b", masked_all, re.IGNORECASE):
+        problems.append(Problem(path, text.count("\n", 0, match.start()) + 1,
+                                "LIKE is banned (case-insensitive, not the stdlib's); use GLOB"))
+    for inc in includes_of(text):
+        if inc.is_kineto:
+            if not module_path(inc.module, root).is_file():
+                problems.append(Problem(path, inc.line, f"INCLUDE PERFETTO MODULE {inc.module}: no such module "
+                                                        f"(expected {module_path(inc.module, root)})"))
+            elif is_lib and inc.module.split(".")[1] != "lib":
+                problems.append(Problem(path, inc.line, f"a lib module may include only kineto.lib.* and the stdlib, "
+                                                        f"not {inc.module}"))
+            elif not is_lib and inc.module.split(".")[1] not in ("lib", parts[0]):
+                problems.append(Problem(path, inc.line, f"a query may include kineto.lib.* and modules of its own area "
+                                                        f"({parts[0]}), not {inc.module}"))
+        elif not re.match(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*$", inc.module):
+            problems.append(Problem(path, inc.line, f"INCLUDE PERFETTO MODULE {inc.module}: not a module name "
+                                                    "(no wildcards)"))
+    objects: list[ObjectDef] = []
+    for st in split_statements(text):
+        if st.doc == "<missing ;>":
+            problems.append(Problem(path, st.line, "statement does not end with ';'"))
+            continue
+        if _INCLUDE.match(st.text):
+            continue
+        parsed = parse_object(st)
+        if isinstance(parsed, str):
+            problems.append(Problem(path, st.line, parsed))
+            continue
+        obj = parsed
+        objects.append(obj)
+        if not re.match(r"^CREATE\s+OR\s+REPLACE\s", st.text, re.IGNORECASE):
+            problems.append(Problem(path, st.line, f"write CREATE OR REPLACE PERFETTO {obj.kind} {obj.name} (a pasted "
+                                                   "bundle must run twice in one session)"))
+        if not obj.documented:
+            problems.append(Problem(path, st.line, f"put a `-- comment` directly above {obj.kind.lower()} {obj.name}"))
+        for col in obj.args + obj.columns:
+            col_line = _line_of_column(st, col.name)
+            if not col.documented:
+                problems.append(Problem(path, col_line, f"{obj.name}: put a `-- comment` above column/argument {col.name}"))
+            if not col.type:
+                problems.append(Problem(path, col_line, f"{obj.name}: column/argument {col.name} has no type"))
+        if obj.name.startswith("_"):
+            if not obj.name.startswith(internal_prefix):
+                problems.append(Problem(path, st.line, f"internal object {obj.name} must start with {internal_prefix}"))
+        elif obj.name != public_name:
+            problems.append(Problem(path, st.line, f"public object {obj.name} must be named {public_name} (one public "
+                                                   f"object per module); prefix helpers with {internal_prefix}"))
+        if obj.body is not None and obj.kind != "MACRO":
+            try:
+                tree = parse_body(obj.body)
+            except ParseError as exc:
+                first = str(exc).splitlines()[0]
+                problems.append(Problem(path, obj.body_line, f"body of {obj.name} does not parse as SQL: {first}"))
+            else:
+                if not obj.name.startswith("_") and _outer_select_has_star(tree):
+                    problems.append(Problem(path, obj.body_line, f"{obj.name}: name the output columns instead of "
+                                                                 "SELECT * (public outputs are a contract)"))
+    publics = [o for o in objects if not o.name.startswith("_")]
+    if len(publics) != 1:
+        problems.append(Problem(path, 1, f"{module} must define exactly one public object ({public_name}); "
+                                         f"found {len(publics)}"))
+    if not is_lib and spec is not None:
+        problems += _check_query(path, spec, publics[0] if len(publics) == 1 else None, parts)
+    return problems
+
+
+def _check_query(path: Path, spec: QuerySpec, entry: ObjectDef | None, parts: tuple[str, ...]) -> list[Problem]:
+    problems = []
+    expected_kind = AREA_KINDS.get(parts[0])
+    if expected_kind is None:
+        problems.append(Problem(path, 1, f"area {parts[0]!r} is not one of {', '.join(AREA_KINDS)} (or lib)"))
+    elif spec.kind != expected_kind:
+        problems.append(Problem(path, 1, f"kind {spec.kind} does not fit area {parts[0]}; use kind {expected_kind}"))
+    if spec.kind == "detector":
+        for key in ("signature", "confirming", "fix"):
+            if not getattr(spec, key):
+                problems.append(Problem(path, 1, f"a detector needs `-- {key}: ...` in its header"))
+    if entry is None:
+        return problems
+    if entry.kind != "FUNCTION" or not entry.returns_table:
+        problems.append(Problem(path, entry.line, f"{entry.name} must be a FUNCTION ... RETURNS TABLE(...) (the "
+                                                  "runner calls SELECT * FROM it)"))
+        return problems
+    declared = [(p.name, p.type) for p in spec.params]
+    actual = [(a.name, a.type) for a in entry.args]
+    if [d[0] for d in declared] != [a[0] for a in actual]:
+        problems.append(Problem(path, entry.line, f"header params ({', '.join(d[0] for d in declared) or 'none'}) must "
+                                                  f"equal {entry.name}'s arguments in order "
+                                                  f"({', '.join(a[0] for a in actual) or 'none'})"))
+    else:
+        for (name, ptype), (_, atype) in zip(declared, actual):
+            if atype not in _PARAM_TYPES_FOR_ARG[ptype]:
+                problems.append(Problem(path, entry.line, f"param {name} is {ptype} in the header but {atype} in "
+                                                          f"{entry.name}; make them agree"))
+    if spec.kind == "detector":
+        lead = [(c.name, c.type) for c in entry.columns[:len(DETECTOR_ENVELOPE)]]
+        if lead != list(DETECTOR_ENVELOPE):
+            want = ", ".join(f"{n} {t}" for n, t in DETECTOR_ENVELOPE)
+            problems.append(Problem(path, entry.line, f"a detector's output starts with {want}"))
+    return problems
+
+
+def lint(root: Path | None = None, check_lock: bool = True) -> list[Problem]:
+    """Every problem in the package, sorted by path and line."""
+    base = Path(root) if root else package_dir()
+    problems: list[Problem] = []
+    specs = []
+    for path in sorted(base.rglob("*.sql")):
+        spec = None
+        if path.relative_to(base).parts[0] != "lib":
+            spec, found = parse_query_file(path, base)
+            problems += found
+            if spec is not None:
+                specs.append(spec)
+        problems += lint_file(path, base, spec)
+    if check_lock:
+        cat = Catalog(tuple(specs))
+        lock = base.parent / versions.LOCK_NAME
+        for issue in versions.lock_issues(cat, lock):
+            problems.append(Problem(lock, 1, f"{issue.id}: {issue.message}"))
+    return sorted(problems, key=lambda p: (str(p.path), p.line))

@@ -1,0 +1,107 @@
+"""Running one catalog query on a loaded trace: check what it needs, bind its parameters, return rows.
+
+The only SQL text composed here is the entrypoint call (built by `sql_literals.table_function_call`) and
+the `INCLUDE PERFETTO MODULE` line of the query's module, whose dotted name is checked word by word by
+`sql_literals.identifier`. Everything else comes from .sql files.
+"""
+from __future__ import annotations
+
+import importlib.resources
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import pandas as pd
+
+from kineto_sql import catalog
+from kineto_sql.catalog import QuerySpec
+from kineto_sql.errors import QueryError
+from kineto_sql.sql_literals import identifier, table_function_call
+
+_CAPABILITIES_SQL = importlib.resources.files("kineto_sql").joinpath("sql/capabilities.sql").read_text()
+
+
+@dataclass(frozen=True)
+class Capability:
+    name: str
+    present: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class QueryRun:
+    """The outcome of one query on one trace. `df` is empty when `not_applicable` says why."""
+
+    spec: QuerySpec
+    params: Mapping[str, object]
+    df: pd.DataFrame = field(compare=False)
+    not_applicable: str | None = None
+
+    @property
+    def id_version(self) -> str:
+        return self.spec.id_version
+
+
+def resolve_spec(spec_or_id: QuerySpec | str) -> QuerySpec:
+    return spec_or_id if isinstance(spec_or_id, QuerySpec) else catalog.get(spec_or_id)
+
+
+def resolve_params(spec: QuerySpec, params: Mapping[str, object] | None) -> dict[str, object]:
+    """Defaults overlaid with `params`, each coerced to its declared type. Unknown names are errors."""
+    values = spec.defaults()
+    for name, value in (params or {}).items():
+        values[name] = spec.param(name).coerce(value)
+    return values
+
+
+def include_statement(module: str) -> str:
+    """`INCLUDE PERFETTO MODULE a.b.c;` for a module name made only of plain SQL words."""
+    try:
+        words = [identifier(part) for part in module.split(".")]
+    except ValueError as exc:
+        raise QueryError(f"bad module name {module!r}: {exc}") from None
+    return "INCLUDE PERFETTO MODULE " + ".".join(words) + ";"
+
+
+def entrypoint_call(spec: QuerySpec, values: Mapping[str, object]) -> str:
+    """`SELECT * FROM kineto_<area>_<name>(<literals>)`, arguments in declared order."""
+    return table_function_call(spec.entrypoint, [values[p.name] for p in spec.params])
+
+
+def capabilities(tp) -> dict[str, Capability]:
+    """What the loaded trace contains (kineto.lib.capabilities), cached on the processor."""
+    cached = getattr(tp, "_kineto_capabilities", None)
+    if cached is None:
+        df = tp.df(_CAPABILITIES_SQL)
+        cached = {row.name: Capability(row.name, bool(row.present), str(row.detail)) for row in df.itertuples()}
+        try:
+            tp._kineto_capabilities = cached
+        except AttributeError:
+            pass
+    return cached
+
+
+def missing_needs(tp, spec: QuerySpec) -> str | None:
+    """One sentence naming what the trace lacks for this query, or None when it has everything."""
+    if not spec.needs:
+        return None
+    caps = capabilities(tp)
+    missing = [n for n in spec.needs if not (caps.get(n) and caps[n].present)]
+    if not missing:
+        return None
+    details = "; ".join(f"{n}: {caps[n].detail}" if n in caps else f"{n}: unknown capability" for n in missing)
+    return f"{spec.id} needs {', '.join(missing)}, which this trace lacks ({details})"
+
+
+def run_query(tp, spec_or_id: QuerySpec | str, params: Mapping[str, object] | None = None) -> QueryRun:
+    """Runs one query. Checks `needs` first; a lacking trace gives `not_applicable`, not an error."""
+    spec = resolve_spec(spec_or_id)
+    values = resolve_params(spec, params)
+    reason = missing_needs(tp, spec)
+    if reason:
+        return QueryRun(spec, values, pd.DataFrame(), reason)
+    try:
+        tp.query(include_statement(spec.module))
+        df = tp.df(entrypoint_call(spec, values))
+    except QueryError as exc:
+        raise QueryError(f"{spec.id_version} ({spec.path}) failed: {exc}") from None
+    return QueryRun(spec, values, df, None)

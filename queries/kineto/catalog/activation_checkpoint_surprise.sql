@@ -1,0 +1,223 @@
+-- id: catalog.activation_checkpoint_surprise
+-- version: 1
+-- kind: detector
+-- title: Activation-checkpointing surprise: forward recompute inside backward, or checkpointing that
+--   does not recompute
+-- source: seed 000 section 3, major fault "Activation-checkpointing surprise"; section 2 step 4
+-- signature: a second forward-shaped block (aten::linear / conv / norm / activation ops) inside the
+--   backward pass (nested in autograd::engine::evaluate_function): recompute, a finding unless you enabled
+--   checkpointing; or checkpoint frames (torch/utils/checkpoint.py) with no recompute in backward.
+-- confirming: forward ops inside backward vs the same ops in the forward pass (recompute ratio ~1 for full
+--   coverage), and the recompute time as a share of backward.
+-- fix: fix checkpoint() coverage: remove it where memory allows (recompute costs ~1 extra forward), or
+--   wrap the blocks you meant to (use_reentrant=False; selective checkpointing policies).
+-- needs: steps, cpu_ops
+-- param min_recompute_ops LONG 2: forward-shaped ops inside backward per step that count as recompute
+-- param expect_recompute BOOL FALSE: TRUE when you enabled checkpointing on purpose: recompute is then
+--   expected and only its absence fires
+
+INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
+INCLUDE PERFETTO MODULE kineto.lib.host_tree;
+
+-- Forward-shaped ATen ops: the outer op of each forward layer (never called by an autograd backward
+-- formula), so finding one inside backward means the forward ran again.
+CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_forward_ops(
+  -- Op name.
+  name STRING
+) AS
+WITH names(name) AS (
+  VALUES
+    ('aten::linear'), ('aten::conv1d'), ('aten::conv2d'), ('aten::conv3d'), ('aten::gelu'), ('aten::relu'),
+    ('aten::silu'), ('aten::layer_norm'), ('aten::batch_norm'), ('aten::group_norm'), ('aten::softmax'),
+    ('aten::scaled_dot_product_attention'), ('aten::embedding'), ('aten::dropout'), ('aten::rms_norm')
+)
+SELECT name FROM names;
+
+-- Backward passes per real thread: merged spans of evaluate_function ops.
+CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_backward_spans(
+  -- Real thread (overlap lanes folded back).
+  origin_utid LONG,
+  -- Span start.
+  ts TIMESTAMP,
+  -- Span length.
+  dur DURATION
+) AS
+WITH
+  nodes AS (
+    SELECT h.origin_utid, o.ts, o.ts + o.dur AS end_ts
+    FROM kineto_cpu_ops AS o
+    JOIN kineto_host_tree AS h
+      USING (id)
+    WHERE
+      o.name GLOB 'autograd::engine::evaluate_function: *'
+  ),
+  ordered AS (
+    SELECT
+      *,
+      max(end_ts) OVER (
+        PARTITION BY origin_utid ORDER BY ts, end_ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+      ) AS prev_end
+    FROM nodes
+  ),
+  grouped AS (
+    SELECT
+      *,
+      sum(CASE WHEN prev_end IS NULL OR ts > prev_end THEN 1 ELSE 0 END) OVER (
+        PARTITION BY origin_utid ORDER BY ts, end_ts ROWS UNBOUNDED PRECEDING
+      ) AS grp
+    FROM ordered
+  )
+SELECT origin_utid, min(ts) AS ts, max(end_ts) - min(ts) AS dur
+FROM grouped
+GROUP BY origin_utid, grp;
+
+-- One row per step with unexpected recompute, or with checkpoint frames but no recompute.
+CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_activation_checkpoint_surprise(
+  -- Forward-shaped ops inside backward that count as recompute.
+  min_recompute_ops LONG,
+  -- TRUE when checkpointing is on purpose.
+  expect_recompute BOOL
+)
+RETURNS TABLE(
+  -- Backward start in the step.
+  ts TIMESTAMP,
+  -- Backward length.
+  dur DURATION,
+  -- Step time at stake: the recompute time (recompute_present), 0 for recompute_missing.
+  impact_dur DURATION,
+  -- Step number.
+  step LONG,
+  -- One sentence with the numbers.
+  evidence STRING,
+  -- `recompute_present` or `recompute_missing`.
+  kind STRING,
+  -- Forward-shaped ops inside backward.
+  recompute_op_count LONG,
+  -- The same ops outside backward (the forward pass).
+  forward_op_count LONG,
+  -- recompute_op_count / forward_op_count.
+  recompute_ratio DOUBLE,
+  -- Time of the outermost recomputed ops.
+  recompute_dur DURATION,
+  -- Backward span length in the step.
+  backward_dur DURATION,
+  -- Checkpoint evidence: python frames of torch/utils/checkpoint.py or Checkpoint* ops in the step.
+  checkpoint_frame_count LONG
+) AS
+WITH
+  fwd AS (
+    SELECT o.id, o.ts, o.dur, o.name, o.step, o.parent_id, h.origin_utid
+    FROM kineto_cpu_ops AS o
+    JOIN kineto_host_tree AS h
+      USING (id)
+    WHERE
+      o.name IN (SELECT name FROM _kineto_catalog_forward_ops)
+      AND o.step IS NOT NULL
+  ),
+  tagged AS (
+    SELECT
+      f.*,
+      EXISTS (
+        SELECT 1
+        FROM _kineto_catalog_backward_spans AS b
+        WHERE
+          b.origin_utid = f.origin_utid
+          AND f.ts >= b.ts
+          AND f.ts < b.ts + b.dur
+      ) AS in_bwd,
+      EXISTS (
+        SELECT 1
+        FROM kineto_cpu_ops AS p
+        WHERE
+          p.id = f.parent_id
+          AND p.name IN (SELECT name FROM _kineto_catalog_forward_ops)
+      ) AS nested
+    FROM fwd AS f
+  ),
+  per_step AS (
+    SELECT
+      step,
+      sum(in_bwd) AS recompute_op_count,
+      sum(NOT in_bwd) AS forward_op_count,
+      sum(CASE WHEN in_bwd AND NOT nested THEN dur ELSE 0 END) AS recompute_dur
+    FROM tagged
+    GROUP BY step
+  ),
+  bwd AS (
+    SELECT st.step, min(b.ts) AS ts, max(b.ts + b.dur) - min(b.ts) AS dur
+    FROM kineto_steps AS st
+    JOIN _kineto_catalog_backward_spans AS b
+      ON b.ts >= st.ts
+      AND b.ts < st.ts + st.dur
+    GROUP BY st.step
+  ),
+  ckpt AS (
+    SELECT st.step, count(s.id) AS n
+    FROM kineto_steps AS st
+    JOIN slice AS s
+      ON s.ts >= st.ts
+      AND s.ts < st.ts + st.dur
+    WHERE
+      (s.category = 'python_function' AND s.name GLOB '*torch/utils/checkpoint.py(*')
+      OR s.name GLOB '*CheckpointFunction*'
+    GROUP BY st.step
+  ),
+  rows AS (
+    SELECT
+      b.ts,
+      b.dur,
+      b.step,
+      coalesce(p.recompute_op_count, 0) AS recompute_op_count,
+      coalesce(p.forward_op_count, 0) AS forward_op_count,
+      coalesce(p.recompute_dur, 0) AS recompute_dur,
+      coalesce(c.n, 0) AS checkpoint_frame_count,
+      CASE
+        WHEN coalesce(p.recompute_op_count, 0) >= $min_recompute_ops AND NOT $expect_recompute THEN 'recompute_present'
+        WHEN coalesce(p.recompute_op_count, 0) < $min_recompute_ops
+          AND (coalesce(c.n, 0) > 0 OR $expect_recompute) THEN 'recompute_missing'
+      END AS kind
+    FROM bwd AS b
+    LEFT JOIN per_step AS p
+      USING (step)
+    LEFT JOIN ckpt AS c
+      USING (step)
+  )
+SELECT
+  r.ts,
+  r.dur,
+  CASE WHEN r.kind = 'recompute_present' THEN r.recompute_dur ELSE 0 END AS impact_dur,
+  r.step,
+  CASE
+    WHEN r.kind = 'recompute_present' THEN printf(
+      'Step %d recomputes the forward inside backward: %d forward-shaped ops in backward vs %d in the forward pass (ratio %.2f), %.3f ms = %.1f%% of the %.3f ms backward%s.',
+      r.step,
+      r.recompute_op_count,
+      r.forward_op_count,
+      1.0 * r.recompute_op_count / max(r.forward_op_count, 1),
+      r.recompute_dur / 1e6,
+      100.0 * r.recompute_dur / max(r.dur, 1),
+      r.dur / 1e6,
+      CASE
+        WHEN r.checkpoint_frame_count > 0 THEN printf('; %d torch.utils.checkpoint frames: expected only if you enabled checkpointing here', r.checkpoint_frame_count)
+        ELSE ': activation checkpointing is on; a finding unless you enabled it'
+      END
+    )
+    ELSE printf(
+      'Step %d: checkpointing is enabled (%d checkpoint frames) but backward recomputes no forward op (%d forward-shaped ops in backward): the checkpoint() wrapper covers nothing that runs.',
+      r.step,
+      r.checkpoint_frame_count,
+      r.recompute_op_count
+    )
+  END AS evidence,
+  r.kind,
+  r.recompute_op_count,
+  r.forward_op_count,
+  1.0 * r.recompute_op_count / max(r.forward_op_count, 1) AS recompute_ratio,
+  r.recompute_dur,
+  r.dur AS backward_dur,
+  r.checkpoint_frame_count
+FROM rows AS r
+WHERE
+  r.kind IS NOT NULL
+ORDER BY r.ts;

@@ -1,0 +1,170 @@
+-- id: catalog.compile_graph_breaks
+-- version: 1
+-- kind: detector
+-- title: torch.compile graph breaks: eager islands between compiled regions
+-- source: seed 000 section 3, minor fault "torch.compile regions"
+-- signature: a `Torch-Compiled Region: N/M` running inside another compiled region's call (the resume
+--   function dynamo builds after a graph break; `torch_dynamo_resume_in_*` frames with stacks), with eager
+--   ATen ops between the compiled graphs.
+-- confirming: per step: compiled calls, nested (resumed) regions = graph breaks, distinct frame ids, and
+--   the eager ATen ops outside every `## Call CompiledFxGraph` inside the compiled call.
+-- fix: TORCH_LOGS=graph_breaks to name each break; remove .item()/print/data-dependent python control flow
+--   from the compiled function, or torch._dynamo.allow_in_graph / custom ops for the offending call.
+-- needs: steps, compile
+-- param min_breaks LONG 1: graph breaks (resumed regions) per step that fire
+
+INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
+INCLUDE PERFETTO MODULE kineto.lib.host_tree;
+
+-- Compiled regions with whether they run inside another one (a resume after a graph break).
+CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_compiled_regions(
+  -- Slice id.
+  id JOINID(slice.id),
+  -- Start.
+  ts TIMESTAMP,
+  -- Duration.
+  dur DURATION,
+  -- `Torch-Compiled Region: N/M`.
+  name STRING,
+  -- Real thread.
+  origin_utid LONG,
+  -- Step.
+  step LONG,
+  -- Slice id of the compiled region it runs inside, or NULL for an outermost region.
+  outer_id LONG
+) AS
+WITH
+  regions AS (
+    SELECT o.id, o.ts, o.dur, o.name, h.origin_utid, o.step
+    FROM kineto_cpu_ops AS o
+    JOIN kineto_host_tree AS h
+      USING (id)
+    WHERE
+      o.name GLOB 'Torch-Compiled Region*'
+  )
+SELECT
+  r.*,
+  (
+    SELECT q.id
+    FROM regions AS q
+    WHERE
+      q.origin_utid = r.origin_utid
+      AND q.id != r.id
+      AND r.ts >= q.ts
+      AND r.ts + r.dur <= q.ts + q.dur
+      AND (r.ts > q.ts OR r.dur < q.dur)
+    ORDER BY q.ts
+    LIMIT 1
+  ) AS outer_id
+FROM regions AS r;
+
+-- One row per step with graph breaks.
+CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_compile_graph_breaks(
+  -- Graph breaks per step that fire.
+  min_breaks LONG
+)
+RETURNS TABLE(
+  -- First compiled call start in the step.
+  ts TIMESTAMP,
+  -- From it to the end of the last compiled call.
+  dur DURATION,
+  -- Step time at stake: the eager-island time (ops inside compiled calls but outside compiled graphs).
+  impact_dur DURATION,
+  -- Step number.
+  step LONG,
+  -- One sentence with the numbers.
+  evidence STRING,
+  -- Outermost compiled calls in the step.
+  compiled_call_count LONG,
+  -- Regions resumed inside another (graph breaks).
+  break_count LONG,
+  -- Distinct `N/M` region names.
+  distinct_regions LONG,
+  -- Eager ATen ops inside the compiled calls but outside the compiled graphs.
+  eager_op_count LONG,
+  -- Their summed time (outermost eager ops only).
+  eager_dur DURATION
+) AS
+WITH
+  outer_calls AS (
+    SELECT * FROM _kineto_catalog_compiled_regions WHERE outer_id IS NULL
+  ),
+  graphs AS (
+    SELECT o.ts, o.dur, o.upid
+    FROM kineto_cpu_ops AS o
+    WHERE
+      o.name GLOB '## Call CompiledFxGraph*'
+      OR o.name GLOB 'CompiledFunction*'
+  ),
+  eager AS (
+    SELECT
+      c.step,
+      o.id,
+      o.dur,
+      o.parent_id
+    FROM outer_calls AS c
+    JOIN kineto_host_tree AS h
+      ON h.origin_utid = c.origin_utid
+      AND h.ts >= c.ts
+      AND h.ts < c.ts + c.dur
+    JOIN kineto_cpu_ops AS o
+      ON o.id = h.id
+    WHERE
+      NOT o.is_annotation
+      AND o.name GLOB 'aten::*'
+      AND NOT EXISTS (
+        SELECT 1
+        FROM graphs AS g
+        WHERE
+          g.upid = o.upid
+          AND o.ts >= g.ts
+          AND o.ts < g.ts + g.dur
+      )
+  ),
+  eager_step AS (
+    SELECT
+      e.step,
+      count(*) AS n,
+      sum(CASE WHEN NOT EXISTS (SELECT 1 FROM eager AS p WHERE p.id = e.parent_id) THEN e.dur ELSE 0 END) AS d
+    FROM eager AS e
+    GROUP BY e.step
+  ),
+  per_step AS (
+    SELECT
+      step,
+      min(ts) AS ts,
+      max(ts + dur) - min(ts) AS span,
+      sum(outer_id IS NULL) AS compiled_call_count,
+      sum(outer_id IS NOT NULL) AS break_count,
+      count(DISTINCT name) AS distinct_regions
+    FROM _kineto_catalog_compiled_regions
+    WHERE
+      step IS NOT NULL
+    GROUP BY step
+  )
+SELECT
+  p.ts,
+  p.span AS dur,
+  coalesce(e.d, 0) AS impact_dur,
+  p.step,
+  printf(
+    'Step %d: %d graph breaks in %d compiled calls (%d distinct compiled regions); %d eager ATen ops (%.3f ms) run between the compiled graphs.',
+    p.step,
+    p.break_count,
+    p.compiled_call_count,
+    p.distinct_regions,
+    coalesce(e.n, 0),
+    coalesce(e.d, 0) / 1e6
+  ) AS evidence,
+  p.compiled_call_count,
+  p.break_count,
+  p.distinct_regions,
+  coalesce(e.n, 0) AS eager_op_count,
+  coalesce(e.d, 0) AS eager_dur
+FROM per_step AS p
+LEFT JOIN eager_step AS e
+  USING (step)
+WHERE
+  p.break_count >= $min_breaks
+ORDER BY p.ts;

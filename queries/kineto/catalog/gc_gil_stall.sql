@@ -1,0 +1,194 @@
+-- id: catalog.gc_gil_stall
+-- version: 1
+-- kind: detector
+-- title: GC / GIL stall: Python garbage collection pausing every thread inside steps
+-- source: seed 000 section 3, major fault "GC / GIL stall"
+-- signature: periodic all-thread gaps with no op and no CUDA API activity on any thread, with Python GC
+--   (record_python_gc_info `Python GC` events, gc.collect frames) inside them.
+-- confirming: gc events per step and their time; the longest all-thread gap of the step.
+-- fix: gc.disable() / gc.freeze() around the training loop (collect between steps or every N steps), fewer
+--   cyclic temporaries; move logging and bookkeeping off the training thread.
+-- needs: steps, cpu_ops
+-- param min_gc_ms DOUBLE 1: GC time per step that fires, ms
+-- param min_gap_ms DOUBLE 5: an all-thread gap at least this long is reported (and, with
+--   gaps_without_gc, fires on its own)
+-- param gaps_without_gc BOOL FALSE: also fire on gaps with no GC evidence. Off by default: pure-Python
+--   work (bookkeeping, tokenization) leaves the same gap with GC off (the golden fixed twin does)
+
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.steps;
+
+-- Host activity intervals that count as "a thread is doing framework work": ATen ops and runtime calls
+-- of any thread (annotations and python frames excluded), merged per process.
+CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_host_activity(
+  -- Process.
+  upid LONG,
+  -- Start.
+  ts TIMESTAMP,
+  -- Length.
+  dur DURATION
+) AS
+WITH
+  acts AS (
+    SELECT t.upid, s.ts, s.ts + s.dur AS end_ts
+    FROM slice AS s
+    JOIN kineto_event_categories AS c
+      ON c.category = s.category
+    JOIN thread_track AS tt
+      ON tt.id = s.track_id
+    JOIN thread AS t
+      USING (utid)
+    WHERE
+      (c.event_class = 'runtime' OR (c.event_class = 'cpu_op' AND s.category != 'user_annotation'))
+      AND NOT s.name GLOB 'ProfilerStep#*'
+  ),
+  ordered AS (
+    SELECT
+      *,
+      max(end_ts) OVER (PARTITION BY upid ORDER BY ts, end_ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+    FROM acts
+  ),
+  grouped AS (
+    SELECT
+      *,
+      sum(CASE WHEN prev_end IS NULL OR ts > prev_end THEN 1 ELSE 0 END) OVER (
+        PARTITION BY upid ORDER BY ts, end_ts ROWS UNBOUNDED PRECEDING
+      ) AS grp
+    FROM ordered
+  )
+SELECT upid, min(ts) AS ts, max(end_ts) - min(ts) AS dur
+FROM grouped
+GROUP BY upid, grp;
+
+-- One row per step with GC stalls (or, with gaps_without_gc, long all-thread gaps).
+CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_gc_gil_stall(
+  -- GC time per step that fires, ms.
+  min_gc_ms DOUBLE,
+  -- Gap length reported, ms.
+  min_gap_ms DOUBLE,
+  -- Fire on gaps without GC evidence too.
+  gaps_without_gc BOOL
+)
+RETURNS TABLE(
+  -- First GC event (or longest gap) start.
+  ts TIMESTAMP,
+  -- Its length.
+  dur DURATION,
+  -- Step time lost: the GC time (or the gap time without GC evidence).
+  impact_dur DURATION,
+  -- Step number.
+  step LONG,
+  -- One sentence with the numbers.
+  evidence STRING,
+  -- GC events in the step.
+  gc_count LONG,
+  -- Their time.
+  gc_dur DURATION,
+  -- Longest GC event.
+  gc_max_dur DURATION,
+  -- All-thread gaps of at least min_gap_ms in the step.
+  gap_count LONG,
+  -- Longest all-thread gap in the step.
+  gap_max_dur DURATION
+) AS
+WITH
+  gc AS (
+    SELECT s.id, s.ts, s.dur, t.upid
+    FROM slice AS s
+    JOIN thread_track AS tt
+      ON tt.id = s.track_id
+    JOIN thread AS t
+      USING (utid)
+    WHERE
+      s.name = 'Python GC'
+      OR (s.category = 'python_function' AND (s.name GLOB '*gc.collect*' OR s.name GLOB '<built-in method collect of module gc*'))
+  ),
+  gc_in_step AS (
+    SELECT g.ts, g.dur, _kineto_step_at!(g.upid, g.ts) AS step
+    FROM gc AS g
+  ),
+  gc_step AS (
+    SELECT step, count(*) AS n, sum(dur) AS d, max(dur) AS mx, min(ts) AS first_ts
+    FROM gc_in_step
+    GROUP BY step
+  ),
+  gaps_raw AS (
+    SELECT
+      upid,
+      ts + dur AS ts,
+      lead(ts) OVER (PARTITION BY upid ORDER BY ts) - (ts + dur) AS dur
+    FROM _kineto_catalog_host_activity
+  ),
+  gaps AS (
+    SELECT g.ts, g.dur, _kineto_step_at!(g.upid, g.ts) AS step
+    FROM gaps_raw AS g
+    WHERE
+      g.dur > 0
+  ),
+  gap_step AS (
+    SELECT
+      step,
+      sum(dur >= $min_gap_ms * 1e6) AS n,
+      max(dur) AS mx,
+      sum(CASE WHEN dur >= $min_gap_ms * 1e6 THEN dur ELSE 0 END) AS total
+    FROM gaps
+    GROUP BY step
+  ),
+  gap_first AS (
+    SELECT step, ts, dur, row_number() OVER (PARTITION BY step ORDER BY dur DESC) AS rn
+    FROM gaps
+  ),
+  rows AS (
+    SELECT
+      st.step,
+      st.dur AS step_dur,
+      coalesce(g.n, 0) AS gc_count,
+      coalesce(g.d, 0) AS gc_dur,
+      g.mx AS gc_max_dur,
+      g.first_ts,
+      coalesce(p.n, 0) AS gap_count,
+      p.mx AS gap_max_dur,
+      p.total AS gap_total,
+      f.ts AS gap_ts
+    FROM kineto_steps AS st
+    LEFT JOIN gc_step AS g
+      USING (step)
+    LEFT JOIN gap_step AS p
+      USING (step)
+    LEFT JOIN gap_first AS f
+      ON f.step = st.step
+      AND f.rn = 1
+  )
+SELECT
+  coalesce(CASE WHEN r.gc_count > 0 THEN r.first_ts END, r.gap_ts) AS ts,
+  CASE WHEN r.gc_count > 0 THEN r.gc_max_dur ELSE r.gap_max_dur END AS dur,
+  CASE WHEN r.gc_dur >= $min_gc_ms * 1e6 THEN r.gc_dur ELSE coalesce(r.gap_total, 0) END AS impact_dur,
+  r.step,
+  CASE
+    WHEN r.gc_dur >= $min_gc_ms * 1e6 THEN printf(
+      'Step %d: %d Python GC pauses, %.3f ms (%.1f%% of the step, longest %.3f ms); longest all-thread gap with no op or CUDA API activity %.3f ms.',
+      r.step,
+      r.gc_count,
+      r.gc_dur / 1e6,
+      100.0 * r.gc_dur / max(r.step_dur, 1),
+      r.gc_max_dur / 1e6,
+      coalesce(r.gap_max_dur, 0) / 1e6
+    )
+    ELSE printf(
+      'Step %d: %d all-thread gaps of at least %.1f ms with no op or CUDA API activity (longest %.3f ms) and no GC events recorded: GC or GIL contention is one candidate; record_python_gc_info=True or py-spy confirms.',
+      r.step,
+      r.gap_count,
+      $min_gap_ms,
+      coalesce(r.gap_max_dur, 0) / 1e6
+    )
+  END AS evidence,
+  r.gc_count,
+  r.gc_dur,
+  r.gc_max_dur,
+  r.gap_count,
+  r.gap_max_dur
+FROM rows AS r
+WHERE
+  r.gc_dur >= $min_gc_ms * 1e6
+  OR ($gaps_without_gc AND r.gap_count > 0)
+ORDER BY r.step;

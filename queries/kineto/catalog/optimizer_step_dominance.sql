@@ -1,0 +1,130 @@
+-- id: catalog.optimizer_step_dominance
+-- version: 1
+-- kind: detector
+-- title: Optimizer step dominance: thousands of tiny per-parameter ops after backward
+-- source: seed 000 section 3, major fault "Optimizer step dominance"
+-- signature: post-backward, thousands of tiny aten::add_ / mul_ / lerp_ / addcmul_ / sqrt / div_ (one set
+--   per parameter tensor) inside `Optimizer.step#<Opt>.step`.
+-- confirming: optimizer share of the step; tiny ops per step; foreach / fused flags off (no
+--   aten::_foreach_* / aten::_fused_* ops in the optimizer step).
+-- fix: fused=True or foreach=True (Adam/AdamW/SGD), or an FSDP / ZeRO sharded step; fewer, larger
+--   parameter tensors.
+-- needs: steps, cpu_ops
+-- param min_share_pct DOUBLE 25: the optimizer step takes at least this % of the ProfilerStep
+-- param min_small_ops LONG 500: and runs at least this many ops (seed: thousands of tiny per-param ops; a
+--   fused / foreach step runs a handful)
+-- param max_op_us DOUBLE 50: an op shorter than this (us) is tiny
+
+INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
+
+-- A step that already runs foreach / fused kernels does not fire even when long (the fused CPU Adam still
+-- runs ~8 bookkeeping ops per parameter): that is a parameter-count problem, not this row's flag.
+
+-- One row per Optimizer.step annotation that dominates its step.
+CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_optimizer_step_dominance(
+  -- Optimizer share of the step that fires, %.
+  min_share_pct DOUBLE,
+  -- Tiny ops inside the optimizer step that fire.
+  min_small_ops LONG,
+  -- Tiny-op cutoff, us.
+  max_op_us DOUBLE
+)
+RETURNS TABLE(
+  -- Optimizer step start.
+  ts TIMESTAMP,
+  -- Optimizer step duration.
+  dur DURATION,
+  -- Step time at stake: the optimizer step time.
+  impact_dur DURATION,
+  -- Step number.
+  step LONG,
+  -- One sentence with the numbers.
+  evidence STRING,
+  -- The annotation, e.g. Optimizer.step#Adam.step.
+  optimizer STRING,
+  -- Optimizer step share of the ProfilerStep, %.
+  share_pct DOUBLE,
+  -- ATen ops inside the optimizer step.
+  op_count LONG,
+  -- Of them shorter than max_op_us.
+  small_op_count LONG,
+  -- aten::_foreach_* / aten::_fused_* ops inside (0 = foreach and fused both off).
+  foreach_fused_count LONG,
+  -- The most frequent op names inside, with counts.
+  top_ops STRING
+) AS
+WITH
+  opt AS (
+    SELECT o.id, o.ts, o.dur, o.name, o.upid, o.step
+    FROM kineto_cpu_ops AS o
+    WHERE
+      o.is_annotation
+      AND o.name GLOB 'Optimizer.step#*'
+      AND o.step IS NOT NULL
+  ),
+  inside AS (
+    SELECT a.id AS opt_id, o.name, o.dur
+    FROM opt AS a
+    JOIN kineto_cpu_ops AS o
+      ON o.upid = a.upid
+      AND o.ts >= a.ts
+      AND o.ts < a.ts + a.dur
+    WHERE
+      NOT o.is_annotation
+  ),
+  counts AS (
+    SELECT
+      opt_id,
+      count(*) AS op_count,
+      sum(dur < $max_op_us * 1000) AS small_op_count,
+      sum(name GLOB 'aten::_foreach_*' OR name GLOB 'aten::_fused_*') AS foreach_fused_count
+    FROM inside
+    GROUP BY opt_id
+  ),
+  names AS (
+    SELECT opt_id, name, count(*) AS n, row_number() OVER (PARTITION BY opt_id ORDER BY count(*) DESC, name) AS rn
+    FROM inside
+    GROUP BY opt_id, name
+  ),
+  top AS (
+    SELECT opt_id, group_concat(name || ' x' || n, ', ') AS top_ops
+    FROM (SELECT * FROM names WHERE rn <= 5 ORDER BY opt_id, rn)
+    GROUP BY opt_id
+  )
+SELECT
+  a.ts,
+  a.dur,
+  a.dur AS impact_dur,
+  a.step,
+  printf(
+    'Step %d: %s takes %.3f ms (%.1f%% of the step) running %d ops, %d of them under %.0f us (%s); %s.',
+    a.step,
+    a.name,
+    a.dur / 1e6,
+    100.0 * a.dur / max(st.dur, 1),
+    c.op_count,
+    c.small_op_count,
+    $max_op_us,
+    t.top_ops,
+    CASE WHEN c.foreach_fused_count = 0 THEN 'no foreach / fused kernels: per-parameter loop' ELSE c.foreach_fused_count || ' foreach / fused ops' END
+  ) AS evidence,
+  a.name AS optimizer,
+  100.0 * a.dur / max(st.dur, 1) AS share_pct,
+  c.op_count,
+  c.small_op_count,
+  c.foreach_fused_count,
+  t.top_ops
+FROM opt AS a
+JOIN kineto_steps AS st
+  ON st.step = a.step
+  AND st.upid = a.upid
+JOIN counts AS c
+  ON c.opt_id = a.id
+LEFT JOIN top AS t
+  ON t.opt_id = a.id
+WHERE
+  100.0 * a.dur / max(st.dur, 1) >= $min_share_pct
+  AND c.small_op_count >= $min_small_ops
+  AND c.foreach_fused_count = 0
+ORDER BY a.ts;

@@ -1,0 +1,132 @@
+-- id: catalog.schedule_distortion
+-- version: 1
+-- kind: detector
+-- title: Profiler schedule distortion: the active window holds a cold or compile step, or too few steps
+-- source: seed 000 section 3, minor fault "Profiler schedule distortion"
+-- signature: the active window catches a cold step (ProfilerStep#0: no wait/warmup; a first step far
+--   wider than the rest; torch.compile compiling inside a step) or captures fewer than 3 steps.
+-- confirming: step count; first-step width vs the median of the others; ProfilerStep#0 present;
+--   dynamo / inductor compile frames inside a step.
+-- fix: schedule(wait>=1, warmup>=1, active>=3): wait past warmup and compilation, capture at least 3 steps.
+-- needs: steps
+-- param min_steps LONG 3: fewer captured steps than this fires (seed: capture >= 3 steps)
+-- param cold_ratio DOUBLE 2: a first step at least this many times the median of the other steps is cold
+--   (warm CPU steps jitter up to ~1.6x on a shared machine; the golden cold step 0 is 2.6x)
+
+INCLUDE PERFETTO MODULE kineto.lib.steps;
+
+-- One row per distortion found (kinds: few_steps, step_zero, cold_first_step, compile_step).
+CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_schedule_distortion(
+  -- Minimum steps for a usable capture.
+  min_steps LONG,
+  -- First-step / median-of-the-rest ratio that is cold.
+  cold_ratio DOUBLE
+)
+RETURNS TABLE(
+  -- Start of the step concerned (first step for few_steps).
+  ts TIMESTAMP,
+  -- Its width (the whole capture for few_steps).
+  dur DURATION,
+  -- Step time distorting the averages: the cold step's excess over the median (0 for few_steps).
+  impact_dur DURATION,
+  -- Step concerned, or NULL for few_steps.
+  step LONG,
+  -- One sentence with the numbers.
+  evidence STRING,
+  -- few_steps, step_zero, cold_first_step or compile_step.
+  kind STRING,
+  -- Captured steps.
+  step_count LONG,
+  -- Median width of the steps after the first (NULL with one step).
+  median_other_dur DURATION
+) AS
+WITH
+  main AS (
+    -- The process with the most steps (rank traces hold one).
+    SELECT upid FROM kineto_steps GROUP BY upid ORDER BY count(*) DESC LIMIT 1
+  ),
+  s AS (
+    SELECT st.*, row_number() OVER (ORDER BY st.ts) AS rn, count(*) OVER () AS n
+    FROM kineto_steps AS st
+    WHERE
+      st.upid = (SELECT upid FROM main)
+  ),
+  others AS (
+    SELECT dur, row_number() OVER (ORDER BY dur) AS k, count(*) OVER () AS m
+    FROM s
+    WHERE
+      rn > 1
+  ),
+  med AS (
+    SELECT avg(dur) AS d FROM others WHERE k IN ((m + 1) / 2, (m + 2) / 2)
+  ),
+  first AS (
+    SELECT * FROM s WHERE rn = 1
+  ),
+  compile_steps AS (
+    SELECT s.step, s.ts, s.dur, count(f.id) AS frames
+    FROM s
+    JOIN slice AS f
+      ON f.ts >= s.ts
+      AND f.ts < s.ts + s.dur
+    WHERE
+      f.name GLOB '*torch/_dynamo/convert_frame.py(*): _compile*'
+      OR f.name GLOB '*torch/_inductor/compile_fx.py(*): compile_fx*'
+      OR f.name GLOB 'Compiled Function*Inductor*'
+    GROUP BY s.step
+  ),
+  found AS (
+    SELECT
+      f.ts,
+      (SELECT max(ts + dur) FROM s) - f.ts AS dur,
+      0 AS impact_dur,
+      NULL AS step,
+      'few_steps' AS kind,
+      printf('Only %d ProfilerStep captured (fewer than %d): one step is not a distribution; per-step numbers may be a cold or odd step.', f.n, $min_steps) AS evidence
+    FROM first AS f
+    WHERE
+      f.n < $min_steps
+    UNION ALL
+    SELECT
+      f.ts,
+      f.dur,
+      CAST(max(f.dur - coalesce((SELECT d FROM med), f.dur), 0) AS INT),
+      f.step,
+      'step_zero',
+      printf('The active window starts at ProfilerStep#0 (%.3f ms): no wait/warmup steps, so first-iteration work (allocations, optimizer state init, autotuning) is in the capture.', f.dur / 1e6)
+    FROM first AS f
+    WHERE
+      f.step = 0
+    UNION ALL
+    SELECT
+      f.ts,
+      f.dur,
+      CAST(f.dur - (SELECT d FROM med) AS INT),
+      f.step,
+      'cold_first_step',
+      printf('First captured step %d is %.3f ms, %.1fx the median %.3f ms of the other %d steps: a cold step inside the active window.', f.step, f.dur / 1e6, f.dur / (SELECT d FROM med), (SELECT d FROM med) / 1e6, f.n - 1)
+    FROM first AS f
+    WHERE
+      (SELECT d FROM med) > 0
+      AND f.dur >= $cold_ratio * (SELECT d FROM med)
+    UNION ALL
+    SELECT
+      c.ts,
+      c.dur,
+      CAST(max(c.dur - coalesce((SELECT d FROM med), c.dur), 0) AS INT),
+      c.step,
+      'compile_step',
+      printf('Step %d compiles (%d dynamo/inductor compile frames inside): a compile step in the active window.', c.step, c.frames)
+    FROM compile_steps AS c
+  )
+SELECT
+  f.ts,
+  f.dur,
+  f.impact_dur,
+  f.step,
+  f.evidence,
+  f.kind,
+  (SELECT count(*) FROM s) AS step_count,
+  CAST((SELECT d FROM med) AS INT) AS median_other_dur
+FROM found AS f
+ORDER BY f.ts, f.kind;

@@ -1,0 +1,261 @@
+-- id: catalog.sync_forcing_op
+-- version: 2
+-- kind: detector
+-- title: Sync-forcing op in the hot loop: host syncs (or host reads of device values) in every step
+-- source: seed 000 section 3, major fault "Sync-forcing op in hot loop"
+-- signature: cudaStreamSynchronize / cudaDeviceSynchronize / cudaEventSynchronize (hip* alike) beneath
+--   aten::item / aten::_local_scalar_dense / aten::nonzero / .cpu(); on a CPU-only capture the host-read ops
+--   themselves (each one is a full device sync once the same code runs on a GPU).
+-- confirming: count per step >= 1; per step the ops that synced, the python line that called the first
+--   one (when stacks were recorded), and the GPU idle time that opened while the host waited.
+-- fix: defer host reads (log every N steps), vectorize the condition on device (torch.where, masks),
+--   compute metrics asynchronously (non_blocking copies into pinned memory, read a step later).
+-- needs: none
+-- param min_per_step LONG 1: a step fires with at least this many syncs (seed: count per step >= 1)
+
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
+INCLUDE PERFETTO MODULE kineto.lib.gpu_idle;
+INCLUDE PERFETTO MODULE kineto.lib.python_frames;
+
+-- Host-side sync points: blocking runtime calls (GPU traces), or, on traces without any runtime
+-- activity (CPU-only captures), the ATen host reads that would block on a device.
+CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_sync_events(
+  -- Slice id of the runtime call or host-read op.
+  id JOINID(slice.id),
+  -- Start.
+  ts TIMESTAMP,
+  -- Duration (host time blocked).
+  dur DURATION,
+  -- Runtime API name or op name.
+  name STRING,
+  -- `runtime` (a blocking runtime call) or `host_read` (an ATen host read, CPU-only trace).
+  source STRING,
+  -- The innermost CPU op around the call (the op that forced it), or the op itself.
+  op_name STRING,
+  -- Process.
+  upid JOINID(process.id),
+  -- Step number, or NULL outside steps.
+  step LONG
+) AS
+WITH
+  runtime_calls AS (
+    SELECT s.id, s.ts, s.dur, s.name, t.upid
+    FROM slice AS s
+    JOIN kineto_event_categories AS c
+      ON c.category = s.category
+    JOIN thread_track AS tt
+      ON tt.id = s.track_id
+    JOIN thread AS t
+      USING (utid)
+    WHERE
+      c.event_class = 'runtime'
+  ),
+  has_runtime AS (
+    SELECT EXISTS (SELECT 1 FROM runtime_calls) AS yes
+  ),
+  blocking AS (
+    SELECT
+      r.id,
+      r.ts,
+      r.dur,
+      r.name,
+      'runtime' AS source,
+      coalesce(
+        (
+          SELECT a.name
+          FROM ancestor_slice(r.id) AS a
+          WHERE
+            a.name IN (
+              'aten::item', 'aten::is_nonzero', 'aten::nonzero', 'aten::masked_select', 'aten::to',
+              'aten::equal', 'aten::_unique2', 'aten::unique_consecutive', 'aten::repeat_interleave'
+            )
+          ORDER BY a.depth
+          LIMIT 1
+        ),
+        (
+          SELECT a.name
+          FROM ancestor_slice(r.id) AS a
+          WHERE
+            a.category IN ('cpu_op', 'Operator')
+          ORDER BY a.depth DESC
+          LIMIT 1
+        )
+      ) AS op_name,
+      r.upid
+    FROM runtime_calls AS r
+    WHERE
+      r.name GLOB 'cudaStreamSynchronize*'
+      OR r.name GLOB 'cudaDeviceSynchronize*'
+      OR r.name GLOB 'cudaEventSynchronize*'
+      OR r.name GLOB 'cuStreamSynchronize*'
+      OR r.name GLOB 'cuCtxSynchronize*'
+      OR r.name GLOB 'cuEventSynchronize*'
+      OR r.name GLOB 'hipStreamSynchronize*'
+      OR r.name GLOB 'hipDeviceSynchronize*'
+      OR r.name GLOB 'hipEventSynchronize*'
+      OR r.name = 'cudaMemcpy'
+      OR r.name = 'hipMemcpy'
+  ),
+  host_reads AS (
+    SELECT
+      o.id,
+      o.ts,
+      o.dur,
+      o.name,
+      'host_read' AS source,
+      o.name AS op_name,
+      o.upid
+    FROM kineto_cpu_ops AS o
+    WHERE
+      NOT (SELECT yes FROM has_runtime)
+      AND o.name IN ('aten::_local_scalar_dense', 'aten::nonzero', 'aten::masked_select')
+      -- torch.optim reads its per-parameter `step` counters (CPU tensors unless capturable) with
+      -- .item(): not a device sync on any machine, so reads inside Optimizer.step are left out.
+      AND NOT EXISTS (
+        SELECT 1
+        FROM kineto_cpu_ops AS a
+        WHERE
+          a.upid = o.upid
+          AND a.is_annotation
+          AND a.name GLOB 'Optimizer.step#*'
+          AND o.ts >= a.ts
+          AND o.ts < a.ts + a.dur
+      )
+  ),
+  events AS (
+    SELECT * FROM blocking
+    UNION ALL
+    SELECT * FROM host_reads
+  )
+SELECT
+  e.id,
+  e.ts,
+  e.dur,
+  e.name,
+  e.source,
+  e.op_name,
+  e.upid,
+  _kineto_step_at!(e.upid, e.ts) AS step
+FROM events AS e;
+
+-- One row per step (or one for the whole trace when it has no ProfilerStep) holding at least
+-- `min_per_step` host sync points.
+CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_sync_forcing_op(
+  -- A step fires with at least this many syncs.
+  min_per_step LONG
+)
+RETURNS TABLE(
+  -- First sync point of the step.
+  ts TIMESTAMP,
+  -- From the first sync point to the end of the last.
+  dur DURATION,
+  -- GPU idle time that opened during the syncs (GPU traces), else host time spent in the reads.
+  impact_dur DURATION,
+  -- Step number, or NULL when the trace has no ProfilerStep.
+  step LONG,
+  -- One sentence with the numbers.
+  evidence STRING,
+  -- Sync points in the step.
+  sync_count LONG,
+  -- `runtime` (blocking runtime calls) or `host_read` (CPU-only capture: ATen host reads).
+  source STRING,
+  -- Host time blocked in them.
+  blocked_dur DURATION,
+  -- Device idle time that started while the host was blocked (NULL without GPU activity).
+  gpu_idle_dur DURATION,
+  -- The ops that forced them, with counts, e.g. `aten::_local_scalar_dense x3`.
+  ops STRING,
+  -- The user python line above the first one (NULL without stacks).
+  python_line STRING
+) AS
+WITH
+  idle AS (
+    SELECT ts, dur FROM kineto_gpu_idle WHERE stream IS NULL
+  ),
+  per_event AS (
+    SELECT
+      e.*,
+      (
+        SELECT sum(g.dur)
+        FROM idle AS g
+        WHERE
+          g.ts >= e.ts
+          AND g.ts <= e.ts + e.dur
+      ) AS idle_dur,
+      row_number() OVER (PARTITION BY e.step ORDER BY e.ts) AS rn
+    FROM _kineto_catalog_sync_events AS e
+  ),
+  op_counts AS (
+    SELECT step, coalesce(op_name, name) AS op, count(*) AS n
+    FROM per_event
+    GROUP BY step, coalesce(op_name, name)
+  ),
+  op_text AS (
+    SELECT step, group_concat(op || ' x' || n, ', ') AS ops
+    FROM (SELECT * FROM op_counts ORDER BY n DESC, op)
+    GROUP BY step
+  ),
+  per_step AS (
+    SELECT
+      step,
+      min(ts) AS ts,
+      max(ts + dur) - min(ts) AS dur,
+      count(*) AS sync_count,
+      max(source) AS source,
+      sum(dur) AS blocked_dur,
+      sum(idle_dur) AS gpu_idle_dur,
+      max(CASE WHEN rn = 1 THEN id END) AS first_id
+    FROM per_event
+    GROUP BY step
+  ),
+  with_line AS (
+    SELECT
+      p.*,
+      (
+        SELECT f.frame
+        FROM kineto_python_frames(p.first_id) AS f
+        WHERE
+          f.frame GLOB '*.py(*'
+          AND NOT f.frame GLOB '*torch/*'
+          AND NOT f.frame GLOB '*site-packages/*'
+        ORDER BY f.distance
+        LIMIT 1
+      ) AS python_line
+    FROM per_step AS p
+  )
+SELECT
+  w.ts,
+  w.dur,
+  CASE WHEN w.source = 'runtime' THEN coalesce(w.gpu_idle_dur, w.blocked_dur) ELSE w.blocked_dur END AS impact_dur,
+  w.step,
+  printf(
+    '%s%d %s (%s)%s; host blocked %.3f ms%s.',
+    CASE WHEN w.step IS NULL THEN 'Whole trace (no ProfilerStep): ' ELSE 'Step ' || w.step || ': ' END,
+    w.sync_count,
+    CASE
+      WHEN w.source = 'runtime' THEN 'blocking host syncs'
+      ELSE 'host reads of tensor values (CPU-only capture: each is a device sync when run on a GPU)'
+    END,
+    o.ops,
+    CASE WHEN w.python_line IS NOT NULL THEN ', first from ' || w.python_line ELSE '' END,
+    w.blocked_dur / 1e6,
+    CASE
+      WHEN w.gpu_idle_dur IS NOT NULL THEN printf(', GPU idle %.3f ms opened during them', w.gpu_idle_dur / 1e6)
+      ELSE ''
+    END
+  ) AS evidence,
+  w.sync_count,
+  w.source,
+  w.blocked_dur,
+  w.gpu_idle_dur,
+  o.ops,
+  w.python_line
+FROM with_line AS w
+LEFT JOIN op_text AS o
+  ON o.step IS w.step
+WHERE
+  w.sync_count >= $min_per_step
+  AND (w.step IS NOT NULL OR NOT EXISTS (SELECT 1 FROM kineto_steps))
+ORDER BY w.ts;

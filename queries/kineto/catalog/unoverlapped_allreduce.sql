@@ -1,0 +1,244 @@
+-- id: catalog.unoverlapped_allreduce
+-- version: 1
+-- kind: detector
+-- title: Unoverlapped DDP all-reduce: gradient collectives serialized after the backward pass
+-- source: seed 000 section 3, major fault "Unoverlapped DDP all-reduce"
+-- signature: nccl:all_reduce (RCCL, gloo:all_reduce on CPU) work serialized after the last backward
+--   op/kernel of the step instead of running under it.
+-- confirming: overlap % of the collective time with backward compute near 0 (HTA comm-comp overlap for
+--   the tail buckets); share of the collective time that starts after backward ended.
+-- fix: check gradient_as_bucket_view, bucket_cap_mb, static_graph, a stray no_sync() or a manual
+--   all_reduce after loss.backward(); let DDP's autograd hooks reduce buckets during backward.
+-- needs: steps, cpu_ops
+-- param max_overlap_pct DOUBLE 10: the step fires when at most this % of its collective time overlaps
+--   backward compute (seed: overlap % ~ 0)
+-- param min_collective_pct DOUBLE 1: collective time under this % of the step is too small to matter
+
+INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.kernels;
+INCLUDE PERFETTO MODULE kineto.lib.launches;
+INCLUDE PERFETTO MODULE kineto.lib.collectives;
+INCLUDE PERFETTO MODULE kineto.lib.backward_windows;
+INCLUDE PERFETTO MODULE intervals.intersect;
+
+-- Compute-kernel busy intervals per device (merged), the "backward compute" of GPU traces.
+CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_compute_busy(
+  -- Device.
+  device LONG,
+  -- Start.
+  ts TIMESTAMP,
+  -- Length.
+  dur DURATION
+) AS
+WITH
+  ordered AS (
+    SELECT
+      device,
+      ts,
+      ts + dur AS end_ts,
+      max(ts + dur) OVER (
+        PARTITION BY device ORDER BY ts, ts + dur ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+      ) AS prev_end
+    FROM kineto_kernels
+    WHERE
+      class = 'compute'
+  ),
+  grouped AS (
+    SELECT
+      *,
+      sum(CASE WHEN prev_end IS NULL OR ts > prev_end THEN 1 ELSE 0 END) OVER (
+        PARTITION BY device ORDER BY ts, end_ts ROWS UNBOUNDED PRECEDING
+      ) AS grp
+    FROM ordered
+  )
+SELECT device, min(ts) AS ts, max(end_ts) - min(ts) AS dur
+FROM grouped
+GROUP BY device, grp;
+
+-- Communication-kernel busy intervals per device (merged), with the step of their first kernel.
+CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_comm_busy(
+  -- Interval id.
+  id LONG,
+  -- Device.
+  device LONG,
+  -- Start.
+  ts TIMESTAMP,
+  -- Length.
+  dur DURATION,
+  -- Step of the earliest kernel's launch.
+  step LONG,
+  -- Kernels merged.
+  kernel_count LONG
+) AS
+WITH
+  ordered AS (
+    SELECT
+      device,
+      ts,
+      ts + dur AS end_ts,
+      step,
+      max(ts + dur) OVER (
+        PARTITION BY device ORDER BY ts, ts + dur ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+      ) AS prev_end
+    FROM kineto_collectives
+    WHERE
+      source = 'kernel'
+  ),
+  grouped AS (
+    SELECT
+      *,
+      sum(CASE WHEN prev_end IS NULL OR ts > prev_end THEN 1 ELSE 0 END) OVER (
+        PARTITION BY device ORDER BY ts, end_ts ROWS UNBOUNDED PRECEDING
+      ) AS grp
+    FROM ordered
+  )
+SELECT
+  row_number() OVER (ORDER BY device, min(ts)) AS id,
+  device,
+  min(ts) AS ts,
+  max(end_ts) - min(ts) AS dur,
+  min(step) AS step,
+  count(*) AS kernel_count
+FROM grouped
+GROUP BY device, grp;
+
+-- Overlap of each merged communication interval with merged compute.
+CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_comm_overlap(
+  -- _kineto_catalog_comm_busy id.
+  id LONG,
+  -- Time overlapped by compute kernels.
+  overlap_dur DURATION
+) AS
+WITH
+  compute AS (
+    SELECT row_number() OVER (ORDER BY device, ts) AS id, ts, dur, device FROM _kineto_catalog_compute_busy
+  ),
+  comm AS (
+    SELECT id, ts, dur, device FROM _kineto_catalog_comm_busy
+  ),
+  pieces AS (
+    SELECT id_0, dur FROM _interval_intersect!((comm, compute), (device))
+  )
+SELECT c.id, coalesce((SELECT sum(p.dur) FROM pieces AS p WHERE p.id_0 = c.id), 0) AS overlap_dur
+FROM comm AS c;
+
+-- One row per training step (it has a backward pass) whose collectives barely overlap backward.
+CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_unoverlapped_allreduce(
+  -- Overlap % at or under which the step fires.
+  max_overlap_pct DOUBLE,
+  -- Collective time as % of the step needed to matter.
+  min_collective_pct DOUBLE
+)
+RETURNS TABLE(
+  -- First collective start in the step.
+  ts TIMESTAMP,
+  -- From the first collective start to the end of the last.
+  dur DURATION,
+  -- Step time lost: the collective time not overlapped.
+  impact_dur DURATION,
+  -- Step number.
+  step LONG,
+  -- One sentence with the numbers.
+  evidence STRING,
+  -- `kernel` (GPU communication kernels) or `cpu` (gloo / synchronous collective ops).
+  source STRING,
+  -- Collective pieces in the step.
+  collective_count LONG,
+  -- Summed collective time.
+  collective_dur DURATION,
+  -- % of the collective time overlapping backward compute.
+  overlap_pct DOUBLE,
+  -- % of the collective time that starts after the backward pass ended.
+  after_backward_pct DOUBLE,
+  -- Backward pass length.
+  backward_dur DURATION
+) AS
+WITH
+  compute_launches AS (
+    SELECT l.ts, l.gpu_end_ts
+    FROM kineto_launches AS l
+    WHERE
+      l.gpu_first_id IN (SELECT id FROM kineto_kernels WHERE class = 'compute')
+  ),
+  bwd_gpu AS (
+    SELECT b.step, max(l.gpu_end_ts) AS bwd_gpu_end
+    FROM kineto_backward_windows AS b
+    JOIN compute_launches AS l
+      ON l.ts >= b.ts
+      AND l.ts < b.ts + b.dur
+    GROUP BY b.step
+  ),
+  pieces AS (
+    SELECT c.step, 'kernel' AS source, c.ts, c.dur, c.kernel_count AS n, o.overlap_dur
+    FROM _kineto_catalog_comm_busy AS c
+    JOIN _kineto_catalog_comm_overlap AS o
+      USING (id)
+    UNION ALL
+    SELECT w.step, 'cpu' AS source, w.ts, w.dur, 1 AS n, 0 AS overlap_dur
+    FROM kineto_collectives AS w
+    WHERE
+      w.source = 'cpu'
+  ),
+  work AS (
+    SELECT w.*, b.ts AS bwd_ts, b.ts + b.dur AS bwd_end, g.bwd_gpu_end
+    FROM pieces AS w
+    JOIN kineto_backward_windows AS b
+      USING (step)
+    LEFT JOIN bwd_gpu AS g
+      USING (step)
+  ),
+  per_piece AS (
+    SELECT
+      w.*,
+      CASE
+        WHEN w.source = 'kernel' THEN w.overlap_dur
+        ELSE max(0, min(w.ts + w.dur, w.bwd_end) - max(w.ts, w.bwd_ts))
+      END AS overlap_dur2,
+      CASE
+        WHEN w.source = 'kernel' THEN w.ts >= coalesce(w.bwd_gpu_end, w.bwd_end)
+        ELSE w.ts >= w.bwd_end
+      END AS after_bwd
+    FROM work AS w
+  ),
+  per_step AS (
+    SELECT
+      step,
+      max(source) AS source,
+      min(ts) AS ts,
+      max(ts + dur) - min(ts) AS span,
+      sum(n) AS collective_count,
+      sum(dur) AS collective_dur,
+      sum(overlap_dur2) AS overlap_dur,
+      sum(CASE WHEN after_bwd THEN dur ELSE 0 END) AS after_dur,
+      max(bwd_end) - min(bwd_ts) AS backward_dur
+    FROM per_piece
+    GROUP BY step
+  )
+SELECT
+  p.ts,
+  p.span AS dur,
+  max(p.collective_dur - p.overlap_dur, 0) AS impact_dur,
+  p.step,
+  printf(
+    'Step %d: %d collective %s (%.3f ms) overlap backward compute only %.1f%%; %.1f%% of that time starts after the last backward op/kernel ended (%.3f ms backward).',
+    p.step,
+    p.collective_count,
+    CASE WHEN p.source = 'kernel' THEN 'kernels' ELSE 'ops' END,
+    p.collective_dur / 1e6,
+    100.0 * p.overlap_dur / max(p.collective_dur, 1),
+    100.0 * p.after_dur / max(p.collective_dur, 1),
+    p.backward_dur / 1e6
+  ) AS evidence,
+  p.source,
+  p.collective_count,
+  p.collective_dur,
+  100.0 * p.overlap_dur / max(p.collective_dur, 1) AS overlap_pct,
+  100.0 * p.after_dur / max(p.collective_dur, 1) AS after_backward_pct,
+  p.backward_dur
+FROM per_step AS p
+JOIN kineto_steps AS st
+  USING (step)
+WHERE
+  100.0 * p.overlap_dur / max(p.collective_dur, 1) <= $max_overlap_pct
+  AND 100.0 * p.collective_dur / max(st.dur, 1) >= $min_collective_pct
+ORDER BY p.ts;

@@ -1,0 +1,101 @@
+-- id: catalog.with_stack_overhead
+-- version: 1
+-- kind: detector
+-- title: with_stack overhead: a capture with Python stack tracing, whose step times are inflated
+-- source: seed 000 section 3, minor fault "with_stack overhead"
+-- signature: python_function events (with_stack=True) or `Call stack` args on the ops in every step: the
+--   profiler traced every Python call, a 2-3x CPU-side slowdown on Python-heavy steps.
+-- confirming: python frames per step and the estimated tracing cost (frames x per-frame cost) as a share
+--   of the step.
+-- fix: two captures, two purposes: with_stack=True for attribution, with_stack=False (and no
+--   record_shapes/profile_memory) for timing.
+-- needs: steps
+-- param frame_cost_us DOUBLE 1: estimated tracing cost per recorded python frame or stacked op, us
+-- param min_overhead_pct DOUBLE 20: an estimated overhead at or above this % of the step fires (a fifth of the
+--   step: timing from such a capture is misleading; light stacks, ~500 frames in a 7 ms step, stay under)
+
+INCLUDE PERFETTO MODULE kineto.lib.steps;
+
+-- One row per step whose estimated stack-tracing overhead is material.
+CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_with_stack_overhead(
+  -- Estimated cost per frame, us.
+  frame_cost_us DOUBLE,
+  -- Overhead share of the step that fires, %.
+  min_overhead_pct DOUBLE
+)
+RETURNS TABLE(
+  -- Step start.
+  ts TIMESTAMP,
+  -- Step width.
+  dur DURATION,
+  -- Estimated step time added by stack tracing.
+  impact_dur DURATION,
+  -- Step number.
+  step LONG,
+  -- One sentence with the numbers.
+  evidence STRING,
+  -- python_function frames in the step.
+  python_frame_count LONG,
+  -- Ops carrying a `Call stack` arg in the step (older traces).
+  stacked_op_count LONG,
+  -- Estimated overhead as % of the step.
+  overhead_pct DOUBLE
+) AS
+WITH
+  frames AS (
+    SELECT st.step, count(*) AS n
+    FROM kineto_steps AS st
+    JOIN slice AS s
+      ON s.ts >= st.ts
+      AND s.ts < st.ts + st.dur
+    WHERE
+      s.category = 'python_function'
+    GROUP BY st.step
+  ),
+  stacked AS (
+    SELECT st.step, count(*) AS n
+    FROM kineto_steps AS st
+    JOIN slice AS s
+      ON s.ts >= st.ts
+      AND s.ts < st.ts + st.dur
+    WHERE
+      s.arg_set_id IN (SELECT arg_set_id FROM args WHERE key = 'args.Call stack')
+    GROUP BY st.step
+  ),
+  rows AS (
+    SELECT
+      st.ts,
+      st.dur,
+      st.step,
+      coalesce(f.n, 0) AS python_frame_count,
+      coalesce(k.n, 0) AS stacked_op_count,
+      (coalesce(f.n, 0) + coalesce(k.n, 0)) * $frame_cost_us * 1000 AS est
+    FROM kineto_steps AS st
+    LEFT JOIN frames AS f
+      USING (step)
+    LEFT JOIN stacked AS k
+      USING (step)
+  )
+SELECT
+  r.ts,
+  r.dur,
+  CAST(min(r.est, r.dur) AS INT) AS impact_dur,
+  r.step,
+  printf(
+    'Step %d was captured with Python stacks: %d python frames%s, ~%.3f ms of tracing at %.1f us each (%.1f%% of the %.3f ms step): use it for attribution, not timing.',
+    r.step,
+    r.python_frame_count,
+    CASE WHEN r.stacked_op_count > 0 THEN printf(' and %d ops with Call stack args', r.stacked_op_count) ELSE '' END,
+    r.est / 1e6,
+    $frame_cost_us,
+    100.0 * r.est / max(r.dur, 1),
+    r.dur / 1e6
+  ) AS evidence,
+  r.python_frame_count,
+  r.stacked_op_count,
+  100.0 * r.est / max(r.dur, 1) AS overhead_pct
+FROM rows AS r
+WHERE
+  r.python_frame_count + r.stacked_op_count > 0
+  AND 100.0 * r.est / max(r.dur, 1) >= $min_overhead_pct
+ORDER BY r.ts;

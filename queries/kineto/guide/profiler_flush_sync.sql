@@ -1,0 +1,117 @@
+-- id: guide.profiler_flush_sync
+-- version: 1
+-- kind: guide
+-- title: Profiler flush: the final device synchronize, reported as the profiler flushing, not a finding
+-- source: seed 001 "Key CPU Lane Indicators: Synchronization"
+-- needs: gpu
+
+-- The last cudaDeviceSynchronize / hipDeviceSynchronize of a process counts as the profiler's flush when
+-- no op starts and no kernel is launched after it on that process and it lies outside every
+-- ProfilerStep window (after the last step, or in a trace without steps). Its duration is the time the
+-- CPU waited for pending device work. Detectors that look at syncs should leave this row out.
+
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.kernels;
+INCLUDE PERFETTO MODULE kineto.lib.launches;
+
+-- The flush sync per process, if any (at most one row per process).
+CREATE OR REPLACE PERFETTO TABLE _kineto_guide_profiler_flush(
+  -- Slice id of the synchronize call.
+  id JOINID(slice.id),
+  -- Process.
+  upid JOINID(process.id),
+  -- Call start.
+  ts TIMESTAMP,
+  -- Call duration (the CPU waiting for the device).
+  dur DURATION,
+  -- Runtime call name.
+  name STRING
+) AS
+WITH
+  syncs AS (
+    SELECT
+      s.id,
+      t.upid,
+      s.ts,
+      s.dur,
+      s.name,
+      row_number() OVER (PARTITION BY t.upid ORDER BY s.ts DESC) AS rn
+    FROM slice AS s
+    JOIN kineto_event_categories AS c
+      ON c.category = s.category
+    JOIN thread_track AS tt
+      ON tt.id = s.track_id
+    JOIN thread AS t
+      USING (utid)
+    WHERE
+      c.event_class = 'runtime'
+      AND s.name IN ('cudaDeviceSynchronize', 'hipDeviceSynchronize', 'cuCtxSynchronize')
+  )
+SELECT
+  y.id,
+  y.upid,
+  y.ts,
+  y.dur,
+  y.name
+FROM syncs AS y
+WHERE
+  y.rn = 1
+  AND NOT EXISTS (
+    SELECT 1
+    FROM kineto_launches AS l
+    WHERE
+      l.upid = y.upid
+      AND l.ts > y.ts
+  )
+  AND NOT EXISTS (
+    SELECT 1
+    FROM kineto_steps AS st
+    WHERE
+      st.upid = y.upid
+      AND y.ts >= st.ts
+      AND y.ts < st.ts + st.dur
+  );
+
+-- One row per flush sync.
+CREATE OR REPLACE PERFETTO FUNCTION kineto_guide_profiler_flush_sync()
+RETURNS TABLE(
+  -- Call start.
+  ts TIMESTAMP,
+  -- Call duration.
+  dur DURATION,
+  -- Runtime call name.
+  name STRING,
+  -- Device activities still running or queued when the call began.
+  pending_activities LONG,
+  -- Their device time after the call began.
+  pending_dur DURATION,
+  -- Gap from the end of the last step to the call, or NULL without steps.
+  after_last_step_dur DURATION,
+  -- One sentence with the numbers.
+  evidence STRING
+) AS
+SELECT
+  f.ts,
+  f.dur,
+  f.name,
+  (SELECT count(*) FROM kineto_kernels AS k WHERE k.ts + k.dur > f.ts AND k.ts < f.ts + f.dur) AS pending_activities,
+  coalesce(
+    (
+      SELECT sum(min(k.ts + k.dur, f.ts + f.dur) - max(k.ts, f.ts))
+      FROM kineto_kernels AS k
+      WHERE
+        k.ts + k.dur > f.ts
+        AND k.ts < f.ts + f.dur
+    ),
+    0
+  ) AS pending_dur,
+  f.ts - (SELECT max(st.ts + st.dur) FROM kineto_steps AS st WHERE st.upid = f.upid) AS after_last_step_dur,
+  printf(
+    '%s at the end of the trace waits %.3f ms for %d pending device activities: the profiler flushing its events, not a sync-forcing op (excluded from findings)',
+    f.name,
+    f.dur / 1e6,
+    (SELECT count(*) FROM kineto_kernels AS k WHERE k.ts + k.dur > f.ts AND k.ts < f.ts + f.dur)
+  ) AS evidence
+FROM _kineto_guide_profiler_flush AS f
+ORDER BY f.ts;

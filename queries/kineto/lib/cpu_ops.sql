@@ -1,0 +1,66 @@
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.host_tree;
+
+-- Host-side operators: ATen ops (`cpu_op`, 2021 `Operator`) and record_function / user annotations
+-- (`user_annotation`, including ProfilerStep#N and Optimizer.step#...). Python frames are not ops (see
+-- kineto.lib.python_frames) but count as children for self time, as in torch's key_averages; parent and
+-- self time come from kineto.lib.host_tree (torch's per-thread tree, overlap lanes folded back).
+CREATE OR REPLACE PERFETTO TABLE kineto_cpu_ops(
+  -- Slice id of the op.
+  id JOINID(slice.id),
+  -- Op start.
+  ts TIMESTAMP,
+  -- Op duration (CPU total).
+  dur DURATION,
+  -- Self time: dur minus the durations of its direct children on the same thread (ops, annotations,
+  -- python frames, runtime calls), as torch's key_averages computes it.
+  self_dur DURATION,
+  -- Op name, e.g. aten::mm.
+  name STRING,
+  -- Raw category: cpu_op, Operator, user_annotation, ...
+  category STRING,
+  -- True for record_function / user annotations (category user_annotation, or a ProfilerStep#N).
+  is_annotation BOOL,
+  -- Depth of the slice on its track (python frames count; an overlap lane starts at 0).
+  depth LONG,
+  -- Direct parent in torch's tree (an op, annotation or python frame), or NULL.
+  parent_id LONG,
+  -- Thread of the op.
+  utid JOINID(thread.id),
+  -- Process of the op.
+  upid JOINID(process.id),
+  -- Step number N of the CPU ProfilerStep#N window (same process) the op starts in, or NULL.
+  step LONG,
+  -- Kineto's `External id` arg: links the op to its runtime calls and kernels.
+  external_id LONG,
+  -- Arg set of the slice (Input Dims, Input type, Call stack...), for extract_arg.
+  arg_set_id ARGSETID
+) AS
+SELECT
+  s.id,
+  s.ts,
+  s.dur,
+  h.self_dur,
+  s.name,
+  s.category,
+  (s.category = 'user_annotation' OR s.name GLOB 'ProfilerStep#[0-9]*') AS is_annotation,
+  s.depth,
+  h.parent_id,
+  t.utid,
+  t.upid,
+  _kineto_step_at!(t.upid, s.ts) AS step,
+  extract_arg(s.arg_set_id, 'args.External id') AS external_id,
+  s.arg_set_id
+FROM slice AS s
+JOIN kineto_event_categories AS c
+  ON c.category = s.category
+JOIN thread_track AS tt
+  ON tt.id = s.track_id
+JOIN thread AS t
+  USING (utid)
+JOIN kineto_host_tree AS h
+  ON h.id = s.id
+WHERE
+  c.event_class = 'cpu_op'
+ORDER BY s.ts;

@@ -1,0 +1,86 @@
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.steps;
+
+-- DataLoader `next()` calls seen from the main process: the `enumerate(DataLoader)#<Iter>.__next__`
+-- annotations torch writes around every batch fetch, or, on traces without them, the python frames of
+-- torch/utils/data/dataloader.py `__next__` (with_stack captures). `iter_kind` says where the batch was
+-- made: `in_process` (_SingleProcessDataLoaderIter: the loading work runs inside the call and is in the
+-- trace), `workers` (_MultiProcessingDataLoaderIter: the call only waits on worker processes, whose work
+-- the profiler does not see) or `unknown`.
+CREATE OR REPLACE PERFETTO TABLE kineto_dataloader(
+  -- Slice id of the annotation or frame.
+  id JOINID(slice.id),
+  -- Call start.
+  ts TIMESTAMP,
+  -- Call duration (time the step waited for its batch).
+  dur DURATION,
+  -- Annotation or frame name.
+  name STRING,
+  -- `annotation` or `python_frame`.
+  source STRING,
+  -- `in_process`, `workers` or `unknown`.
+  iter_kind STRING,
+  -- Process.
+  upid JOINID(process.id),
+  -- Step number of the ProfilerStep#N window holding the call's start, or NULL.
+  step LONG
+) AS
+WITH
+  annotations AS (
+    SELECT s.id, s.ts, s.dur, s.name, 'annotation' AS source, t.upid
+    FROM slice AS s
+    JOIN kineto_event_categories AS c
+      ON c.category = s.category
+    JOIN thread_track AS tt
+      ON tt.id = s.track_id
+    JOIN thread AS t
+      USING (utid)
+    WHERE
+      c.event_class = 'cpu_op'
+      AND s.name GLOB 'enumerate(DataLoader)#*__next__*'
+  ),
+  frames AS (
+    SELECT s.id, s.ts, s.dur, s.name, 'python_frame' AS source, t.upid
+    FROM slice AS s
+    JOIN thread_track AS tt
+      ON tt.id = s.track_id
+    JOIN thread AS t
+      USING (utid)
+    WHERE
+      s.category = 'python_function'
+      AND s.name GLOB '*torch/utils/data/dataloader.py(*): __next__'
+      AND NOT EXISTS (SELECT 1 FROM annotations)
+  ),
+  calls AS (
+    SELECT * FROM annotations
+    UNION ALL
+    SELECT * FROM frames
+  )
+SELECT
+  c.id,
+  c.ts,
+  c.dur,
+  c.name,
+  c.source,
+  CASE
+    WHEN c.name GLOB '*_SingleProcessDataLoaderIter*' THEN 'in_process'
+    WHEN c.name GLOB '*_MultiProcessingDataLoaderIter*' THEN 'workers'
+    WHEN c.source = 'python_frame' AND EXISTS (
+      SELECT 1
+      FROM descendant_slice(c.id) AS d
+      WHERE
+        d.name GLOB '*dataloader.py(*): _next_data'
+        AND EXISTS (
+          SELECT 1
+          FROM descendant_slice(d.id) AS e
+          WHERE
+            e.name GLOB '*dataloader.py(*): _get_data'
+            OR e.name GLOB '*dataloader.py(*): _try_get_data'
+        )
+    ) THEN 'workers'
+    ELSE 'unknown'
+  END AS iter_kind,
+  c.upid,
+  _kineto_step_at!(c.upid, c.ts) AS step
+FROM calls AS c
+ORDER BY c.ts;

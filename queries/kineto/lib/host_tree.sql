@@ -1,0 +1,238 @@
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE intervals.intersect;
+
+-- For every thread, the thread it really is: the loader's overlap lanes (threads named
+-- `<thread name> (overlap lane N)`, holding X events v52 would drop) map back to their thread. Without
+-- lanes (a trace loaded elsewhere) every thread maps to itself.
+CREATE OR REPLACE PERFETTO TABLE _kineto_thread_origin(
+  -- A thread.
+  utid LONG,
+  -- The thread its events belong to.
+  origin_utid LONG
+) AS
+WITH
+  lanes AS (
+    SELECT
+      t.utid,
+      t.upid,
+      substr(t.name, 1, instr(t.name, ' (overlap lane ') - 1) AS base
+    FROM thread AS t
+    WHERE
+      t.name GLOB '* (overlap lane [0-9]*)'
+  )
+SELECT
+  t.utid,
+  coalesce(
+    (
+      SELECT o.utid
+      FROM lanes AS l
+      JOIN thread AS o
+        ON o.upid = l.upid
+        AND o.utid != l.utid
+        AND coalesce(o.name, 'thread ' || o.tid) = l.base
+      WHERE
+        l.utid = t.utid
+      ORDER BY o.utid
+      LIMIT 1
+    ),
+    t.utid
+  ) AS origin_utid
+FROM thread AS t;
+
+-- Host-side slices of every thread (ops, annotations, python frames, runtime calls) with the
+-- position keys torch's profiler sorts them by.
+CREATE OR REPLACE PERFETTO TABLE _kineto_host_slices(
+  -- Slice id.
+  id LONG,
+  -- Start.
+  ts TIMESTAMP,
+  -- Duration.
+  dur DURATION,
+  -- Thread (maybe an overlap lane) the slice sits on.
+  utid LONG,
+  -- The real thread.
+  origin_utid LONG,
+  -- Perfetto's parent on the slice's own track (a host slice or NULL).
+  parent_id LONG
+) AS
+SELECT
+  s.id,
+  s.ts,
+  s.dur,
+  tt.utid,
+  o.origin_utid,
+  s.parent_id
+FROM slice AS s
+JOIN kineto_event_categories AS c
+  ON c.category = s.category
+JOIN thread_track AS tt
+  ON tt.id = s.track_id
+JOIN _kineto_thread_origin AS o
+  USING (utid)
+WHERE
+  c.event_class IN ('cpu_op', 'python', 'runtime')
+ORDER BY s.id;
+
+-- Cross-lane containment: pairs (container, contained) of host slices on different lanes of one
+-- thread where the container comes first in torch's order (start, then longer first, then id).
+CREATE OR REPLACE PERFETTO TABLE _kineto_host_cross_lane(
+  -- The slice that contains.
+  container_id LONG,
+  -- The slice inside it.
+  child_id LONG
+) AS
+WITH
+  lane_slices AS (
+    SELECT
+      id,
+      ts,
+      dur,
+      origin_utid
+    FROM _kineto_host_slices
+    WHERE
+      utid != origin_utid
+      AND dur > 0
+  ),
+  all_slices AS (
+    SELECT
+      id,
+      ts,
+      dur,
+      origin_utid
+    FROM _kineto_host_slices
+    WHERE
+      dur > 0
+      AND origin_utid IN (SELECT origin_utid FROM lane_slices)
+  ),
+  pairs AS (
+    SELECT
+      id_0 AS lane_id,
+      id_1 AS other_id
+    FROM _interval_intersect!((lane_slices, all_slices), (origin_utid))
+    WHERE
+      id_0 != id_1
+  ),
+  oriented AS (
+    SELECT
+      a.id AS a_id,
+      a.ts AS a_ts,
+      a.dur AS a_dur,
+      a.utid AS a_utid,
+      b.id AS b_id,
+      b.ts AS b_ts,
+      b.dur AS b_dur,
+      b.utid AS b_utid
+    FROM pairs AS p
+    JOIN _kineto_host_slices AS a
+      ON a.id = p.lane_id
+    JOIN _kineto_host_slices AS b
+      ON b.id = p.other_id
+  )
+SELECT DISTINCT
+  container_id,
+  child_id
+FROM (
+  SELECT
+    a_id AS container_id,
+    b_id AS child_id
+  FROM oriented
+  WHERE
+    a_utid != b_utid
+    AND b_ts >= a_ts
+    AND b_ts + b_dur <= a_ts + a_dur
+    AND (b_ts > a_ts OR b_dur < a_dur OR (b_dur = a_dur AND b_id > a_id))
+  UNION ALL
+  SELECT
+    b_id AS container_id,
+    a_id AS child_id
+  FROM oriented
+  WHERE
+    a_utid != b_utid
+    AND a_ts >= b_ts
+    AND a_ts + a_dur <= b_ts + b_dur
+    AND (a_ts > b_ts OR a_dur < b_dur OR (a_dur = b_dur AND a_id > b_id))
+);
+
+-- Every host-side slice (ops, annotations, python frames, runtime calls) in the tree torch's profiler
+-- builds per thread for key_averages(): sorted by start (longer first), each event's parent is the
+-- latest-starting earlier event that still contains it. For properly nested slices that is Perfetto's
+-- parent; where ranges overlap without nesting (the loader's overlap lanes) the parent may sit on
+-- another lane. Self time is the duration minus the children's durations, as torch computes it (it
+-- can be negative when overlapping children are both counted).
+CREATE OR REPLACE PERFETTO TABLE kineto_host_tree(
+  -- Slice id.
+  id JOINID(slice.id),
+  -- Start.
+  ts TIMESTAMP,
+  -- Duration (CPU total).
+  dur DURATION,
+  -- Self time: dur minus the durations of the direct children in this tree.
+  self_dur DURATION,
+  -- Parent in this tree, or NULL at the top.
+  parent_id LONG,
+  -- Number of direct children in this tree.
+  child_count LONG,
+  -- Thread the slice sits on (an overlap lane keeps its own utid).
+  utid JOINID(thread.id),
+  -- The real thread: lanes mapped back.
+  origin_utid JOINID(thread.id)
+) AS
+WITH
+  candidates AS (
+    SELECT
+      h.id AS child_id,
+      h.parent_id AS container_id
+    FROM _kineto_host_slices AS h
+    WHERE
+      h.parent_id IS NOT NULL
+    UNION ALL
+    SELECT
+      child_id,
+      container_id
+    FROM _kineto_host_cross_lane
+  ),
+  ranked AS (
+    SELECT
+      c.child_id,
+      c.container_id,
+      row_number() OVER (
+        PARTITION BY c.child_id
+        ORDER BY p.ts DESC, p.dur ASC, p.id DESC
+      ) AS rn
+    FROM candidates AS c
+    JOIN _kineto_host_slices AS p
+      ON p.id = c.container_id
+  ),
+  parents AS (
+    SELECT
+      child_id,
+      container_id AS parent_id
+    FROM ranked
+    WHERE
+      rn = 1
+  ),
+  child_sums AS (
+    SELECT
+      p.parent_id,
+      sum(h.dur) AS child_dur,
+      count(*) AS child_count
+    FROM parents AS p
+    JOIN _kineto_host_slices AS h
+      ON h.id = p.child_id
+    GROUP BY p.parent_id
+  )
+SELECT
+  h.id,
+  h.ts,
+  h.dur,
+  h.dur - coalesce(cs.child_dur, 0) AS self_dur,
+  p.parent_id,
+  coalesce(cs.child_count, 0) AS child_count,
+  h.utid,
+  h.origin_utid
+FROM _kineto_host_slices AS h
+LEFT JOIN parents AS p
+  ON p.child_id = h.id
+LEFT JOIN child_sums AS cs
+  ON cs.parent_id = h.id
+ORDER BY h.id;

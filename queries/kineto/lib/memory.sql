@@ -1,0 +1,119 @@
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.steps;
+
+-- Memory activity: the caching allocator's `[memory]` instants (profile_memory=True), one per
+-- allocation or free with the running totals, and the device allocator runtime calls (cudaMalloc,
+-- cudaFree, hipMalloc, hipFree, cuMemAlloc...) that the caching allocator makes when it grows.
+CREATE OR REPLACE PERFETTO TABLE kineto_memory(
+  -- Slice id of the instant or the runtime call.
+  id JOINID(slice.id),
+  -- When.
+  ts TIMESTAMP,
+  -- 0 for instants; the call's duration for runtime calls.
+  dur DURATION,
+  -- `allocator` for [memory] instants, `runtime` for malloc/free calls.
+  source STRING,
+  -- `alloc` or `free` (instants: by the sign of Bytes).
+  kind STRING,
+  -- `[memory]` or the runtime API name.
+  name STRING,
+  -- Bytes allocated (positive) or freed (negative); NULL for runtime calls (Kineto does not record it).
+  bytes LONG,
+  -- Allocator total allocated after this event (`Total Allocated`).
+  total_allocated LONG,
+  -- Allocator total reserved after this event (`Total Reserved`).
+  total_reserved LONG,
+  -- `Device Type` (0 CPU, 1 CUDA, ...) of an instant; NULL for runtime calls.
+  device_type LONG,
+  -- `Device Id` of an instant (-1 for CPU); NULL for runtime calls.
+  device LONG,
+  -- The slice it sits under (the op that allocated), or NULL.
+  parent_id JOINID(slice.id),
+  -- Thread.
+  utid JOINID(thread.id),
+  -- Process.
+  upid JOINID(process.id),
+  -- Step number of the CPU ProfilerStep#N window containing it, or NULL.
+  step LONG
+) AS
+WITH
+  events AS (
+    SELECT
+      s.id,
+      s.ts,
+      s.dur,
+      'allocator' AS source,
+      CASE
+        WHEN extract_arg(s.arg_set_id, 'args.Bytes') < 0 THEN 'free'
+        ELSE 'alloc'
+      END AS kind,
+      s.name,
+      extract_arg(s.arg_set_id, 'args.Bytes') AS bytes,
+      extract_arg(s.arg_set_id, 'args.Total Allocated') AS total_allocated,
+      extract_arg(s.arg_set_id, 'args.Total Reserved') AS total_reserved,
+      extract_arg(s.arg_set_id, 'args.Device Type') AS device_type,
+      extract_arg(s.arg_set_id, 'args.Device Id') AS device,
+      s.parent_id,
+      s.track_id
+    FROM slice AS s
+    WHERE
+      s.name = '[memory]'
+    UNION ALL
+    SELECT
+      s.id,
+      s.ts,
+      s.dur,
+      'runtime' AS source,
+      CASE
+        WHEN s.name GLOB '*Free*' THEN 'free'
+        ELSE 'alloc'
+      END AS kind,
+      s.name,
+      NULL AS bytes,
+      NULL AS total_allocated,
+      NULL AS total_reserved,
+      NULL AS device_type,
+      NULL AS device,
+      s.parent_id,
+      s.track_id
+    FROM slice AS s
+    JOIN kineto_event_categories AS c
+      ON c.category = s.category
+    WHERE
+      c.event_class = 'runtime'
+      AND (
+        s.name GLOB 'cudaMalloc*'
+        OR s.name GLOB 'cudaFree*'
+        OR s.name GLOB 'cuMemAlloc*'
+        OR s.name GLOB 'cuMemFree*'
+        OR s.name GLOB 'hipMalloc*'
+        OR s.name GLOB 'hipFree*'
+        OR s.name GLOB 'hipExtMalloc*'
+        OR s.name GLOB 'cudaHostAlloc*'
+        OR s.name GLOB 'cudaFreeHost*'
+        OR s.name GLOB 'hipHostMalloc*'
+        OR s.name GLOB 'hipHostFree*'
+      )
+  )
+SELECT
+  e.id,
+  e.ts,
+  e.dur,
+  e.source,
+  e.kind,
+  e.name,
+  e.bytes,
+  e.total_allocated,
+  e.total_reserved,
+  e.device_type,
+  e.device,
+  e.parent_id,
+  t.utid,
+  t.upid,
+  _kineto_step_at!(t.upid, e.ts) AS step
+FROM events AS e
+JOIN thread_track AS tt
+  ON tt.id = e.track_id
+JOIN thread AS t
+  USING (utid)
+ORDER BY e.ts;

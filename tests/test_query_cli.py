@@ -1,0 +1,101 @@
+"""The query commands: list, show, run, lint, new."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from kineto_sql import lint
+from kineto_sql.cli.main import cli
+from kineto_sql.cli.query_cmds import commands
+from kineto_sql.errors import QueryError
+from kineto_sql.scaffold import scaffold
+from tests.test_query_units import standard_trace
+
+
+@pytest.fixture(scope="module")
+def trace_path(tmp_path_factory):
+    return standard_trace().write(tmp_path_factory.mktemp("cli"))
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.mark.parametrize("command", [c.name for c in commands])
+def test_help_has_an_example(command):
+    result = invoke(command, "--help")
+    assert result.exit_code == 0
+    assert f"kineto-sql {command} " in result.output
+
+
+def test_list_json_has_the_reading_queries():
+    rows = json.loads(invoke("list", "--kind", "reading", "--format", "json").stdout)
+    by_id = {r["id"]: r for r in rows}
+    assert by_id["reading.step_table"]["params"] == "sparse_below_pct=50.0 cold_start_factor=1.5"
+    assert {r["kind"] for r in rows} == {"reading"}
+
+
+def test_show_prints_header_and_paste_prints_the_bundle():
+    shown = invoke("show", "reading.op_table").stdout
+    assert shown.startswith("reading.op_table@1  (reading)  Op table:")
+    assert "-p top_n 0   (LONG)" in shown
+    pasted = invoke("show", "reading.op_table", "--paste", "-p", "top_n", "3").stdout
+    assert pasted.rstrip().endswith("SELECT * FROM kineto_reading_op_table(3);")
+
+
+def test_run_csv(trace_path):
+    result = invoke("run", "reading.op_table", str(trace_path), "-p", "top_n", "2", "--format", "csv")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("name,kind,calls,self_cpu_dur")
+    assert [line.split(",")[0] for line in lines[1:]] == ["aten::mm", "aten::add"]
+
+
+def test_run_not_applicable_exits_0(tmp_path):
+    from tests.kineto_builder import CpuOp, KinetoTrace
+    path = KinetoTrace([CpuOp("aten::add", 0, 5)]).write(tmp_path)
+    result = invoke("run", "reading.step_table", str(path))
+    assert result.exit_code == 0
+    assert result.stdout.startswith("not applicable: reading.step_table needs steps")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("run", "reading.nope", "TRACE"), "no query 'reading.nope'"),
+    (("run", "reading.op_table", "TRACE", "-p", "top_n", "many"), "parameter top_n wants a LONG value"),
+    (("run", "reading.op_table", "TRACE", "-p", "limit", "3"), "has no parameter 'limit'"),
+    (("run", "reading.op_table", "/nonexistent.json"), "no such file"),
+])
+def test_bad_input_is_one_sentence_and_exit_2(trace_path, args, message):
+    args = [str(trace_path) if a == "TRACE" else a for a in args]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_lint_exit_status_follows_problems():
+    result = CliRunner().invoke(cli, ["lint"])
+    assert result.exit_code == (1 if lint.lint() else 0)
+
+
+def test_new_scaffolds_a_lint_clean_detector_and_test(tmp_path):
+    root = tmp_path / "kineto"
+    (root / "lib").mkdir(parents=True)
+    from kineto_sql.sql_package import package_dir
+    for name in ("cpu_ops", "event_categories", "steps", "host_tree"):
+        (root / "lib" / f"{name}.sql").write_text((package_dir() / "lib" / f"{name}.sql").read_text())
+    made = scaffold("catalog.slow_op", root, tmp_path / "tests")
+    assert made.sql_path == root / "catalog" / "slow_op.sql"
+    assert "CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_slow_op(" in made.sql_path.read_text()
+    assert [str(p) for p in lint.lint(root, check_lock=False)] == []
+    compile(made.test_path.read_text(), str(made.test_path), "exec")
+    with pytest.raises(QueryError, match="already exists"):
+        scaffold("catalog.slow_op", root, tmp_path / "tests")
+
+
+@pytest.mark.parametrize("target", ["catalog.order", "Bad-Name", "nowhere.thing"])
+def test_new_refuses_bad_names(tmp_path, target):
+    with pytest.raises(QueryError):
+        scaffold(target, tmp_path / "kineto", tmp_path / "tests")

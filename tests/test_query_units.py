@@ -1,0 +1,266 @@
+"""Exact rows of every lib module and of the reading queries on tiny hand-built traces."""
+from __future__ import annotations
+
+import pytest
+
+from kineto_sql.catalog import get
+from kineto_sql.errors import QueryError
+from kineto_sql.runner import run_query
+from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, MemoryEvent, ProfilerStep, PythonFrame
+from tests.query_support import load_trace  # noqa: F401  (fixture)
+
+US = 1_000
+
+
+def standard_trace() -> KinetoTrace:
+    """Two steps; aten::mm launches a kernel, aten::add an async memcpy; an NCCL kernel with no launch;
+    a [memory] instant and a cudaMalloc under the ops; a python frame around step 1's ops."""
+    return KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=1000, gpu_copy=True),
+        PythonFrame("train.py(10): step", ts_us=5, dur_us=900),
+        CpuOp("aten::mm", ts_us=10, dur_us=100, external_id=7),
+        MemoryEvent(ts_us=15, bytes=1024, total_allocated=1024, total_reserved=2048),
+        Launch(correlation=1, ts_us=20, dur_us=10),
+        Kernel(correlation=1, ts_us=50, dur_us=30, name="volta_sgemm_128x64_nn"),
+        Kernel(correlation=3, ts_us=60, dur_us=10, name="ncclDevKernel_AllReduce_Sum_f32_RING_LL", stream=9),
+        CpuOp("aten::add", ts_us=200, dur_us=50),
+        Launch(correlation=2, ts_us=210, dur_us=10, name="cudaMemcpyAsync"),
+        Kernel(correlation=2, ts_us=240, dur_us=20, name="Memcpy HtoD (Pageable -> Device)", cat="gpu_memcpy",
+               stream=8),
+        CpuOp("aten::empty", ts_us=300, dur_us=50),
+        Launch(correlation=4, ts_us=310, dur_us=30, name="cudaMalloc"),
+        ProfilerStep(2, ts_us=1000, dur_us=500),
+        CpuOp("aten::mul", ts_us=1100, dur_us=20),
+    ])
+
+
+def rows(tp, include: str, sql: str) -> list[tuple]:
+    tp.query(include)
+    return [tuple(None if v != v else v for v in r) for r in tp.df(sql).itertuples(index=False)]
+
+
+def test_steps_are_cpu_side_only(load_trace):
+    tp = load_trace(standard_trace())
+    got = rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.steps", "SELECT step, ts, dur FROM kineto_steps")
+    assert got == [(1, 0, 1000 * US), (2, 1000 * US, 500 * US)]
+
+
+def test_cpu_ops_self_time_step_and_annotation_flag(load_trace):
+    tp = load_trace(standard_trace())
+    got = rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.cpu_ops",
+               "SELECT name, self_dur, step, is_annotation FROM kineto_cpu_ops ORDER BY ts")
+    assert got == [
+        ("ProfilerStep#1", 100 * US, 1, 1),   # 1000 - the 900 us python frame
+        ("aten::mm", 90 * US, 1, 0),          # 100 - the 10 us launch (the [memory] instant takes nothing)
+        ("aten::add", 40 * US, 1, 0),
+        ("aten::empty", 20 * US, 1, 0),
+        ("ProfilerStep#2", 480 * US, 2, 1),
+        ("aten::mul", 20 * US, 2, 0),
+    ]
+
+
+def test_kernels_kind_class_device_stream(load_trace):
+    tp = load_trace(standard_trace())
+    got = rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.kernels",
+               "SELECT name, kind, class, device, stream, correlation FROM kineto_kernels ORDER BY ts")
+    assert got == [
+        ("volta_sgemm_128x64_nn", "kernel", "compute", 0, 7, 1),
+        ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "kernel", "communication", 0, 9, 3),
+        ("Memcpy HtoD (Pageable -> Device)", "memcpy", "memory", 0, 8, 2),
+    ]
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("ncclKernel_AllReduce_RING_LL_Sum_float", "communication"),
+    ("ncclDevKernel_Generic_4", "communication"),
+    ("ncclAllReduceRingLLKernel_sum_f32", "communication"),
+    ("rcclGenericKernel", "communication"),
+    ("void ncclx::kernel<float>()", "communication"),
+    ("__amd_rocclr_copyBuffer", "memory"),
+    ("__amd_rocclr_fillBufferAligned", "memory"),
+    ("triton_poi_fused_add_0", "compute"),
+    ("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32", "compute"),
+])
+def test_kernel_class_name_rules(load_trace, name, expected):
+    tp = load_trace(KinetoTrace([Kernel(correlation=1, ts_us=0, dur_us=5, name=name)]))
+    assert rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.kernels", "SELECT class FROM kineto_kernels") == [(expected,)]
+
+
+def test_launches_link_by_correlation_to_kernel_and_op(load_trace):
+    tp = load_trace(standard_trace())
+    got = rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.launches",
+               "SELECT name, correlation, op_name, step, gpu_count, gpu_dur, launch_delay_dur, flow_confirmed "
+               "FROM kineto_launches ORDER BY ts")
+    assert got == [
+        ("cudaLaunchKernel", 1, "aten::mm", 1, 1, 30 * US, 30 * US, 1),
+        ("cudaMemcpyAsync", 2, "aten::add", 1, 1, 20 * US, 30 * US, 1),
+    ]
+
+
+def test_launch_without_flow_is_still_linked_but_not_confirmed(load_trace):
+    trace = KinetoTrace([CpuOp("aten::relu", 0, 50), Launch(5, 10, 5, flow=False), Kernel(5, 30, 5)])
+    got = rows(load_trace(trace), "INCLUDE PERFETTO MODULE kineto.lib.launches",
+               "SELECT op_name, gpu_count, flow_confirmed FROM kineto_launches")
+    assert got == [("aten::relu", 1, 0)]
+
+
+def test_graph_launch_counts_every_kernel(load_trace):
+    trace = KinetoTrace([Launch(9, 0, 20, name="cudaGraphLaunch"),
+                         *[Kernel(9, 30 + 10 * i, 5, name=f"k{i}") for i in range(4)]])
+    got = rows(load_trace(trace), "INCLUDE PERFETTO MODULE kineto.lib.launches",
+               "SELECT name, gpu_count, gpu_ts, gpu_end_ts, gpu_dur FROM kineto_launches")
+    assert got == [("cudaGraphLaunch", 4, 30 * US, 65 * US, 20 * US)]
+
+
+def test_stream_busy_device_busy_and_idle(load_trace):
+    tp = load_trace(standard_trace())
+    tp.query("INCLUDE PERFETTO MODULE kineto.lib.gpu_idle")
+    assert rows(tp, "SELECT 1", "SELECT device, stream, ts, dur, activity_count FROM kineto_stream_busy") == [
+        (0, 7, 50 * US, 30 * US, 1), (0, 8, 240 * US, 20 * US, 1), (0, 9, 60 * US, 10 * US, 1)]
+    assert rows(tp, "SELECT 1", "SELECT device, ts, dur, interval_count FROM kineto_device_busy") == [
+        (0, 50 * US, 30 * US, 2), (0, 240 * US, 20 * US, 1)]
+    assert rows(tp, "SELECT 1", "SELECT device, stream, ts, dur FROM kineto_gpu_idle") == [
+        (0, None, 80 * US, 160 * US)]
+
+
+def test_stream_busy_merges_overlapping_and_touching_kernels(load_trace):
+    trace = KinetoTrace([Kernel(1, 0, 10), Kernel(2, 10, 10), Kernel(3, 15, 20), Kernel(4, 50, 5)])
+    got = rows(load_trace(trace), "INCLUDE PERFETTO MODULE kineto.lib.stream_busy",
+               "SELECT ts, dur, activity_count FROM kineto_stream_busy")
+    assert got == [(0, 35 * US, 3), (50 * US, 5 * US, 1)]
+
+
+def test_memory_instants_and_malloc_calls(load_trace):
+    tp = load_trace(standard_trace())
+    got = rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.memory",
+               "SELECT source, kind, name, bytes, total_allocated, total_reserved, device, step, "
+               "(SELECT p.name FROM slice p WHERE p.id = m.parent_id) FROM kineto_memory m ORDER BY m.ts")
+    assert got == [
+        ("allocator", "alloc", "[memory]", 1024, 1024, 2048, 0, 1, "aten::mm"),
+        ("runtime", "alloc", "cudaMalloc", None, None, None, None, 1, "aten::empty"),
+    ]
+
+
+def test_python_frames_from_slices(load_trace):
+    tp = load_trace(standard_trace())
+    got = rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.python_frames",
+               "SELECT f.distance, f.frame, f.source FROM slice s JOIN kineto_python_frames(s.id) f "
+               "WHERE s.name = 'aten::mm'")
+    assert got == [(1, "train.py(10): step", "python_function")]
+
+
+def test_python_frames_from_call_stack_arg(load_trace):
+    trace = KinetoTrace([CpuOp("aten::conv2d", 0, 10, cat="Operator",
+                               args={"Call stack": "conv.py(440): _conv_forward;model.py(12): forward;main.py(3): <module>"})])
+    got = rows(load_trace(trace), "INCLUDE PERFETTO MODULE kineto.lib.python_frames",
+               "SELECT f.distance, f.frame, f.source FROM slice s JOIN kineto_python_frames(s.id) f")
+    assert got == [(1, "conv.py(440): _conv_forward", "call_stack"), (2, "model.py(12): forward", "call_stack"),
+                   (3, "main.py(3): <module>", "call_stack")]
+
+
+def test_capabilities(load_trace):
+    tp = load_trace(standard_trace())
+    got = dict(rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.capabilities",
+                    "SELECT name, present FROM kineto_capabilities"))
+    assert got == {"steps": 1, "cpu_ops": 1, "gpu": 1, "stacks": 1, "memory": 1, "flows": 1, "distributed": 0,
+                   "compile": 0}
+
+
+def test_capabilities_distributed_and_compile(load_trace):
+    trace = KinetoTrace([CpuOp("Torch-Compiled Region: 0/0", 0, 10, cat="user_annotation")],
+                        metadata={"distributedInfo": {"rank": 3, "world_size": 8, "backend": "nccl"}})
+    got = dict(rows(load_trace(trace), "INCLUDE PERFETTO MODULE kineto.lib.capabilities",
+                    "SELECT name, present FROM kineto_capabilities WHERE present"))
+    assert got == {"cpu_ops": 1, "distributed": 1, "compile": 1}
+
+
+def test_host_tree_follows_torch_when_an_annotation_overlaps_a_frame(load_trace):
+    """Optimizer.step#... opens inside record_function's __enter__ frame and outlives it: torch pops the
+    frame, so the annotation's parent is the outer frame and the later frame is its child."""
+    trace = KinetoTrace([
+        PythonFrame("loop.py(1): run", 0, 300),
+        PythonFrame("profiler.py(918): __enter__", 10, 100),
+        CpuOp("Optimizer.step#SGD.step", 50, 150, cat="user_annotation"),
+        PythonFrame("sgd.py(20): step", 150, 40),
+    ])
+    tp = load_trace(trace)
+    got = rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.host_tree",
+               "SELECT s.name, h.self_dur, (SELECT name FROM slice WHERE id = h.parent_id) "
+               "FROM kineto_host_tree h JOIN slice s USING (id) ORDER BY h.ts")
+    assert got == [
+        ("loop.py(1): run", 50 * US, None),
+        ("profiler.py(918): __enter__", 100 * US, "loop.py(1): run"),
+        ("Optimizer.step#SGD.step", 110 * US, "loop.py(1): run"),
+        ("sgd.py(20): step", 40 * US, "Optimizer.step#SGD.step"),
+    ]
+    assert tp.report.fix_count("overlap_lane") == 1
+
+
+def test_step_table_rows(load_trace):
+    run = run_query(load_trace(standard_trace()), "reading.step_table")
+    got = [tuple(r) for r in run.df[["step", "dur", "device", "cpu_busy_dur", "gpu_busy_dur", "gpu_occupancy_pct",
+                                      "verdict", "cold_start"]].itertuples(index=False)]
+    assert got == [(1, 1000 * US, 0, 200 * US, 50 * US, 5.0, "sparse", 1),
+                   (2, 500 * US, 0, 20 * US, 0, 0.0, "sparse", 0)]
+    assert run.id_version == "reading.step_table@1"
+
+
+def test_step_table_params_change_verdict_and_cold_start(load_trace):
+    run = run_query(load_trace(standard_trace()), "reading.step_table",
+                    {"sparse_below_pct": "4", "cold_start_factor": 2.5})
+    assert run.df[["verdict", "cold_start"]].values.tolist() == [["busy", 0], ["sparse", 0]]
+    assert run.params == {"sparse_below_pct": 4.0, "cold_start_factor": 2.5}
+
+
+def test_step_table_without_device_activity(load_trace):
+    trace = KinetoTrace([ProfilerStep(1, 0, 100), CpuOp("aten::add", 10, 10)])
+    run = run_query(load_trace(trace), "reading.step_table")
+    assert run.df[["device", "cpu_busy_pct", "verdict"]].values.tolist() == [[None, 10.0, "no device activity"]]
+
+
+def test_step_table_not_applicable_without_steps(load_trace):
+    run = run_query(load_trace(KinetoTrace([CpuOp("aten::add", 0, 10)])), "reading.step_table")
+    assert run.df.empty
+    assert run.not_applicable.startswith("reading.step_table needs steps, which this trace lacks")
+
+
+def test_op_table_rows(load_trace):
+    run = run_query(load_trace(standard_trace()), "reading.op_table")
+    got = [tuple(r) for r in run.df[["name", "kind", "calls", "self_cpu_dur", "cpu_dur", "self_device_dur",
+                                      "device_dur"]].itertuples(index=False)]
+    assert got[:4] == [
+        ("aten::mm", "op", 1, 90 * US, 100 * US, 30 * US, 30 * US),
+        ("aten::add", "op", 1, 40 * US, 50 * US, 20 * US, 20 * US),
+        ("train.py(10): step", "python", 1, 700 * US, 900 * US, 0, 50 * US),
+        ("ProfilerStep*", "annotation", 2, 580 * US, 1500 * US, 0, 50 * US),
+    ]
+    assert run.df.set_index("name").loc["aten::mm", "self_device_pct"] == pytest.approx(50.0)
+
+
+def test_op_table_top_n(load_trace):
+    run = run_query(load_trace(standard_trace()), "reading.op_table", {"top_n": 2})
+    assert run.df["name"].tolist() == ["aten::mm", "aten::add"]
+
+
+def test_op_table_folds_same_name_only_child_like_torch(load_trace):
+    trace = KinetoTrace([CpuOp("aten::div_", 0, 100), CpuOp("aten::div_", 10, 50), CpuOp("aten::empty", 20, 5)])
+    run = run_query(load_trace(trace), "reading.op_table")
+    assert run.df[["name", "calls", "self_cpu_dur", "cpu_dur"]].values.tolist() == [
+        ["aten::div_", 1, 95 * US, 100 * US], ["aten::empty", 1, 5 * US, 5 * US]]
+
+
+def test_unknown_parameter_and_bad_value_are_query_errors(load_trace):
+    tp = load_trace(standard_trace())
+    with pytest.raises(QueryError, match="has no parameter 'nope'"):
+        run_query(tp, "reading.op_table", {"nope": 1})
+    with pytest.raises(QueryError, match="wants a LONG value"):
+        run_query(tp, "reading.op_table", {"top_n": "ten"})
+
+
+def test_params_become_literals_not_sql(load_trace):
+    """A hostile string parameter is a literal: it cannot close the call and add a statement."""
+    from kineto_sql.runner import entrypoint_call
+    spec = get("reading.op_table")
+    with pytest.raises(QueryError):
+        spec.param("top_n").coerce("1); DROP TABLE slice; --")
+    assert entrypoint_call(spec, {"top_n": 5}) == "SELECT * FROM kineto_reading_op_table(5)"
