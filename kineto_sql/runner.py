@@ -15,7 +15,7 @@ import pandas as pd
 from kineto_sql import catalog
 from kineto_sql.catalog import QuerySpec
 from kineto_sql.errors import QueryError
-from kineto_sql.sql_literals import identifier, table_function_call
+from kineto_sql.sql_literals import include_statement, table_function_call
 
 _CAPABILITIES_SQL = importlib.resources.files("kineto_sql").joinpath("sql/capabilities.sql").read_text()
 
@@ -51,15 +51,6 @@ def resolve_params(spec: QuerySpec, params: Mapping[str, object] | None) -> dict
     for name, value in (params or {}).items():
         values[name] = spec.param(name).coerce(value)
     return values
-
-
-def include_statement(module: str) -> str:
-    """`INCLUDE PERFETTO MODULE a.b.c;` for a module name made only of plain SQL words."""
-    try:
-        words = [identifier(part) for part in module.split(".")]
-    except ValueError as exc:
-        raise QueryError(f"bad module name {module!r}: {exc}") from None
-    return "INCLUDE PERFETTO MODULE " + ".".join(words) + ";"
 
 
 def entrypoint_call(spec: QuerySpec, values: Mapping[str, object]) -> str:

@@ -56,3 +56,8 @@ def bind(template: str, values: dict) -> str:
         cursor = word.end + 1
     pieces.append(template[cursor:])
     return "".join(pieces)
+
+
+def include_statement(module: str) -> str:
+    """`INCLUDE PERFETTO MODULE a.b.c;` for a module name made only of plain SQL words."""
+    return "INCLUDE PERFETTO MODULE " + ".".join(identifier(part) for part in module.split(".")) + ";"
