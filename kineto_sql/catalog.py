@@ -30,7 +30,8 @@ _HEADER_LINE = re.compile(r"^--\s?(?P<key>[a-z_]+):\s*(?P<value>.*?)\s*$")
 _CONTINUATION = re.compile(r"^--\s{2,}(?P<text>\S.*?)\s*$")
 _PARAM_LINE = re.compile(
     r"^--\s?param\s+(?P<name>[a-z_][a-z0-9_]*)\s+(?P<type>[A-Z]+)\s+"
-    r"(?P<default>\"[^\"]*\"|'[^']*'|\S+?):\s*(?P<description>.*?)\s*$")
+    # The default ends at the first colon followed by a space, so `aten::mm: ...` keeps `aten::mm`.
+    r"(?P<default>\"[^\"]*\"|'[^']*'|\S+?):(?:\s+(?P<description>.*?))?\s*$")
 _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
 
@@ -235,7 +236,7 @@ def parse_param(path: Path, number: int, line: str) -> tuple[Param | None, list[
             default = coerce_value(sql_type, raw_value, match["name"])
         except QueryError as exc:
             return None, [Problem(path, number, f"default of param {match['name']}: {exc}")]
-    description = match["description"]
+    description = match["description"] or ""
     problems = [] if description else [Problem(path, number, f"param {match['name']} needs a description after the colon")]
     return Param(match["name"], sql_type, default, description), problems
 
