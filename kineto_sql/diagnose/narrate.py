@@ -11,6 +11,15 @@ def ms(ns: int | None) -> str:
     return f"{ns / 1e3:.0f} us"
 
 
+def pct(value: float | None) -> str:
+    """A share that stays readable when small: 12.5%, 0.42%, 0.021%."""
+    if value is None:
+        return "n/a"
+    if value >= 1 or value == 0:
+        return f"{value:.1f}%"
+    return f"{value:.2g}%"
+
+
 def _steps(steps: tuple[int, ...]) -> str:
     if not steps:
         return "outside any ProfilerStep"
@@ -28,7 +37,7 @@ def _sentence(text: str) -> str:
 
 def narrate(finding) -> str:
     """Five sentences: what and how much, the evidence, the catalog row, how to confirm, what to do."""
-    share = f" ({finding.impact_pct:.1f}% of the profiled time)" if finding.impact_pct is not None else ""
+    share = f" ({pct(finding.impact_pct)} of the profiled time)" if finding.impact_pct is not None else ""
     cost = (f"costs an estimated {ms(finding.impact_ns)}{share}" if finding.impact_ns > 0
             else "has no direct time cost but changes how the trace must be read")
     first = (f"{finding.title} {cost}, seen {finding.count} time{'s' if finding.count != 1 else ''} "
@@ -39,7 +48,7 @@ def narrate(finding) -> str:
         where = f" The Python line is {finding.where.python_lines[0]}."
     elif finding.where.ops:
         where = f" The op involved is {finding.where.ops[0]}."
-    row = f"This is the catalog row \"{finding.catalog_row}\": {_sentence(finding.signature) or 'see its header.'}"
+    row = f"This is the catalog row {finding.catalog_row}: {_sentence(finding.signature) or 'see its header.'}"
     confirm = f"To confirm, {_sentence(finding.confirming[:1].lower() + finding.confirming[1:])}" \
         if finding.confirming else "Confirm it in the rows of the query below."
     fix = f"Fix direction: {_sentence(finding.fix)}" if finding.fix else ""

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from kineto_sql.diagnose.model import Diagnosis, TraceDiagnosis
-from kineto_sql.diagnose.narrate import ms
+from kineto_sql.diagnose.narrate import ms, pct
 
 _TEMPLATE = Template(importlib.resources.files("kineto_sql").joinpath("diagnose/report.html").read_text())
 _COLORS = {"high": "#c62828", "medium": "#ef6c00", "low": "#f9a825", "info": "#607d8b"}
@@ -89,7 +89,7 @@ def _findings_html(t: TraceDiagnosis) -> str:
         return "<p>No detector fired.</p>"
     cards = []
     for i, f in enumerate(t.findings, 1):
-        share = f", {f.impact_pct:.1f}% of profiled time" if f.impact_pct is not None else ""
+        share = f", {pct(f.impact_pct)} of profiled time" if f.impact_pct is not None else ""
         evidence = "".join(f"<li>{html.escape(e)}</li>" for e in f.evidence)
         reproduce = "".join(f"<code>{html.escape(c)}</code><br>" for c in f.reproduce)
         cards.append(

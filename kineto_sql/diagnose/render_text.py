@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from kineto_sql.diagnose.model import Diagnosis, Finding, TraceDiagnosis
-from kineto_sql.diagnose.narrate import ms
+from kineto_sql.diagnose.narrate import ms, pct
 
 TOP = 5
 
@@ -21,7 +21,7 @@ def _verdict_lines(t: TraceDiagnosis) -> list[str]:
 
 
 def _finding_lines(i: int, f: Finding, markdown: bool) -> list[str]:
-    share = f", {f.impact_pct:.1f}% of profiled time" if f.impact_pct is not None else ""
+    share = f", {pct(f.impact_pct)} of profiled time" if f.impact_pct is not None else ""
     head = f"{i}. [{f.severity}] {f.title}: {ms(f.impact_ns)}{share} ({f.count} rows, {f.id_version})"
     if markdown:
         head = f"### {i}. {f.title}\n\n**{f.severity}**, estimated cost {ms(f.impact_ns)}{share}; {f.count} rows; `{f.id_version}`"
@@ -68,11 +68,23 @@ def render_text(d: Diagnosis, top: int = TOP) -> str:
                 out.append(f"  {f.narration}")
         else:
             out.append("no detector fired.")
+        out.extend(_top_ops_lines(t))
         out.append(_tail(t))
         out.append("")
     if d.ranks_summary:
         out.append("across ranks: " + d.ranks_summary.get("narration", ""))
     return "\n".join(out).rstrip() + "\n"
+
+
+def _top_ops_lines(t: TraceDiagnosis, n: int = 5) -> list[str]:
+    """Where the time goes by op (reading.op_table), before any timeline scrolling."""
+    if not t.top_ops:
+        return []
+    lines = ["top ops (reading.op_table: self device, self CPU):"]
+    for row in t.top_ops[:n]:
+        lines.append(f"  {str(row.get('name'))[:70]}: {ms(row.get('self_device_dur') or 0)} device, "
+                     f"{ms(row.get('self_cpu_dur') or 0)} CPU, {row.get('calls')} calls")
+    return lines
 
 
 def _tail(t: TraceDiagnosis) -> str:
@@ -107,7 +119,7 @@ def render_markdown(d: Diagnosis, top: int = TOP) -> str:
             out.append("| rank | finding | severity | estimated cost | share | rows |")
             out.append("|---:|---|---|---:|---:|---:|")
             for i, f in enumerate(t.findings, 1):
-                share = f"{f.impact_pct:.1f}%" if f.impact_pct is not None else ""
+                share = pct(f.impact_pct) if f.impact_pct is not None else ""
                 out.append(f"| {i} | {f.title} | {f.severity} | {ms(f.impact_ns)} | {share} | {f.count} |")
             out.append("")
             for i, f in enumerate(t.findings[:top], 1):

@@ -20,6 +20,7 @@ from kineto_sql.runner import capabilities, run_query
 
 STEP_TABLE = "reading.step_table"
 OP_TABLE = "reading.op_table"
+OVERHEAD_VS_COMPUTE = "guide.overhead_vs_compute"
 COMMON = ("ts", "dur", "impact_dur", "step", "evidence")
 OP_COLUMNS = ("op", "ops", "op_name", "aten_op", "sync_op", "launching_op")
 PYTHON_COLUMNS = ("python_line", "python_frame", "python_lines", "frame")
@@ -157,7 +158,27 @@ def _verdict(tp) -> Verdict:
         reason = f"the GPU is busy {mean_occ:.0f}% of the step: time goes to the kernels themselves"
     if cpu_pct is not None:
         reason += f"; the CPU is busy {cpu_pct:.0f}% of the step"
+    bound = _overhead_or_compute(tp)
+    if bound:
+        reason += f"; {bound}"
     return Verdict(len(rows), durs[len(durs) // 2], sum(durs), mean_occ, regime, reason, has_gpu, rows)
+
+
+def _overhead_or_compute(tp) -> str | None:
+    """The beginner's guide reading (guide.overhead_vs_compute, whole trace): overhead- or compute-bound."""
+    try:
+        run = run_query(tp, OVERHEAD_VS_COMPUTE)
+    except KinetoSqlError:
+        return None
+    if run.not_applicable or run.df.empty or "level" not in run.df:
+        return None
+    whole = run.df[run.df["level"] == "trace"]
+    if whole.empty:
+        return None
+    row = whole.iloc[0]
+    ratio = _num(row.get("cpu_device_ratio"))
+    detail = f"self CPU {ratio:g}x self device" if ratio is not None else f"{row.get('small_call_pct')}% of ATen calls under 50 us"
+    return f"{row.get('reading')} ({detail}, {OVERHEAD_VS_COMPUTE})"
 
 
 def _int(value):
