@@ -47,7 +47,7 @@ def test_ranking_is_by_estimated_cost_then_severity_then_id():
 def test_narration_is_five_sentences_naming_the_catalog_row():
     text = narrate(_finding("catalog.sync_forcing_op", 2_500_000, 12.5))
     assert "2.5 ms (12.5% of the profiled time)" in text
-    assert 'catalog row "row"' in text
+    assert 'catalog row row:' in text
     assert "in every step from 4 to 5" in text
     assert text.count(". ") + 1 >= 5
 
