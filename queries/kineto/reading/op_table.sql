@@ -1,5 +1,5 @@
 -- id: reading.op_table
--- version: 1
+-- version: 2
 -- kind: reading
 -- title: Op table: torch's key_averages() per op name, sorted by self device time then self CPU
 -- source: seed 000 section 2, reading order step 2; seed 001 "Overhead-Bound vs. Compute-Bound"
@@ -15,6 +15,106 @@ INCLUDE PERFETTO MODULE kineto.lib.launches;
 -- event that is the only child of a parent with the same name (aten::div_ redispatching to aten::div_)
 -- is folded into that parent: it is not a call of its own, and its self time goes to the parent.
 -- ProfilerStep#N are renamed ProfilerStep*, as torch does.
+-- Host events with their name and class, and whether torch's key_averages folds each into its parent
+-- (an op that is the only child of a same-name parent). Materialized once: the fold lookups below walk
+-- ancestors and would otherwise recompute it for every folded event.
+CREATE OR REPLACE PERFETTO TABLE _kineto_reading_op_table_named(
+  -- Slice id.
+  id LONG,
+  -- Host-tree parent.
+  parent_id LONG,
+  -- Duration.
+  dur DURATION,
+  -- Self time.
+  self_dur DURATION,
+  -- Slice name.
+  name STRING,
+  -- Slice category.
+  category STRING,
+  -- Event class from kineto_event_categories.
+  event_class STRING,
+  -- True when folded into its same-name parent.
+  folded BOOL
+) AS
+SELECT
+  h.id,
+  h.parent_id,
+  h.dur,
+  h.self_dur,
+  s.name,
+  s.category,
+  c.event_class,
+  coalesce(h.parent_id IS NOT NULL AND ps.name = s.name AND p.child_count = 1, FALSE) AS folded
+FROM kineto_host_tree AS h
+JOIN slice AS s
+  USING (id)
+JOIN kineto_event_categories AS c
+  ON c.category = s.category
+LEFT JOIN kineto_host_tree AS p
+  ON p.id = h.parent_id
+LEFT JOIN slice AS ps
+  ON ps.id = h.parent_id;
+
+-- The fold lookups join this table by id once per ancestor: index it.
+CREATE OR REPLACE PERFETTO INDEX _kineto_reading_op_table_named_id ON _kineto_reading_op_table_named(id);
+
+-- The event each folded op is folded into: the nearest ancestor of the same name that is itself kept.
+CREATE OR REPLACE PERFETTO TABLE _kineto_reading_op_table_kept(
+  -- Slice id.
+  id LONG,
+  -- The event it counts as (itself when it is kept).
+  kept_id LONG
+) AS
+SELECT
+  n.id,
+  n.id AS kept_id
+FROM _kineto_reading_op_table_named AS n
+WHERE
+  NOT n.folded
+UNION ALL
+SELECT
+  n.id,
+  (
+    SELECT a.id
+    FROM ancestor_slice(n.id) AS a
+    JOIN _kineto_reading_op_table_named AS na
+      ON na.id = a.id
+    WHERE
+      NOT na.folded
+      AND na.name = n.name
+    ORDER BY a.depth DESC
+    LIMIT 1
+  ) AS kept_id
+FROM _kineto_reading_op_table_named AS n
+WHERE
+  n.folded;
+
+-- Joined by id below (perfetto's SQLite builds no automatic indexes).
+CREATE OR REPLACE PERFETTO INDEX _kineto_reading_op_table_kept_id ON _kineto_reading_op_table_kept(id);
+
+-- Self time of folded events, credited to the event they are folded into.
+CREATE OR REPLACE PERFETTO TABLE _kineto_reading_op_table_folded_self(
+  -- The kept event.
+  kept_id LONG,
+  -- Summed self time of the events folded into it.
+  self_dur DURATION
+) AS
+SELECT
+  k.kept_id,
+  sum(n.self_dur) AS self_dur
+FROM _kineto_reading_op_table_named AS n
+JOIN _kineto_reading_op_table_kept AS k
+  USING (id)
+WHERE
+  n.folded
+GROUP BY k.kept_id;
+
+-- Joined by kept_id below.
+CREATE OR REPLACE PERFETTO INDEX _kineto_reading_op_table_folded_self_id
+ON _kineto_reading_op_table_folded_self(kept_id);
+
+-- Every host event as one key_averages row candidate: its key, kind, CPU total and self time (with the
+-- self time of same-name only children folded in, as torch does), and whether it is itself folded.
 CREATE OR REPLACE PERFETTO TABLE _kineto_reading_op_table_events(
   -- Slice id.
   id LONG,
@@ -31,76 +131,6 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_reading_op_table_events(
   -- True when folded into its parent (not counted as a call).
   folded BOOL
 ) AS
-WITH
-  events AS (
-    SELECT
-      h.id,
-      h.parent_id,
-      h.dur,
-      h.self_dur,
-      s.name,
-      s.category,
-      c.event_class
-    FROM kineto_host_tree AS h
-    JOIN slice AS s
-      USING (id)
-    JOIN kineto_event_categories AS c
-      ON c.category = s.category
-  ),
-  named AS (
-    SELECT
-      f.id,
-      f.parent_id,
-      f.dur,
-      f.self_dur,
-      f.name,
-      f.category,
-      f.event_class,
-      (f.parent_id IS NOT NULL AND f.child_count_ok) AS folded
-    FROM (
-      SELECT
-        e.*,
-        (
-          SELECT ps.name = e.name AND p.child_count = 1
-          FROM kineto_host_tree AS p
-          JOIN slice AS ps
-            USING (id)
-          WHERE
-            p.id = e.parent_id
-        ) AS child_count_ok
-      FROM events AS e
-    ) AS f
-  ),
-  kept AS (
-    SELECT
-      n.id,
-      CASE
-        WHEN NOT n.folded THEN n.id
-        ELSE (
-          SELECT a.id
-          FROM ancestor_slice(n.id) AS a
-          JOIN named AS na
-            ON na.id = a.id
-          WHERE
-            NOT na.folded
-            AND na.name = n.name
-          ORDER BY a.depth DESC
-          LIMIT 1
-        )
-      END AS kept_id
-    FROM named AS n
-  ),
-  folded_self AS (
-    SELECT
-      k.kept_id,
-      sum(n.self_dur) AS self_dur
-    FROM named AS n
-    JOIN kept AS k
-      USING (id)
-    WHERE
-      n.folded
-    GROUP BY k.kept_id
-  )
 SELECT
   n.id,
   CASE WHEN n.name GLOB 'ProfilerStep#[0-9]*' THEN 'ProfilerStep*' ELSE n.name END AS key,
@@ -114,10 +144,10 @@ SELECT
   n.self_dur + coalesce(fs.self_dur, 0) AS self_dur,
   coalesce(k.kept_id, n.id) AS kept_id,
   n.folded
-FROM named AS n
-JOIN kept AS k
+FROM _kineto_reading_op_table_named AS n
+JOIN _kineto_reading_op_table_kept AS k
   USING (id)
-LEFT JOIN folded_self AS fs
+LEFT JOIN _kineto_reading_op_table_folded_self AS fs
   ON fs.kept_id = n.id;
 
 -- Device time per launching op: the kernels, memcpys and memsets whose runtime call (same
