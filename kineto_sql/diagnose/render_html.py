@@ -48,7 +48,8 @@ def _findings_plot(t: TraceDiagnosis) -> list[str]:
     if not ranked:
         return []
     fig = go.Figure(go.Bar(
-        x=[f.impact_ns / 1e6 for f in ranked][::-1], y=[f.title for f in ranked][::-1], orientation="h",
+        x=[f.impact_ns / 1e6 for f in ranked][::-1], y=[f.title.split(":")[0][:40] for f in ranked][::-1],
+        orientation="h",
         marker_color=[_COLORS[f.severity] for f in ranked][::-1]))
     fig.update_layout(title="findings by estimated cost (ms)")
     return [_div(fig)]

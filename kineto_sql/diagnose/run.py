@@ -25,6 +25,8 @@ COMMON = ("ts", "dur", "impact_dur", "step", "evidence")
 OP_COLUMNS = ("op", "ops", "op_name", "aten_op", "sync_op", "launching_op")
 PYTHON_COLUMNS = ("python_line", "python_frame", "python_lines", "frame")
 # impact as % of profiled step time (or of the trace span when there are no steps)
+# GPU occupancy at or above this is device-bound; under 50% is host-bound (the seed's "GPU sparse").
+DEVICE_BOUND_PCT = 80.0
 SEVERITY_PCT = (("high", 10.0), ("medium", 3.0), ("low", 0.0))
 
 Progress = Callable[[str], None]
@@ -153,6 +155,10 @@ def _verdict(tp) -> Verdict:
         regime = "host-bound"
         reason = (f"the GPU is busy only {mean_occ:.0f}% of the step: the fault is above the kernels "
                   "(host, input, sync)")
+    elif mean_occ is not None and mean_occ < DEVICE_BOUND_PCT:
+        regime = "mixed"
+        reason = (f"the GPU is busy {mean_occ:.0f}% of the step and idle the rest: part of the step is lost above "
+                  "the kernels (the findings below say where)")
     else:
         regime = "device-bound"
         reason = f"the GPU is busy {mean_occ:.0f}% of the step: time goes to the kernels themselves"
