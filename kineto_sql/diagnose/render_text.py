@@ -59,7 +59,8 @@ def render_text(d: Diagnosis, top: int = TOP) -> str:
     for t in d.traces:
         out.extend(_verdict_lines(t))
         if t.findings:
-            out.append(f"top findings (of {len(t.findings)}), ranked by estimated impact on step time:")
+            out.append(f"top findings (of {len(t.findings)}), ranked by estimated impact on step time "
+                       "(estimates can overlap: the same idle time may explain two findings):")
             for i, f in enumerate(t.findings[:top], 1):
                 out.extend(_finding_lines(i, f, markdown=False))
             out.append("")
@@ -116,6 +117,8 @@ def render_markdown(d: Diagnosis, top: int = TOP) -> str:
                            f"| {ms(s.gpu_busy_ns) if s.gpu_busy_ns is not None else 'n/a'} | {occ} |")
         out.append("")
         if t.findings:
+            out.append("Estimated costs can overlap (the same idle time may explain two findings): they rank, they do not add up.")
+            out.append("")
             out.append("| rank | finding | severity | estimated cost | share | rows |")
             out.append("|---:|---|---|---:|---:|---:|")
             for i, f in enumerate(t.findings, 1):
