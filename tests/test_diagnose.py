@@ -17,8 +17,8 @@ from kineto_sql.diagnose.model import Diagnosis, Finding, TraceDiagnosis, Verdic
 from kineto_sql.diagnose.narrate import narrate
 from kineto_sql.diagnose.render_html import render_html
 from kineto_sql.diagnose.render_text import render_markdown, render_text
-from kineto_sql.diagnose.run import diagnose_path, diagnose_trace, rank_findings, severity_for
-from tests.conftest import CORPUS, GOLDEN, needs_corpus
+from kineto_sql.diagnose.run import detectors, diagnose_path, diagnose_trace, rank_findings, severity_for
+from tests.conftest import CORPUS, GOLDEN, corpus_id, corpus_traces, needs_corpus
 
 SCHEMA = json.loads(importlib.resources.files("kineto_sql").joinpath("diagnose/schema.json").read_text())
 
@@ -169,3 +169,13 @@ def test_top_finding_on_a_planted_golden_trace_is_the_planted_fault(path, fault_
     ids = [f.query_id for f in diagnosis.findings]
     assert ids, f"nothing fired on {path.name}"
     assert ids[0] == detector, f"{path.name}: top finding {ids[0]}, expected {detector}; all: {ids}"
+
+
+@needs_corpus
+@pytest.mark.parametrize("path", corpus_traces(), ids=corpus_id)
+def test_diagnose_runs_on_every_corpus_trace(path, loaded):
+    """Every detector either answers or says why it cannot: no query error on any public trace."""
+    diagnosis = diagnose_trace(loaded(path))
+    assert diagnosis.errors == (), diagnosis.errors
+    assert len(diagnosis.findings) + len(diagnosis.silent) + len(diagnosis.skipped) == len(detectors())
+    jsonschema.validate(Diagnosis(str(path), (diagnosis,)).to_json(), SCHEMA)
