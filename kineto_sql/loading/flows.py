@@ -41,17 +41,20 @@ def bind_flows(events: list[dict], original_tracks: dict[int, tuple], report: In
 
     # Slices that begin at each (thread, instant), with their sort keys: a Kineto flow event sits exactly
     # where its slice begins, so its binding is the last of these that sorts before it.
+    # Only slices that begin where some flow event of their process sits can matter (a miss here only
+    # sends that flow to the full simulation), so most slices are skipped without converting their times.
+    flow_points = {(events[j].get("pid"), events[j].get("ts")) for j in flow_indices}
     begins: dict[tuple, list[tuple]] = defaultdict(list)
-    by_correlation: dict[tuple, list[int]] = defaultdict(list)
     for i, e in enumerate(events):
-        if pushes_slice(e):
+        if (e.get("pid"), e.get("ts")) in flow_points and pushes_slice(e):
             ts = ns(e.get("ts"))
             if ts is not None:
                 begins[(e.get("pid"), engine_tid(e), ts)].append(sort_key(e, i, ts))
-        if i in original_tracks:
-            args = e.get("args")
-            if isinstance(args, dict) and isinstance(args.get("correlation"), int):
-                by_correlation[(original_tracks[i], args["correlation"])].append(i)
+    by_correlation: dict[tuple, list[int]] = defaultdict(list)
+    for i, track in original_tracks.items():
+        args = events[i].get("args")
+        if isinstance(args, dict) and isinstance(args.get("correlation"), int):
+            by_correlation[(track, args["correlation"])].append(i)
 
     def bound_to(track: tuple, key: tuple, enclosing: bool, j: int) -> int | None:
         if enclosing:
