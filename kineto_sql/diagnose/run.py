@@ -17,6 +17,7 @@ from kineto_sql.engine.processor import EngineChoice
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.loading.load import open_rank_dir, open_trace
 from kineto_sql.runner import capabilities, run_query
+from kineto_sql.sql_files import sections
 
 STEP_TABLE = "reading.step_table"
 OP_TABLE = "reading.op_table"
@@ -106,7 +107,7 @@ def severity_for(impact_ns: int, impact_pct: float | None) -> str:
 
 
 def _trace_span(tp) -> int | None:
-    df = tp.df("SELECT max(ts + dur) - min(ts) AS span FROM slice WHERE dur >= 0")
+    df = tp.df(sections("trace_info.sql")["slice_span"])
     span = df.span.iloc[0] if len(df) else None
     return int(span) if span is not None and not pd.isna(span) and span > 0 else None
 

@@ -52,3 +52,9 @@ SELECT name, idx, severity, source, value, description
 FROM stats
 WHERE value > 0 AND severity IN ('error', 'data_loss')
 ORDER BY value DESC;
+
+-- section: trace_bounds
+SELECT start_ts, end_ts FROM trace_bounds;
+
+-- section: slice_span
+SELECT max(ts + dur) - min(ts) AS span FROM slice WHERE dur >= 0;

@@ -18,6 +18,8 @@ import json
 import urllib.parse
 from dataclasses import dataclass, field
 
+from kineto_sql.sql_files import sections
+
 RUN_QUERY = "dev.perfetto.RunQuery"
 RUN_QUERY_AND_SHOW_TAB = "dev.perfetto.RunQueryAndShowTab"
 ADD_DEBUG_SLICE_TRACK = "dev.perfetto.AddDebugSliceTrack"
@@ -34,7 +36,7 @@ V52_URL_ALLOWLIST = frozenset({
 })
 
 # The table --finding fills in the UI session; the debug track and the results tab read it.
-FINDINGS_TABLE = "kineto_finding"
+FINDINGS_TABLE = "kineto_finding"  # the table kineto_sql/sql/ui_findings.sql creates
 
 
 @dataclass(frozen=True)
@@ -118,18 +120,12 @@ def findings_commands(setup_sql: str, entry_select: str, track_title: str, tab: 
     single SELECT, so the table comes first), then a debug slice track over it (name derived from the
     finding's evidence), then a results tab with every row as the detector returned it.
     """
-    table_sql = f"{setup_sql.rstrip().rstrip(';')};\n" if setup_sql.strip() else ""
-    table_sql += f"CREATE OR REPLACE PERFETTO TABLE {FINDINGS_TABLE} AS\n{entry_select.strip().rstrip(';')}"
-    track_sql = (
-        f"SELECT ts, coalesce(dur, 0) AS dur, {finding_name_sql()} AS name "
-        f"FROM {FINDINGS_TABLE} WHERE ts IS NOT NULL"
-    )
-    commands = [Command(RUN_QUERY, (table_sql,)), Command(ADD_DEBUG_SLICE_TRACK, (track_sql, track_title))]
+    sql = sections("ui_findings.sql")
+    setup = setup_sql.rstrip().rstrip(";")
+    table_sql = (setup + ";\n" if setup.strip() else "") + sql["store"] + "\n" + entry_select.strip().rstrip(";")
+    commands = [Command(RUN_QUERY, (table_sql,)), Command(ADD_DEBUG_SLICE_TRACK, (sql["track"], track_title))]
     if tab:
-        commands.append(Command(RUN_QUERY_AND_SHOW_TAB, (f"SELECT * FROM {FINDINGS_TABLE}",)))
+        commands.append(Command(RUN_QUERY_AND_SHOW_TAB, (sql["tab"],)))
     return commands
 
 
-def finding_name_sql() -> str:
-    """The slice name of a finding: its evidence sentence (which already names the step and the numbers)."""
-    return "coalesce(nullif(evidence, ''), 'finding')"

@@ -15,6 +15,7 @@ from pathlib import Path
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.loading.load import _add_ingest_tables, prepare_file, rank_of
 from kineto_sql.loading.prepare import PreparedTrace
+from kineto_sql.sql_files import sections
 from kineto_sql.ui.links import (RUN_QUERY, RUN_QUERY_AND_SHOW_TAB, Command, ViewerLink, findings_commands,
                                  zoom_window)
 from kineto_sql.ui.server import UiServer
@@ -205,7 +206,7 @@ def _run_detector_here(path: Path, prepared: PreparedTrace, spec, params, engine
     tp = open_prepared(prepared, path, engine or EngineChoice())
     try:
         run = run_query(tp, spec, params or None)
-        bounds_df = tp.df("SELECT start_ts, end_ts FROM trace_bounds")
+        bounds_df = tp.df(sections("trace_info.sql")["trace_bounds"])
     finally:
         tp.close()
     if run.not_applicable:
