@@ -103,22 +103,30 @@ def run_rank(path: str, rank_from_name: int | None, hta_compat: bool, engine=Non
 
     from kineto_sql.engine.processor import EngineChoice
     from kineto_sql.loading.load import open_trace
-    from kineto_sql.runner import run_query
 
     t0 = time.perf_counter()
     tp = open_trace(path, engine or EngineChoice(), rank_from_name=rank_from_name)
-    t1 = time.perf_counter()
     try:
-        frames, not_applicable = {}, {}
-        for key, query_id, _title in ANALYSES:
-            run = run_query(tp, query_id, analysis_params(key, hta_compat))
-            frames[key] = run.df
-            if run.not_applicable:
-                not_applicable[key] = run.not_applicable
-        return RankResult(str(path), tp.rank, int(tp.report.ts_offset_ns or 0), frames, not_applicable,
-                          t1 - t0, time.perf_counter() - t1)
+        return analyse_rank(tp, path, hta_compat, time.perf_counter() - t0)
     finally:
         tp.close()
+
+
+def analyse_rank(tp, path, hta_compat: bool, load_s: float) -> RankResult:
+    """Every per-rank analysis on an already loaded rank (diagnose reuses its own load)."""
+    import time
+
+    from kineto_sql.runner import run_query
+
+    t1 = time.perf_counter()
+    frames, not_applicable = {}, {}
+    for key, query_id, _title in ANALYSES:
+        run = run_query(tp, query_id, analysis_params(key, hta_compat))
+        frames[key] = run.df
+        if run.not_applicable:
+            not_applicable[key] = run.not_applicable
+    return RankResult(str(path), tp.rank, int(tp.report.ts_offset_ns or 0), frames, not_applicable,
+                      load_s, time.perf_counter() - t1)
 
 
 def rank_files(directory) -> list[tuple[Path, int | None]]:

@@ -41,11 +41,7 @@ def diagnose_path(target: Path, engine: EngineChoice = EngineChoice(), progress:
                   jobs: int = 1) -> Diagnosis:
     started = time.perf_counter()
     if target.is_dir():
-        traces = []
-        for path, rank in open_rank_dir(target):
-            with open_trace(path, engine, rank_from_name=rank) as tp:
-                traces.append(diagnose_trace(tp, progress))
-        summary = _ranks_summary(target, engine, jobs)
+        traces, summary = _diagnose_ranks(target, engine, progress, jobs)
     else:
         with open_trace(target, engine) as tp:
             traces = [diagnose_trace(tp, progress)]
@@ -261,11 +257,37 @@ def _plain(value):
     return value
 
 
-def _ranks_summary(target: Path, engine: EngineChoice, jobs: int) -> dict:
-    """The cross-rank reading (straggler hunting is a distribution question), from kineto_sql.ranks."""
+def _diagnose_rank(path: str, rank_from_name: int | None, engine: EngineChoice):
+    """Worker body: one load per rank serves both its diagnosis and the cross-rank analyses."""
     from kineto_sql import ranks
 
-    report = ranks.run_ranks(target, jobs=jobs, engine=engine)
+    started = time.perf_counter()
+    with open_trace(path, engine, rank_from_name=rank_from_name) as tp:
+        load_s = time.perf_counter() - started
+        return diagnose_trace(tp), ranks.analyse_rank(tp, path, False, load_s)
+
+
+def _diagnose_ranks(target: Path, engine: EngineChoice, progress: Progress | None, jobs: int):
+    """Every rank in worker processes (at most `jobs` resident), then the cross-rank straggler reading."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from kineto_sql import ranks
+
+    files = open_rank_dir(target)
+    say = progress or (lambda _: None)
+    traces, results = [], []
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(_diagnose_rank, str(path), rank, engine) for path, rank in files]
+        for done, future in enumerate(as_completed(futures), 1):
+            diagnosis, result = future.result()
+            traces.append(diagnosis)
+            results.append(result)
+            say(f"ranks: {done} of {len(files)} diagnosed")
+    return traces, _ranks_summary(ranks.build_report(results))
+
+
+def _ranks_summary(report) -> dict:
+    """The cross-rank reading (straggler hunting is a distribution question), from kineto_sql.ranks."""
     verdict = report.verdict
     quantity = verdict.quantity
     return {
