@@ -83,12 +83,13 @@ def prepare(raw: bytes, path: Path) -> PreparedTrace:
     changed |= bind_flows(events, original_tracks, report)
     changed |= _scan_args(events, report)
 
-    if changed:
-        report.rewritten = True
-        data = orjson.dumps({"traceEvents": events, **metadata})
-    else:
-        data = raw
-    return PreparedTrace(data, metadata, report)
+    del original_tracks
+    if not changed:
+        return PreparedTrace(raw, metadata, report)
+    # Peak memory is the parsed events plus the text on either side: let the input text go first.
+    del raw, doc
+    report.rewritten = True
+    return PreparedTrace(orjson.dumps({"traceEvents": events, **metadata}), metadata, report)
 
 
 # -- timestamps ------------------------------------------------------------------------------------
