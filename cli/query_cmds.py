@@ -10,7 +10,6 @@ import pandas as pd
 from kineto_sql.catalog import KINDS, load_catalog
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.output import emit_frame, emit_json, format_option, friendly_errors
-from kineto_sql.errors import QueryError
 from kineto_sql.loading.load import open_trace
 from kineto_sql.paste import paste_bundle
 from kineto_sql.runner import resolve_spec, run_query
