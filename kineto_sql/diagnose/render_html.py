@@ -116,9 +116,10 @@ def render_html(d: Diagnosis) -> str:
                         f"<details><summary>{len(t.silent)} silent, {len(t.skipped)} skipped</summary>"
                         f"<ul>{skipped}</ul></details></section>")
     ranks = ""
-    if d.ranks_summary or _ranks_plot(d):
+    rank_plots = _ranks_plot(d)
+    if d.ranks_summary or rank_plots:
         narration = html.escape((d.ranks_summary or {}).get("narration", ""))
-        ranks = f"<section><h2>Across ranks</h2><p>{narration}</p>{''.join(_ranks_plot(d))}</section>"
+        ranks = f"<section><h2>Across ranks</h2><p>{narration}</p>{''.join(rank_plots)}</section>"
     return _TEMPLATE.substitute(
         title=html.escape(f"kineto-sql diagnosis: {d.target}"),
         plotlyjs=get_plotlyjs(),

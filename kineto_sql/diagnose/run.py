@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -235,7 +236,6 @@ def _finding(spec, df: pd.DataFrame, denominator: int | None, source: str) -> Fi
 
 
 def _with_narration(finding: Finding) -> Finding:
-    from dataclasses import replace
     return replace(finding, narration=narrate(finding))
 
 
