@@ -145,7 +145,7 @@ def lint_command(update_lock: bool, force: bool):
 @click.argument("target")
 @friendly_errors
 def new_command(target: str):
-    """Scaffold a detector: queries/kineto/<area>/<name>.sql and its unit test, from templates.
+    """Scaffold a detector: queries/kineto/<area>/<name>.sql and its <name>.test.toml, from templates.
 
     TARGET is AREA.NAME (area catalog, guide, reading or hta) or a bare NAME (goes to catalog). Name
     the bad pattern, not the fix.
@@ -159,7 +159,7 @@ def new_command(target: str):
 
     made = scaffold(target)
     click.echo(f"wrote {made.sql_path}\nwrote {made.test_path}")
-    click.echo(f"next: edit both, add [\"{made.query_id}\"] to tests/expectations.toml, "
+    click.echo(f"next: edit both, `kineto-sql try {made.query_id} golden/traces` to see where it fires, "
                "then `kineto-sql lint --update-lock`")
 
 

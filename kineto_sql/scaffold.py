@@ -1,4 +1,4 @@
-"""`kineto-sql new`: a detector .sql file and its unit test, from templates, ready to edit."""
+"""`kineto-sql new`: a detector .sql file and its test file beside it, from templates, ready to edit."""
 from __future__ import annotations
 
 import importlib.resources
@@ -9,27 +9,36 @@ from pathlib import Path
 from kineto_sql.catalog import AREA_KINDS
 from kineto_sql.errors import QueryError
 from kineto_sql.lint import SQL_KEYWORDS
+from kineto_sql.rule_tests import test_path as rule_test_path
 from kineto_sql.sql_package import PACKAGE, package_dir
 
 _WORD = re.compile(r"^[a-z_][a-z0-9_]*$")
 
-TEST_TEMPLATE = '''"""Unit tests of __QUERY_ID__ on tiny hand-built traces (scaffolded by `kineto-sql new`; edit me)."""
-from kineto_sql.runner import run_query
-from tests.kineto_builder import CpuOp, KinetoTrace, ProfilerStep
-from tests.query_support import load_trace  # noqa: F401  (fixture)
+TEST_TEMPLATE = """# __QUERY_ID__: exact-row cases ([[case]]) and golden/corpus trace checks ([traces]).
+# Format: kineto_sql/rule_tests.py; tests/test_rules.py runs every rule's file.
 
+# The example of the rule's page (`-- example:` names it): one op of 2 ms in a 5 ms step fires.
+[[case]]
+name = "fires_on_a_long_op"
+events = [
+  { type = "ProfilerStep", step = 1, ts_us = 0, dur_us = 5000 },
+  { type = "CpuOp", name = "aten::slow", ts_us = 10, dur_us = 2000 },
+  { type = "CpuOp", name = "aten::fast", ts_us = 3000, dur_us = 5 },
+]
+expect_count = 1
+columns = ["step", "dur"]
+rows = [
+  [1, 2000000],
+]
 
-def test_fires_on_a_long_op(load_trace):
-    trace = KinetoTrace([ProfilerStep(1, ts_us=0, dur_us=5000), CpuOp("aten::slow", ts_us=10, dur_us=2000),
-                         CpuOp("aten::fast", ts_us=3000, dur_us=5)])
-    run = run_query(load_trace(trace), "__QUERY_ID__")
-    assert run.df[["step", "dur"]].values.tolist() == [[1, 2_000_000]]
-
-
-def test_silent_on_short_ops(load_trace):
-    trace = KinetoTrace([ProfilerStep(1, ts_us=0, dur_us=5000), CpuOp("aten::fast", ts_us=10, dur_us=5)])
-    assert run_query(load_trace(trace), "__QUERY_ID__").df.empty
-'''
+[[case]]
+name = "silent_on_short_ops"
+events = [
+  { type = "ProfilerStep", step = 1, ts_us = 0, dur_us = 5000 },
+  { type = "CpuOp", name = "aten::fast", ts_us = 10, dur_us = 5 },
+]
+expect_count = 0
+"""
 
 
 @dataclass(frozen=True)
@@ -52,14 +61,13 @@ def parse_target(target: str) -> tuple[str, str]:
     return area, name
 
 
-def scaffold(target: str, root: Path | None = None, tests_dir: Path | None = None) -> Scaffold:
-    """Writes queries/kineto/<area>/<name>.sql and tests/queries/test_<area>_<name>.py; refuses to overwrite."""
+def scaffold(target: str, root: Path | None = None) -> Scaffold:
+    """Writes queries/kineto/<area>/<name>.sql and its <name>.test.toml beside it; refuses to overwrite."""
     area, name = parse_target(target)
     base = Path(root) if root else package_dir()
-    tests = Path(tests_dir) if tests_dir else base.parent.parent / "tests" / "queries"
     query_id = f"{area}.{name}"
     sql_path = base / area / f"{name}.sql"
-    test_path = tests / f"test_{area}_{name}.py"
+    test_path = rule_test_path(sql_path)
     for path in (sql_path, test_path):
         if path.exists():
             raise QueryError(f"{path} already exists; pick another name or edit it")

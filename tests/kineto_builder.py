@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import MISSING as dc_MISSING
 from dataclasses import dataclass, field
+from dataclasses import fields as dc_fields
 from pathlib import Path
 
 HOST_PID = 100
@@ -196,3 +198,83 @@ def _us(value: float) -> float:
 def _x(name, cat, pid, tid, ts_us, dur_us, args) -> dict:
     return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": _us(ts_us), "dur": _us(dur_us),
             "args": args}
+
+
+EVENT_TYPES = {cls.__name__: cls for cls in (CpuOp, PythonFrame, ProfilerStep, Launch, Kernel, MemoryEvent)}
+
+
+def from_case(events: list[dict], metadata: dict | None = None) -> KinetoTrace:
+    """The trace of a rule test case (`queries/kineto/<area>/<name>.test.toml`): one inline table per
+    event, `type` naming the class above; `repeat = N, every_us = D` makes N copies D us apart, with `{i}`
+    in their strings replaced by 0..N-1."""
+    trace = KinetoTrace(metadata=dict(metadata or {}))
+    for raw in events:
+        fields = dict(raw)
+        cls = EVENT_TYPES[fields.pop("type")]
+        repeat = int(fields.pop("repeat", 1))
+        every = float(fields.pop("every_us", 0.0))
+        for i in range(repeat):
+            values = {k: (v.replace("{i}", str(i)) if isinstance(v, str) and repeat > 1 else v)
+                      for k, v in fields.items()}
+            if "ts_us" in values:
+                values["ts_us"] = values["ts_us"] + every * i
+            trace.add(cls(**values))
+    return trace
+
+
+def to_case(trace: KinetoTrace) -> list[dict]:
+    """The inverse of from_case: events as inline tables (defaults left out), runs compressed."""
+    plain = []
+    for event in trace.events:
+        row = {"type": type(event).__name__}
+        for f in dc_fields(event):
+            value = getattr(event, f.name)
+            default = f.default if f.default is not dc_MISSING else (
+                f.default_factory() if f.default_factory is not dc_MISSING else dc_MISSING)
+            if value != default:
+                row[f.name] = value
+        plain.append(row)
+    out, i = [], 0
+    while i < len(plain):
+        run = _longest_run(plain, i)
+        if run is None:
+            out.append(plain[i])
+            i += 1
+        else:
+            row, length = run
+            out.append(row)
+            i += length
+    return out
+
+
+
+def _longest_run(rows: list[dict], start: int) -> tuple[dict, int] | None:
+    """A run of >= 4 events equal but for ts_us in arithmetic steps and `{i}` in strings."""
+    first = rows[start]
+    if start + 3 >= len(rows) or "ts_us" not in first or rows[start + 1].keys() != first.keys():
+        return None
+    every = rows[start + 1]["ts_us"] - first["ts_us"]
+    templates = {}
+    for key, value in first.items():
+        if key == "ts_us" or not isinstance(value, str) or value == rows[start + 1][key]:
+            continue
+        found = [value[:p] + "{i}" + value[p + 1:] for p in range(len(value)) if value[p] == "0"
+                 and value[:p] + "1" + value[p + 1:] == rows[start + 1][key]]
+        if not found:
+            return None
+        templates[key] = found[0]
+    length = 0
+    for k in range(start, len(rows)):
+        i = k - start
+        want = {key: (templates[key].replace("{i}", str(i)) if key in templates else value)
+                for key, value in first.items()}
+        want["ts_us"] = first["ts_us"] + every * i
+        row = rows[k]
+        if row.keys() != first.keys() or any(
+                (abs(row[key] - want[key]) > 1e-9 if key == "ts_us" else row[key] != want[key]) for key in first):
+            break
+        length += 1
+    if length < 4:
+        return None
+    row = {**first, **templates, "repeat": length, "every_us": every}
+    return row, length

@@ -29,7 +29,7 @@ def golden_trace_paths() -> list[Path]:
 
 
 def trace_name(path: Path) -> str:
-    """`golden:<stem>` or `corpus:<stem>`: how tests/expectations.toml names traces."""
+    """`golden:<stem>` or `corpus:<stem>`: how the rules' test files name traces."""
     stem = path.name.removesuffix(".gz").removesuffix(".json").removesuffix(".pt.trace")
     return ("golden:" if GOLDEN_TRACES in path.parents else "corpus:") + stem
 

@@ -10,6 +10,7 @@ from kineto_sql import lint
 from kineto_sql.cli.main import cli
 from kineto_sql.cli.query_cmds import commands
 from kineto_sql.errors import QueryError
+from kineto_sql.rule_tests import load_rule_tests
 from kineto_sql.scaffold import scaffold
 from tests.test_query_units import standard_trace
 
@@ -86,16 +87,18 @@ def test_new_scaffolds_a_lint_clean_detector_and_test(tmp_path):
     from kineto_sql.sql_package import package_dir
     for name in ("cpu_ops", "event_categories", "steps", "host_tree"):
         (root / "lib" / f"{name}.sql").write_text((package_dir() / "lib" / f"{name}.sql").read_text())
-    made = scaffold("catalog.slow_op", root, tmp_path / "tests")
+    made = scaffold("catalog.slow_op", root)
     assert made.sql_path == root / "catalog" / "slow_op.sql"
+    assert made.test_path == root / "catalog" / "slow_op.test.toml"
     assert "CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_slow_op(" in made.sql_path.read_text()
     assert [str(p) for p in lint.lint(root, check_lock=False)] == []
-    compile(made.test_path.read_text(), str(made.test_path), "exec")
+    tests = load_rule_tests("catalog.slow_op", made.sql_path)
+    assert tests.problems == () and [c.name for c in tests.firing_cases()] == ["fires_on_a_long_op"]
     with pytest.raises(QueryError, match="already exists"):
-        scaffold("catalog.slow_op", root, tmp_path / "tests")
+        scaffold("catalog.slow_op", root)
 
 
 @pytest.mark.parametrize("target", ["catalog.order", "Bad-Name", "nowhere.thing"])
 def test_new_refuses_bad_names(tmp_path, target):
     with pytest.raises(QueryError):
-        scaffold(target, tmp_path / "kineto", tmp_path / "tests")
+        scaffold(target, tmp_path / "kineto")

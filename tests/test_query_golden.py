@@ -1,5 +1,7 @@
-"""Every query on every golden trace (and a few corpus traces of other formats): one canonical CSV snapshot
-per (query, trace); plus reading.op_table against torch's own key_averages() of the same window."""
+"""Every query on every golden trace (and a few corpus traces of other formats): a canonical CSV snapshot
+per (query, trace) where the query returns rows; where it is silent or not applicable there is no file
+(the rule's own test file says which it must be). Plus reading.op_table against torch's own key_averages()
+of the same window. `--snapshot-update` writes new snapshots and deletes those of queries now silent."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,18 +27,32 @@ def _id(path: Path) -> str:
     return trace_name(path).replace(":", "-")
 
 
-def run_result(loaded, query_id: str, path: Path) -> str:
-    """The canonical CSV text of the query's rows, or the not-applicable sentence."""
+SNAPSHOTS = Path(__file__).with_name("__snapshots__") / Path(__file__).stem
+
+
+def run_result(loaded, query_id: str, path: Path) -> str | None:
+    """The canonical CSV text of the query's rows; None when it returns none or is not applicable."""
     run = run_query(loaded(path), query_id)
-    if run.not_applicable:
-        return "not applicable: " + run.not_applicable + "\n"
+    if run.not_applicable or run.df.empty:
+        return None
     return canonical_csv(run.df, MAX_SNAPSHOT_ROWS)
+
+
+def snapshot_file(query_id: str, path: Path) -> Path:
+    return SNAPSHOTS / f"test_snapshot[{query_id}-{_id(path)}].csv"
 
 
 @pytest.mark.parametrize("path", TRACES, ids=_id)
 @pytest.mark.parametrize("query_id", QUERY_IDS)
-def test_snapshot(loaded, snapshot_csv, query_id, path):  # noqa: F811
-    assert snapshot_csv == run_result(loaded, query_id, path)
+def test_snapshot(loaded, snapshot_csv, query_id, path, request):  # noqa: F811
+    result = run_result(loaded, query_id, path)
+    if result is not None:
+        assert snapshot_csv == result
+        return
+    stale = snapshot_file(query_id, path)
+    if stale.exists() and request.config.option.update_snapshots:
+        stale.unlink()
+    assert not stale.exists(), f"{query_id} returns no rows on {_id(path)} now: rerun with --snapshot-update"
 
 
 GOLDEN_WITH_TORCH_TABLE = [p for p in golden_trace_paths() if p.with_name(p.name.replace(".json.gz", ".ops.csv")).exists()]
