@@ -8,6 +8,8 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from dataclasses import replace
+
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.output import emit_frame, emit_json, format_option, friendly_errors
 from kineto_sql.loading.load import open_rank_dir, open_trace
@@ -33,8 +35,9 @@ def command(trace: Path, fmt: str, engine_kind: str, tp_shell: str | None):
     choice = engine_choice(engine_kind, tp_shell)
     targets = open_rank_dir(trace) if trace.is_dir() else [(trace, None)]
     infos = []
+    # info exists to show a loss: load anyway, report it, then refuse below unless --allow-loss.
     for path, rank in targets:
-        with open_trace(path, choice, rank_from_name=rank) as tp:
+        with open_trace(path, replace(choice, allow_loss=True), rank_from_name=rank) as tp:
             infos.append(describe(tp))
     if fmt == "json":
         emit_json(infos[0].to_json() if not trace.is_dir() else [i.to_json() for i in infos])
@@ -43,6 +46,11 @@ def command(trace: Path, fmt: str, engine_kind: str, tp_shell: str | None):
     else:
         for info in infos:
             _render(info)
+    lossy = [i for i in infos if not i.conserved]
+    if lossy and not choice.allow_loss:
+        click.echo(f"error: {lossy[0].source}: loading it loses data ({'; '.join(lossy[0].loss_sentences()[:3])}); "
+                   "pass --allow-loss to accept it", err=True)
+        raise SystemExit(2)
 
 
 def _flat(info: TraceInfo) -> dict:
@@ -77,8 +85,11 @@ def _render(info: TraceInfo) -> None:
     if len(info.streams):
         emit_frame(info.streams, "table", title="GPU streams")
     emit_frame(info.processes, "table", title="processes")
+    if not info.conserved:
+        console.print("[red]LOSS[/]: " + "\n[red]LOSS[/]: ".join(info.loss_sentences()), soft_wrap=True)
     if info.fixes:
-        table = Table(title="what the loader changed (nothing is lost) and why", show_lines=True)
+        kept = "every event kept" if info.conserved else "see LOSS above"
+        table = Table(title=f"what the loader changed ({kept}) and why", show_lines=True)
         for col in ("change", "count", "why", "examples"):
             table.add_column(col, overflow="fold")
         for f in info.fixes:

@@ -9,6 +9,10 @@ class TraceInputError(KinetoSqlError):
     """The input is missing, unreadable, or not a Kineto / Chrome trace."""
 
 
+class DataLossError(KinetoSqlError):
+    """Loading would lose events (dropped by the loader or by the engine) and the caller did not allow it."""
+
+
 class EngineError(KinetoSqlError):
     """The trace processor itself failed (aborted, out of memory, refused the trace)."""
 

@@ -30,11 +30,21 @@ class TraceInfo:
     data_loss: pd.DataFrame
     fixes: list
     ts_offset_ns: int
+    # Entries the loader could not keep (validate.py), with reason and first indices.
+    dropped: list = dataclasses.field(default_factory=list)
 
     @property
     def conserved(self) -> bool:
-        """Every X and i/I event became a slice and the engine reports no loss."""
-        return self.counts["slices"] == self.expected_slices and self.data_loss.empty
+        """Every entry became an event, every X and i/I event a slice, and the engine reports no loss."""
+        return self.counts["slices"] == self.expected_slices and self.data_loss.empty and not self.dropped
+
+    def loss_sentences(self) -> list[str]:
+        out = [f"{d.count} event(s) dropped by the loader: {d.reason} (event index "
+               f"{', '.join(map(str, d.indices))}{', ...' if d.count > len(d.indices) else ''})" for d in self.dropped]
+        if self.counts["slices"] != self.expected_slices:
+            out.append(f"{self.counts['slices']} slices for {self.expected_slices} X / instant events")
+        out += [f"engine stat {r['name']} = {r['value']}" for r in self.data_loss.to_dict(orient="records")]
+        return out
 
     def to_json(self) -> dict:
         return {
@@ -54,6 +64,7 @@ class TraceInfo:
             "steps": self.steps.to_dict(orient="records"),
             "data_loss": self.data_loss.to_dict(orient="records"),
             "fixes": [dataclasses.asdict(f) for f in self.fixes],
+            "dropped": [dataclasses.asdict(d) for d in self.dropped],
             "ts_offset_ns": self.ts_offset_ns,
         }
 
@@ -83,4 +94,5 @@ def describe(tp: KinetoTraceProcessor) -> TraceInfo:
         data_loss=tp.df(queries["stats"]),
         fixes=list(tp.report.fixes),
         ts_offset_ns=tp.report.ts_offset_ns,
+        dropped=list(tp.report.dropped),
     )

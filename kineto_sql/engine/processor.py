@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfetto.common.exceptions import PerfettoException
@@ -26,10 +26,12 @@ TP_SHELL_ENV = "KINETO_SQL_TP_SHELL"
 
 @dataclass(frozen=True)
 class EngineChoice:
-    """Which engine runs the SQL: `wasm` (embedded, default), `wasm64` (memory64 build) or `native`."""
+    """Which engine runs the SQL: `wasm` (embedded, default), `wasm64` (memory64 build) or `native`;
+    and whether a load that loses events may go on (`allow_loss`, the CLI's --allow-loss)."""
 
     kind: str = "auto"
     tp_shell: str | None = None
+    allow_loss: bool = False
 
     def resolve(self, input_bytes: int) -> "EngineChoice":
         shell = self.tp_shell or os.environ.get(TP_SHELL_ENV)
@@ -38,10 +40,10 @@ class EngineChoice:
                 raise EngineError(f"the native engine needs a trace_processor_shell: pass --tp-shell PATH or set {TP_SHELL_ENV}")
             if not Path(shell).exists():
                 raise EngineError(f"{shell}: no trace_processor_shell there; fix --tp-shell / {TP_SHELL_ENV}")
-            return EngineChoice("native", shell)
+            return replace(self, kind="native", tp_shell=shell)
         if self.kind in ("wasm", "wasm64"):
             return self
-        return EngineChoice("wasm64" if input_bytes > MEMORY64_ABOVE_BYTES else "wasm")
+        return replace(self, kind="wasm64" if input_bytes > MEMORY64_ABOVE_BYTES else "wasm")
 
 
 _WHERE = re.compile(r'File "(?P<file>[^"]+)" line (?P<line>\d+) col (?P<col>\d+)')

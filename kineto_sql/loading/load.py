@@ -7,9 +7,10 @@ from pathlib import Path
 import orjson
 
 from kineto_sql.engine.processor import EngineChoice, KinetoTraceProcessor
+from kineto_sql.errors import DataLossError
 from kineto_sql.loading.prepare import PreparedTrace, prepare
 from kineto_sql.loading.source import read_bytes, trace_files_in
-from kineto_sql.sql_files import read_sql
+from kineto_sql.sql_files import read_sql, sections
 from kineto_sql.sql_literals import bind
 from kineto_sql.sql_package import package_dir, package_modules
 
@@ -43,10 +44,21 @@ def open_prepared(prepared: PreparedTrace, path: Path, engine: EngineChoice = En
         tp.trace_metadata = prepared.metadata
         tp.rank = rank_of(prepared, rank_from_name)
         _add_ingest_tables(tp, prepared, path)
+        _check_loss(tp, prepared, path, choice.allow_loss)
     except BaseException:
         tp.close()
         raise
     return tp
+
+
+def _check_loss(tp: KinetoTraceProcessor, prepared: PreparedTrace, path: Path, allow_loss: bool) -> None:
+    """Reads the engine's data-loss stats into the report; refuses a lossy load unless it is allowed."""
+    stats = tp.df(sections("trace_info.sql")["stats"])
+    prepared.report.engine_loss = [(str(r.name), int(r.value)) for r in stats.itertuples(index=False)]
+    if prepared.report.lossy and not allow_loss:
+        causes = "; ".join(prepared.report.loss_sentences()[:3])
+        raise DataLossError(f"{path}: loading it loses data ({causes}); pass --allow-loss to load the rest and "
+                            "see the full loss report (kineto-sql info --allow-loss)")
 
 
 def open_rank_dir(directory) -> list[tuple[Path, int | None]]:

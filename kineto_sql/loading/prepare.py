@@ -26,6 +26,7 @@ from kineto_sql.loading.events import engine_tid, ns
 from kineto_sql.loading.flows import bind_flows
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.source import parse_json
+from kineto_sql.loading.validate import DEEP_ARGS_WHY, cut_deep, validate_events
 
 # Above this a double cannot hold every nanosecond of a microsecond timestamp with 3 decimals.
 REBASE_ABOVE_US = 10**12
@@ -65,17 +66,16 @@ def prepare(raw: bytes, path: Path) -> PreparedTrace:
     if not events:
         raise TraceInputError(f"{path} has an empty event list; the profiler recorded nothing (check its schedule)")
 
-    kept = [e for e in events if isinstance(e, dict)]
-    report.add("non_object_event_removed", len(events) - len(kept),
-               "an entry of traceEvents that is not a JSON object carries no event; Perfetto rejects it")
-    events = kept
-    report.events_by_phase = dict(Counter(str(e.get("ph")) for e in events))
+    fixes_before = len(report.fixes)
+    events = validate_events(events, report)
+    report.events_by_phase = dict(Counter(e["ph"] for e in events))
     if not any(ph in report.events_by_phase for ph in ("X", "i", "I", "B", "C")):
+        if report.dropped:
+            raise TraceInputError(f"{path}: none of its events can be loaded: {report.loss_sentences()[0]}")
         raise TraceInputError(f"{path} has no trace events with a duration or instant (ph X/i); "
                               "it is not a profiler trace")
 
-    changed = report.ts_offset_ns != 0
-    changed |= _fill_missing_durations(events, report)
+    changed = report.ts_offset_ns != 0 or bool(report.dropped) or len(report.fixes) > fixes_before
     changed |= _remap_ids(events, report)
     changed |= _split_tid_zero(events, report)
     original_tracks = {i: (e.get("pid"), engine_tid(e)) for i, e in enumerate(events) if e.get("ph") == "X"}
@@ -116,16 +116,6 @@ def _rebase_timestamps(raw: bytes, report: IngestReport) -> bytes:
                "(kineto_metadata.ts_offset_ns adds it back)",
                examples=[f"offset {base} us"])
     return _TS_FIELD.sub(shift, raw)
-
-
-def _fill_missing_durations(events: list[dict], report: IngestReport) -> bool:
-    missing = [e for e in events if e.get("ph") == "X" and ns(e.get("dur")) is None]
-    for e in missing:
-        e["dur"] = 0
-    report.add("missing_dur_set_to_zero", len(missing),
-               "an X event without a numeric dur is rejected by Perfetto; it is kept as a 0-duration slice",
-               examples=[e.get("name") for e in missing])
-    return bool(missing)
 
 
 # -- pids and tids ---------------------------------------------------------------------------------
@@ -297,7 +287,8 @@ def _scan_args(events: list[dict], report: IngestReport) -> bool:
             return [fix(v) for v in value]
         return value
 
-    for e in events:
+    deep = []
+    for index, e in enumerate(events):
         args = e.get("args")
         if not isinstance(args, dict):
             continue
@@ -308,8 +299,15 @@ def _scan_args(events: list[dict], report: IngestReport) -> bool:
             elif kind is int:
                 if not low <= value < high:
                     args[key] = fix(value)
-            elif (kind is dict or kind is list) and _LONG_DIGITS.search(orjson.dumps(value)):
-                args[key] = fix(value)  # only a run of 19+ digits can be an integer beyond int64
+            elif kind is dict or kind is list:
+                try:
+                    text = orjson.dumps(value)
+                except orjson.JSONEncodeError:  # deeper than any JSON writer goes (the parser took it)
+                    args[key] = cut_deep(value)
+                    deep.append(index)
+                    continue
+                if _LONG_DIGITS.search(text):
+                    args[key] = fix(value)  # only a run of 19+ digits can be an integer beyond int64
     report.add("integer_beyond_int64_as_string", len(huge),
                "an arg integer outside int64 would wrap to a wrong negative number in Perfetto; it is stored "
                "as its exact decimal text", examples=huge)
@@ -317,4 +315,5 @@ def _scan_args(events: list[dict], report: IngestReport) -> bool:
                "Perfetto stores no row for an arg whose JSON value is null (SQL has no typed null arg); "
                "the event itself is kept",
                examples=[f"{k} x{n}" for k, n in nulls.most_common(5)])
-    return bool(huge)
+    report.add("args_too_deep_cut", len(deep), DEEP_ARGS_WHY, examples=[f"event {i}" for i in deep])
+    return bool(huge or deep)

@@ -4,9 +4,12 @@ Every way an input can be wrong ends here as a TraceInputError with one sentence
 """
 from __future__ import annotations
 
+import errno
 import gzip
 import json
+import os
 import re
+import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,12 +30,27 @@ class RankFile:
     rank_from_name: int | None
 
 
+def _stat(path: Path) -> os.stat_result:
+    try:
+        return path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise TraceInputError(f"{path} is a symbolic link loop; point at the trace file itself") from None
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            if path.is_symlink():
+                raise TraceInputError(f"{path} is a symbolic link to a missing file; fix the link") from None
+            raise TraceInputError(f"{path}: no such file; check the path") from None
+        raise TraceInputError(f"{path}: cannot read it ({exc.strerror}); check its permissions") from None
+
+
 def read_bytes(path: Path) -> bytes:
     """The uncompressed bytes of one trace file."""
-    if not path.exists():
-        raise TraceInputError(f"{path}: no such file; check the path")
-    if path.is_dir():
+    info = _stat(path)
+    if stat.S_ISDIR(info.st_mode):
         raise TraceInputError(f"{path} is a directory; pass one trace file, or use a command that takes a rank directory")
+    if not stat.S_ISREG(info.st_mode):
+        # /dev/zero, a FIFO, a socket: reading it may never end, and it cannot be a saved trace.
+        raise TraceInputError(f"{path} is not a regular file (a device, pipe or socket); save the trace to a file first")
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -60,8 +78,13 @@ def parse_json(raw: bytes, path: Path):
                 pass
         truncated = "unexpected end" in str(exc).lower() or "EOF" in str(exc)
         what = "truncated JSON (the file ends mid-event)" if truncated else "not valid JSON"
+        where = f" at line {exc.lineno} column {exc.colno} (byte {exc.pos})" if not truncated else ""
+        near = raw[max(exc.pos - 20, 0):exc.pos + 20].decode(errors="replace") if not truncated else ""
+        hint = " (NaN and Infinity are not JSON numbers)" if any(w in near for w in ("NaN", "Infinity")) else ""
+        shown = f" near {near!r}" if near else ""
         raise TraceInputError(
-            f"{path} is {what}: {str(exc).split(':')[0]}; re-export the trace from torch.profiler") from None
+            f"{path} is {what}{where}: {str(exc).split(':')[0]}{shown}{hint}; re-export the trace from "
+            "torch.profiler") from None
 
 
 def trace_files_in(directory: Path) -> list[RankFile]:

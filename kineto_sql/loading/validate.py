@@ -1,0 +1,247 @@
+"""One schema for the fields of a trace event, checked on every event before the loader changes anything.
+
+The loader's fixes (prepare.py, flows.py) and Perfetto's importer assume each event has the types Kineto
+writes. A file that was hand-edited, truncated and re-closed, or written by another tool can break that
+in ways that used to end in a traceback (a list as `pid`), a wrong number with exit 0 (a negative `dur`),
+or an event the engine silently drops (an X event without `ts`). Every field is checked here, once:
+
+    field   expected                                              when it is not
+    ------  ----------------------------------------------------  -----------------------------------------
+    (entry) a JSON object                                         DROP
+    ph      a string                                              DROP
+    ts      finite number (or numeric string), |ts| < 2^63 ns     DROP (not for ph M, which needs no time)
+    dur     (X) finite number (or numeric string) >= 0 that       missing / not a number: KEEP as 0
+            keeps ts + dur inside int64 ns                        negative: KEEP clamped to 0
+                                                                  beyond int64 with ts: KEEP as 0
+    id      (s/t/f) an integer or a string                        DROP (an arrow without an id binds nothing)
+    pid/tid an integer or a string (remapped later if Perfetto    KEEP as its JSON text (then remapped and
+            cannot hold it)                                       named after it, see prepare._remap_ids)
+    name,   a string                                              KEEP as its JSON text
+    cat
+    s, bp   a string                                              KEEP without it (the importer's default)
+    args    an object, with values a JSON writer can write        not an object: KEEP as {"value": text};
+            (at most 255 levels deep)                             deeper: KEEP, cut at MAX_ARG_DEPTH levels,
+                                                                  the rest as text (prepare._scan_args)
+
+KEEP means the event reaches the engine and the change is in the ingest report (kind, count, the first
+event indices). DROP means the event cannot be placed on a timeline at all: it is reported by index and
+reason (`IngestReport.dropped`) and counts as data loss, so the CLI refuses the trace with exit status 2
+unless the user passes `--allow-loss` (then it loads the rest and says what is missing). Whole-file
+problems (not JSON, no events) are refused earlier, in source.py and prepare.py.
+
+Why hand-written and not a schema library: the events are already dicts from orjson, most fields need
+a repair rather than a rejection (and the repair differs per field), and this is the one pass over every
+event that every load pays for. A plain loop of `type(v) is ...` tests costs about 1 us per event (1.0M
+events/s on hta_df_index_resolver, 216k events; prepare() as a whole runs at 0.03M events/s there, so
+this is ~3% of it); a per-event call into a schema library costs more and still needs this loop to
+repair and report. The args depth is tested where prepare._scan_args already writes each nested arg
+value (a writer refuses past 255 levels), not by a walk here that would double the cost.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import orjson
+
+from kineto_sql.loading.report import IngestReport
+
+# A Kineto trace nests args two or three levels deep; 32 leaves room for any real producer, and stays far
+# from the recursion limits of orjson (255) and of the engine's own JSON reader.
+MAX_ARG_DEPTH = 32
+INT64_MAX = 2**63 - 1
+# |ts| and ts + dur in microseconds must stay below this so the nanosecond value fits int64.
+MAX_US = INT64_MAX // 1000
+EXAMPLES = 10
+
+_FLOW = frozenset(("s", "t", "f"))
+_TEXT_KEYS = ("name", "cat")
+_OPTIONAL_TEXT = ("s", "bp")
+
+
+def validate_events(entries: list, report: IngestReport) -> list[dict]:
+    """The entries that can be events, with their fields repaired; everything dropped or changed is reported."""
+    drops: dict[str, list[int]] = defaultdict(list)
+    fixes: dict[str, list[int]] = defaultdict(list)
+    kept = []
+    for index, e in enumerate(entries):
+        if type(e) is not dict:
+            drops["not a JSON object"].append(index)
+            continue
+        ph = e.get("ph")
+        if type(ph) is not str:
+            if not e:
+                fixes["empty_entry_ignored"].append(index)
+                continue
+            drops["ph is missing or not a string"].append(index)
+            continue
+        if ph != "M":
+            ts = e.get("ts")
+            if type(ts) is not int or not -MAX_US <= ts <= MAX_US:
+                reason = _bad_time(ts)
+                if reason:
+                    drops[f"ts {reason}"].append(index)
+                    continue
+        if ph == "X":
+            dur = e.get("dur")
+            if not ((type(dur) is int or type(dur) is float) and 0 <= dur and type(ts) is not str
+                    and ts + dur <= MAX_US):
+                why = _fix_dur(e)
+                if why:
+                    fixes[why].append(index)
+        elif ph in _FLOW:
+            flow_id = e.get("id")
+            if type(flow_id) is not int and type(flow_id) is not str:
+                drops["flow event id is missing or not an integer / string"].append(index)
+                continue
+        pid, tid, name, cat, args = e.get("pid"), e.get("tid"), e.get("name"), e.get("cat"), e.get("args")
+        # The common case in one test each: every field already has its type.
+        if not (type(pid) is int or type(pid) is str or pid is None):
+            e["pid"] = text_of(pid)
+            fixes["id_coerced_to_text"].append(index)
+        if not (type(tid) is int or type(tid) is str or tid is None):
+            e["tid"] = text_of(tid)
+            fixes["id_coerced_to_text"].append(index)
+        if not (type(name) is str or name is None):
+            e["name"] = text_of(name)
+            fixes["name_or_cat_coerced_to_text"].append(index)
+        if not (type(cat) is str or cat is None):
+            e["cat"] = text_of(cat)
+            fixes["name_or_cat_coerced_to_text"].append(index)
+        if not (type(args) is dict or args is None):
+            e["args"] = {"value": text_of(args)}
+            fixes["args_not_object_wrapped"].append(index)
+        if ph != "X":
+            for key in _OPTIONAL_TEXT:
+                if key in e and type(e[key]) is not str:
+                    del e[key]
+                    fixes["bad_scope_removed"].append(index)
+        kept.append(e)
+
+    for reason, indices in drops.items():
+        report.drop(reason, indices)
+    for kind, indices in fixes.items():
+        count, why = len(indices), FIX_WHY[kind]
+        report.add(kind, count, why, examples=[f"event {i}" for i in indices[:EXAMPLES]])
+    return kept
+
+
+FIX_WHY = {
+    "empty_entry_ignored": "an empty object {} in traceEvents (some writers close the list with one) carries no "
+                           "event; it is left out",
+    "missing_dur_set_to_zero": "an X event without a numeric dur is rejected by Perfetto; it is kept as a "
+                               "0-duration slice",
+    "negative_dur_clamped": "an X event with a negative dur (a producer's clock bug) would make every sum "
+                            "over it wrong; it is kept as a 0-duration slice at its ts",
+    "dur_out_of_range_set_to_zero": "ts + dur does not fit int64 nanoseconds; the event is kept as a "
+                                    "0-duration slice at its ts",
+    "id_coerced_to_text": "a pid/tid that is not an integer or a string (a list, an object, a float...) is "
+                          "read as its JSON text, then gets a fresh id named after it",
+    "name_or_cat_coerced_to_text": "a name or cat that is not a string is stored as its JSON text",
+    "bad_scope_removed": "an instant scope (s) or flow binding point (bp) that is not a string is removed; "
+                         "the importer's default applies",
+    "args_not_object_wrapped": "args that are not a JSON object are stored as their JSON text in args.value",
+}
+DEEP_ARGS_WHY = (f"an arg nested deeper than a JSON writer goes (255 levels): below level {MAX_ARG_DEPTH} it is "
+                 "stored as the text '<nested too deep>' so the trace can be written back for the engine")
+
+
+def cut_deep(value):
+    """`value` with everything below MAX_ARG_DEPTH levels replaced by a marker text (bounded recursion)."""
+    return _cut(value, 1)
+
+
+def _bad_time(ts) -> str | None:
+    """Why `ts` cannot be a timestamp, or None when it can (ints were checked by the caller's fast path)."""
+    kind = type(ts)
+    if ts is None:
+        return "is missing"
+    if kind is float:
+        if not math.isfinite(ts):
+            return "is not finite"
+        return None if -MAX_US <= ts <= MAX_US else "is out of range (beyond int64 nanoseconds)"
+    if kind is int:
+        return "is out of range (beyond int64 nanoseconds)"
+    if kind is str:
+        try:
+            value = float(ts)
+        except ValueError:
+            return "is a string that is not a number"
+        if not math.isfinite(value):
+            return "is not finite"
+        return None if -MAX_US <= value <= MAX_US else "is out of range (beyond int64 nanoseconds)"
+    return f"is a {_json_type(ts)}, not a number"
+
+
+def _fix_dur(e: dict) -> str | None:
+    dur = e.get("dur")
+    kind = type(dur)
+    if kind is str:
+        try:
+            value = float(dur)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            e["dur"] = 0
+            return "missing_dur_set_to_zero"
+        dur, kind = value, float
+    elif kind is not int and kind is not float:
+        e["dur"] = 0
+        return "missing_dur_set_to_zero"
+    elif kind is float and not math.isfinite(dur):
+        e["dur"] = 0
+        return "missing_dur_set_to_zero"
+    if dur < 0:
+        e["dur"] = 0
+        return "negative_dur_clamped"
+    ts = e["ts"]
+    if type(ts) is str:
+        ts = float(ts)
+    if ts + dur > MAX_US:
+        e["dur"] = 0
+        return "dur_out_of_range_set_to_zero"
+    return None
+
+
+def _json_type(value) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, dict):
+        return "JSON object"
+    if isinstance(value, list):
+        return "list"
+    return type(value).__name__
+
+
+def text_of(value) -> str:
+    """A value's JSON text, for a field that must be a string (bounded: deep values are cut first)."""
+    if _too_deep(value):
+        value = _cut(value, 1)
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return str(value)
+
+
+def _too_deep(value) -> bool:
+    """Whether `value` nests more than MAX_ARG_DEPTH containers (iterative: no recursion limit)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_ARG_DEPTH:
+            return True
+        if type(item) is dict:
+            stack.extend((v, depth + 1) for v in item.values() if type(v) is dict or type(v) is list)
+        elif type(item) is list:
+            stack.extend((v, depth + 1) for v in item if type(v) is dict or type(v) is list)
+    return False
+
+
+def _cut(value, depth: int):
+    if depth > MAX_ARG_DEPTH:
+        return "<nested too deep>"
+    if type(value) is dict:
+        return {k: _cut(v, depth + 1) for k, v in value.items()}
+    if type(value) is list:
+        return [_cut(v, depth + 1) for v in value]
+    return value
