@@ -12,7 +12,6 @@ Every problem is `path:line: what to fix`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import sqlglot
@@ -22,6 +21,7 @@ from sqlglot.errors import ParseError
 from kineto_sql.catalog import AREA_KINDS, Catalog, Problem, QuerySpec, parse_query_file
 from kineto_sql.includes import includes_of, module_path
 from kineto_sql.sql_package import PACKAGE, package_dir
+from kineto_sql.sql_text import ObjectDef, Statement, mask, parse_object, split_statements
 from kineto_sql import versions
 
 SQL_KEYWORDS = frozenset("""
@@ -37,173 +37,11 @@ ties to transaction trigger unbounded union unique update using vacuum values vi
 without function macro module perfetto include returns
 """.split())
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
-_CREATE = re.compile(
-    r"^CREATE\s+(?P<replace>OR\s+REPLACE\s+)?PERFETTO\s+(?P<kind>TABLE|VIEW|FUNCTION|MACRO|INDEX)\s+"
-    r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
 _INCLUDE = re.compile(r"^INCLUDE\s+PERFETTO\s+MODULE\s+(?P<module>\S+?)\s*$", re.IGNORECASE | re.DOTALL)
 _PARAM_TYPES_FOR_ARG = {"LONG": {"LONG", "TIMESTAMP", "DURATION", "INT"}, "DOUBLE": {"DOUBLE"},
                         "STRING": {"STRING"}, "BOOL": {"BOOL"}}
 DETECTOR_ENVELOPE = (("ts", "TIMESTAMP"), ("dur", "DURATION"), ("impact_dur", "DURATION"), ("step", "LONG"),
                      ("evidence", "STRING"))
-
-
-@dataclass(frozen=True)
-class Statement:
-    """One statement: its text (comments kept), the line it starts on, and the comment lines just above."""
-
-    text: str
-    line: int
-    doc: str
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    type: str
-    documented: bool
-
-
-def _mask(sql: str) -> str:
-    """The text with comments and string contents blanked (same length), so offsets still match."""
-    out = list(sql)
-    i, n = 0, len(sql)
-    while i < n:
-        if sql.startswith("--", i):
-            end = sql.find("\n", i)
-            end = n if end < 0 else end
-            out[i:end] = " " * (end - i)
-            i = end
-        elif sql.startswith("/*", i):
-            end = sql.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            out[i:end] = [c if c == "\n" else " " for c in sql[i:end]]
-            i = end
-        elif sql[i] in "'\"":
-            quote, j = sql[i], i + 1
-            while j < n and not (sql[j] == quote and not sql.startswith(quote * 2, j)):
-                j += 2 if sql.startswith(quote * 2, j) else 1
-            out[i + 1:j] = [c if c == "\n" else " " for c in sql[i + 1:j]]
-            i = j + 1
-        else:
-            i += 1
-    return "".join(out)
-
-
-def split_statements(sql: str) -> list[Statement]:
-    masked = _mask(sql)
-    statements, start = [], 0
-    for match in re.finditer(";", masked):
-        chunk_masked = masked[start:match.start()]
-        offset = len(chunk_masked) - len(chunk_masked.lstrip())
-        if chunk_masked.strip():
-            begin = start + offset
-            line = sql.count("\n", 0, begin) + 1
-            statements.append(Statement(sql[begin:match.start()], line, _doc_above(sql, line)))
-        start = match.end()
-    if masked[start:].strip():
-        begin = start + len(masked[start:]) - len(masked[start:].lstrip())
-        statements.append(Statement(sql[begin:], sql.count("\n", 0, begin) + 1, "<missing ;>"))
-    return statements
-
-
-def _doc_above(sql: str, line: int) -> str:
-    lines = sql.splitlines()
-    doc = []
-    k = line - 2
-    while k >= 0 and lines[k].startswith("--"):
-        doc.insert(0, lines[k])
-        k -= 1
-    return "\n".join(doc)
-
-
-def _paren_group(text: str, masked: str, open_at: int) -> tuple[str, int]:
-    """The text inside the parentheses opening at `open_at`, and the index just after the closing one."""
-    depth = 0
-    for i in range(open_at, len(masked)):
-        if masked[i] == "(":
-            depth += 1
-        elif masked[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return text[open_at + 1:i], i + 1
-    raise ValueError("unbalanced parentheses")
-
-
-def parse_columns(group: str) -> list[Column]:
-    """`-- doc\\n name TYPE, ...` -> columns; a column is documented when a comment precedes it."""
-    masked = _mask(group)
-    items, depth, start = [], 0, 0
-    for i, ch in enumerate(masked):
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            items.append((group[start:i], masked[start:i]))
-            start = i + 1
-    items.append((group[start:], masked[start:]))
-    columns = []
-    for raw, raw_masked in items:
-        words = raw_masked.split()
-        if not words:
-            continue
-        columns.append(Column(words[0], " ".join(words[1:]).upper(), raw.lstrip().startswith("--")))
-    return columns
-
-
-@dataclass(frozen=True)
-class ObjectDef:
-    kind: str
-    name: str
-    line: int
-    documented: bool
-    args: tuple[Column, ...]
-    columns: tuple[Column, ...]
-    returns_table: bool
-    body: str | None
-    body_line: int
-
-
-def parse_object(st: Statement) -> ObjectDef | str:
-    """A CREATE ... statement as an ObjectDef, or a problem message."""
-    match = _CREATE.match(st.text)
-    if not match:
-        return "not a CREATE OR REPLACE PERFETTO {TABLE|VIEW|FUNCTION|MACRO|INDEX} statement"
-    kind, name = match["kind"].upper(), match["name"]
-    text, masked = st.text, _mask(st.text)
-    pos = match.end()
-    args: list[Column] = []
-    columns: list[Column] = []
-    returns_table = False
-    if kind == "INDEX":
-        return ObjectDef(kind, name, st.line, bool(st.doc), (), (), False, None, st.line)
-    rest = masked[pos:]
-    stripped = rest.lstrip()
-    has_group = stripped.startswith("(")
-    if kind in ("TABLE", "VIEW"):
-        if not has_group:
-            return f"{kind.lower()} {name} has no typed schema: write `{name}(col TYPE, ...) AS`"
-        group, after = _paren_group(text, masked, pos + len(rest) - len(stripped))
-        columns = parse_columns(group)
-    elif kind in ("FUNCTION", "MACRO"):
-        if not has_group:
-            return f"{kind.lower()} {name} needs an argument list"
-        group, after = _paren_group(text, masked, pos + len(rest) - len(stripped))
-        args = parse_columns(group)
-        returns = re.match(r"\s*RETURNS\s+(TABLE\s*\()?", masked[after:], re.IGNORECASE)
-        if not returns:
-            return f"{kind.lower()} {name} needs RETURNS"
-        if returns.group(1):
-            returns_table = True
-            open_at = after + returns.end() - 1
-            group, after = _paren_group(text, masked, open_at)
-            columns = parse_columns(group)
-    as_match = re.compile(r"\s*(?:RETURNS\s+\w+(?:\([^)]*\))?\s*)?AS\b", re.IGNORECASE).match(masked, after)
-    if not as_match:
-        return f"{kind.lower()} {name}: expected AS after the schema"
-    body = text[as_match.end():]
-    body_line = st.line + text.count("\n", 0, as_match.end())
-    return ObjectDef(kind, name, st.line, bool(st.doc), tuple(args), tuple(columns), returns_table, body, body_line)
 
 
 def parse_body(body: str) -> exp.Expression:
@@ -251,7 +89,7 @@ def lint_file(path: Path, root: Path, spec: QuerySpec | None) -> list[Problem]:
     module = ".".join((PACKAGE,) + parts)
     public_name = f"{PACKAGE}_" + "_".join(parts[1:] if is_lib else parts)
     internal_prefix = "_kineto_" if is_lib else f"_{PACKAGE}_{parts[0]}_"
-    masked_all = _mask(text)
+    masked_all = mask(text)
     for match in re.finditer(r"\bLIKE\b", masked_all, re.IGNORECASE):
         problems.append(Problem(path, text.count("\n", 0, match.start()) + 1,
                                 "LIKE is banned (case-insensitive, not the stdlib's); use GLOB"))

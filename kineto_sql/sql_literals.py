@@ -8,9 +8,11 @@ from __future__ import annotations
 import re
 
 from sqlglot import exp
-from sqlglot.tokens import Tokenizer, TokenType
+
+from kineto_sql.sql_text import segments
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def literal(value) -> str:
@@ -41,20 +43,22 @@ def table_function_call(function: str, args: list) -> str:
 def bind(template: str, values: dict) -> str:
     """Replaces each `:name` placeholder of a .sql text with the literal of values[name].
 
-    sqlglot's tokenizer finds the placeholders, so text inside strings and comments is never touched.
-    A placeholder without a value is an error, never an empty string.
+    Placeholders are found in code only (`sql_text.segments`), so text inside strings and comments is
+    never touched. A placeholder without a value is an error, never an empty string.
     """
-    tokens = Tokenizer().tokenize(template)
-    pieces, cursor = [], 0
-    for colon, word in zip(tokens, tokens[1:]):
-        if colon.token_type != TokenType.COLON or word.start != colon.end + 1 or not _IDENTIFIER.match(word.text):
+    pieces = []
+    for kind, text in segments(template):
+        if kind != "code":
+            pieces.append(text)
             continue
-        if word.text not in values:
-            raise KeyError(f"no value for SQL placeholder :{word.text}")
-        pieces.append(template[cursor:colon.start])
-        pieces.append(literal(values[word.text]))
-        cursor = word.end + 1
-    pieces.append(template[cursor:])
+
+        def replace(match: re.Match) -> str:
+            name = match.group(1)
+            if name not in values:
+                raise KeyError(f"no value for SQL placeholder :{name}")
+            return literal(values[name])
+
+        pieces.append(_PLACEHOLDER.sub(replace, text))
     return "".join(pieces)
 
 

@@ -15,6 +15,7 @@ from kineto_sql.catalog import Catalog, QuerySpec, load_catalog
 from kineto_sql.errors import QueryError
 from kineto_sql.includes import kineto_dependencies, module_path
 from kineto_sql.sql_package import queries_root
+from kineto_sql.sql_text import normalize
 
 LOCK_NAME = "versions.lock"
 LOCK_HEADER = ("# kineto-sql query versions: id version sha256(normalized SQL + included lib modules + defaults).\n"
@@ -27,42 +28,7 @@ def lock_path() -> Path:
 
 def normalize_sql(sql: str) -> str:
     """SQL without comments, whitespace runs collapsed to one space (string literals kept verbatim)."""
-    out, i, n = [], 0, len(sql)
-    pending_space = False
-    while i < n:
-        ch = sql[i]
-        if ch == "-" and sql.startswith("--", i):
-            end = sql.find("\n", i)
-            i = n if end < 0 else end
-            pending_space = True
-            continue
-        if ch == "/" and sql.startswith("/*", i):
-            end = sql.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-            pending_space = True
-            continue
-        if ch.isspace():
-            pending_space = True
-            i += 1
-            continue
-        if pending_space and out:
-            out.append(" ")
-        pending_space = False
-        if ch in "'\"":
-            end = i + 1
-            while end < n:
-                if sql[end] == ch:
-                    if end + 1 < n and sql[end + 1] == ch:
-                        end += 2
-                        continue
-                    break
-                end += 1
-            out.append(sql[i:end + 1])
-            i = end + 1
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
+    return normalize(sql)
 
 
 def fingerprint(spec: QuerySpec) -> str:

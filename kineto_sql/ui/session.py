@@ -16,6 +16,7 @@ from kineto_sql.errors import KinetoSqlError
 from kineto_sql.loading.load import _add_ingest_tables, prepare_file, rank_of
 from kineto_sql.loading.prepare import PreparedTrace
 from kineto_sql.sql_files import sections
+from kineto_sql.sql_text import split_final_statement, strip_comments
 from kineto_sql.ui.links import (RUN_QUERY, RUN_QUERY_AND_SHOW_TAB, Command, ViewerLink, findings_commands,
                                  zoom_window)
 from kineto_sql.ui.server import UiServer
@@ -80,55 +81,6 @@ def ingest_tables_sql(prepared: PreparedTrace, path: Path) -> str:
     capture = _SqlCapture(rank_of(prepared, None))
     _add_ingest_tables(capture, prepared, path)
     return ";\n".join(strip_comments(s).strip().rstrip(";") for s in capture.statements)
-
-
-def _segments(sql: str):
-    """(kind, text) pieces of a SQL text: 'code', 'string' (quoted literal or identifier) or 'comment'."""
-    i, n, code_start = 0, len(sql), 0
-    while i < n:
-        c = sql[i]
-        if c in "'\"`" or sql.startswith("--", i) or sql.startswith("/*", i):
-            if code_start < i:
-                yield "code", sql[code_start:i]
-            if c in "'\"`":
-                j = i + 1
-                while j < n and not (sql[j] == c and not sql.startswith(c * 2, j)):
-                    j += 2 if sql.startswith(c * 2, j) else 1
-                end, kind = min(j + 1, n), "string"
-            elif c == "-":
-                j = sql.find("\n", i)
-                end, kind = (n if j < 0 else j), "comment"
-            else:
-                j = sql.find("*/", i + 2)
-                end, kind = (n if j < 0 else j + 2), "comment"
-            yield kind, sql[i:end]
-            i = code_start = end
-        else:
-            i += 1
-    if code_start < n:
-        yield "code", sql[code_start:]
-
-
-def strip_comments(sql: str) -> str:
-    """`sql` without its -- and /* */ comments (text inside strings is kept), blank lines dropped."""
-    text = "".join(t for kind, t in _segments(sql) if kind != "comment")
-    return "\n".join(line.rstrip() for line in text.splitlines() if line.strip())
-
-
-def split_final_statement(sql: str) -> tuple[str, str]:
-    """(everything before the last statement, the last statement). Semicolons inside strings, quoted
-    identifiers and comments do not count; the last statement comes back without comments or its `;`."""
-    pieces = list(_segments(sql))
-    offset, cuts = 0, [-1]
-    for kind, text in pieces:
-        if kind == "code":
-            cuts += [offset + k for k, ch in enumerate(text) if ch == ";"]
-        offset += len(text)
-    for cut in reversed(cuts):
-        tail = strip_comments(sql[cut + 1:]).strip().rstrip(";").strip()
-        if tail:
-            return (sql[:cut + 1] if cut >= 0 else ""), tail
-    return sql, ""
 
 
 def _get_spec(query_id: str):

@@ -1,0 +1,237 @@
+"""The one SQL text scanner of kineto-sql: mask, split, normalise, and read object signatures.
+
+PerfettoSQL files are scanned here and nowhere else (lint, versions, the catalog's parameter reading, the
+UI's paste handling). Strings (quoted literals and identifiers) and comments are recognised once, by
+`segments`; everything else is built on it. Nothing here runs SQL or composes it from values
+(that is `sql_literals`).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterator
+
+_CREATE = re.compile(
+    r"^CREATE\s+(?P<replace>OR\s+REPLACE\s+)?PERFETTO\s+(?P<kind>TABLE|VIEW|FUNCTION|MACRO|INDEX)\s+"
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
+
+
+def segments(sql: str) -> Iterator[tuple[str, str]]:
+    """(kind, text) pieces of a SQL text: 'code', 'string' (quoted literal or identifier) or 'comment'."""
+    i, n, code_start = 0, len(sql), 0
+    while i < n:
+        c = sql[i]
+        if c in "'\"`" or sql.startswith("--", i) or sql.startswith("/*", i):
+            if code_start < i:
+                yield "code", sql[code_start:i]
+            if c in "'\"`":
+                j = i + 1
+                while j < n and not (sql[j] == c and not sql.startswith(c * 2, j)):
+                    j += 2 if sql.startswith(c * 2, j) else 1
+                end, kind = min(j + 1, n), "string"
+            elif c == "-":
+                j = sql.find("\n", i)
+                end, kind = (n if j < 0 else j), "comment"
+            else:
+                j = sql.find("*/", i + 2)
+                end, kind = (n if j < 0 else j + 2), "comment"
+            yield kind, sql[i:end]
+            i = code_start = end
+        else:
+            i += 1
+    if code_start < n:
+        yield "code", sql[code_start:]
+
+
+def mask(sql: str) -> str:
+    """The text with comments and string contents blanked (same length, newlines kept), so offsets and
+    line numbers still match; a string keeps its quotes."""
+    out = []
+    for kind, text in segments(sql):
+        if kind == "code":
+            out.append(text)
+        elif kind == "string":
+            inner = "".join(c if c == "\n" else " " for c in text[1:-1]) if len(text) >= 2 else ""
+            out.append(text[0] + inner + (text[-1] if len(text) >= 2 else ""))
+        else:
+            out.append("".join(c if c == "\n" else " " for c in text))
+    return "".join(out)
+
+
+def strip_comments(sql: str) -> str:
+    """`sql` without its -- and /* */ comments (text inside strings is kept), blank lines dropped."""
+    text = "".join(t for kind, t in segments(sql) if kind != "comment")
+    return "\n".join(line.rstrip() for line in text.splitlines() if line.strip())
+
+
+def normalize(sql: str) -> str:
+    """SQL without comments, whitespace runs collapsed to one space (strings kept verbatim): what a
+    version hash covers, so editing a comment or the layout changes nothing."""
+    out: list[str] = []
+    pending_space = False
+    for kind, text in segments(sql):
+        if kind == "comment":
+            pending_space = True
+            continue
+        if kind == "string":
+            if pending_space and out:
+                out.append(" ")
+            pending_space = False
+            out.append(text)
+            continue
+        for ch in text:
+            if ch.isspace():
+                pending_space = True
+                continue
+            if pending_space and out:
+                out.append(" ")
+            pending_space = False
+            out.append(ch)
+    return "".join(out)
+
+
+def split_final_statement(sql: str) -> tuple[str, str]:
+    """(everything before the last statement, the last statement). Semicolons inside strings, quoted
+    identifiers and comments do not count; the last statement comes back without comments or its `;`."""
+    masked = mask(sql)
+    cuts = [-1] + [m.start() for m in re.finditer(";", masked)]
+    for cut in reversed(cuts):
+        tail = strip_comments(sql[cut + 1:]).strip().rstrip(";").strip()
+        if tail:
+            return (sql[:cut + 1] if cut >= 0 else ""), tail
+    return sql, ""
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement: its text (comments kept), the line it starts on, and the comment lines just above."""
+
+    text: str
+    line: int
+    doc: str
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    documented: bool
+
+
+def split_statements(sql: str) -> list[Statement]:
+    masked = mask(sql)
+    statements, start = [], 0
+    for match in re.finditer(";", masked):
+        chunk_masked = masked[start:match.start()]
+        offset = len(chunk_masked) - len(chunk_masked.lstrip())
+        if chunk_masked.strip():
+            begin = start + offset
+            line = sql.count("\n", 0, begin) + 1
+            statements.append(Statement(sql[begin:match.start()], line, _doc_above(sql, line)))
+        start = match.end()
+    if masked[start:].strip():
+        begin = start + len(masked[start:]) - len(masked[start:].lstrip())
+        statements.append(Statement(sql[begin:], sql.count("\n", 0, begin) + 1, "<missing ;>"))
+    return statements
+
+
+def _doc_above(sql: str, line: int) -> str:
+    lines = sql.splitlines()
+    doc = []
+    k = line - 2
+    while k >= 0 and lines[k].startswith("--"):
+        doc.insert(0, lines[k])
+        k -= 1
+    return "\n".join(doc)
+
+
+def _paren_group(text: str, masked: str, open_at: int) -> tuple[str, int]:
+    """The text inside the parentheses opening at `open_at`, and the index just after the closing one."""
+    depth = 0
+    for i in range(open_at, len(masked)):
+        if masked[i] == "(":
+            depth += 1
+        elif masked[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return text[open_at + 1:i], i + 1
+    raise ValueError("unbalanced parentheses")
+
+
+def parse_columns(group: str) -> list[Column]:
+    """`-- doc\\n name TYPE, ...` -> columns; a column is documented when a comment precedes it."""
+    masked = mask(group)
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(masked):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append((group[start:i], masked[start:i]))
+            start = i + 1
+    items.append((group[start:], masked[start:]))
+    columns = []
+    for raw, raw_masked in items:
+        words = raw_masked.split()
+        if not words:
+            continue
+        columns.append(Column(words[0], " ".join(words[1:]).upper(), raw.lstrip().startswith("--")))
+    return columns
+
+
+@dataclass(frozen=True)
+class ObjectDef:
+    kind: str
+    name: str
+    line: int
+    documented: bool
+    args: tuple[Column, ...]
+    columns: tuple[Column, ...]
+    returns_table: bool
+    body: str | None
+    body_line: int
+
+
+def parse_object(st: Statement) -> ObjectDef | str:
+    """A CREATE ... statement as an ObjectDef, or a problem message."""
+    match = _CREATE.match(st.text)
+    if not match:
+        return "not a CREATE OR REPLACE PERFETTO {TABLE|VIEW|FUNCTION|MACRO|INDEX} statement"
+    kind, name = match["kind"].upper(), match["name"]
+    text, masked = st.text, mask(st.text)
+    pos = match.end()
+    args: list[Column] = []
+    columns: list[Column] = []
+    returns_table = False
+    if kind == "INDEX":
+        return ObjectDef(kind, name, st.line, bool(st.doc), (), (), False, None, st.line)
+    rest = masked[pos:]
+    stripped = rest.lstrip()
+    has_group = stripped.startswith("(")
+    if kind in ("TABLE", "VIEW"):
+        if not has_group:
+            return f"{kind.lower()} {name} has no typed schema: write `{name}(col TYPE, ...) AS`"
+        group, after = _paren_group(text, masked, pos + len(rest) - len(stripped))
+        columns = parse_columns(group)
+    elif kind in ("FUNCTION", "MACRO"):
+        if not has_group:
+            return f"{kind.lower()} {name} needs an argument list"
+        group, after = _paren_group(text, masked, pos + len(rest) - len(stripped))
+        args = parse_columns(group)
+        returns = re.match(r"\s*RETURNS\s+(TABLE\s*\()?", masked[after:], re.IGNORECASE)
+        if not returns:
+            return f"{kind.lower()} {name} needs RETURNS"
+        if returns.group(1):
+            returns_table = True
+            open_at = after + returns.end() - 1
+            group, after = _paren_group(text, masked, open_at)
+            columns = parse_columns(group)
+    as_match = re.compile(r"\s*(?:RETURNS\s+\w+(?:\([^)]*\))?\s*)?AS\b", re.IGNORECASE).match(masked, after)
+    if not as_match:
+        return f"{kind.lower()} {name}: expected AS after the schema"
+    body = text[as_match.end():]
+    body_line = st.line + text.count("\n", 0, as_match.end())
+    return ObjectDef(kind, name, st.line, bool(st.doc), tuple(args), tuple(columns), returns_table, body, body_line)
+
+
