@@ -86,6 +86,92 @@ def test_kernel_class_name_rules(load_trace, name, expected):
     assert rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.kernels", "SELECT class FROM kineto_kernels") == [(expected,)]
 
 
+# Real kernel names (from the public corpus and the libraries' sources) and the class an expert gives them.
+KERNEL_CLASS_CASES = [
+    ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", "kernel", "communication"),
+    ("void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*, unsigned long)",
+     "kernel", "communication"),
+    ("volta_sgemm_128x64_nn", "kernel", "gemm"),
+    ("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_bf16_256x128_64x3_tn_align2>(cutlass_80_t::Params)",
+     "kernel", "gemm"),
+    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel",
+     "kernel", "gemm"),
+    ("nvjet_tst_64x64_64x16_2x1_2cta_v_bz_bias_TNT", "kernel", "gemm"),
+    ("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x32x64_MI16x16x1_SN_LDSB1", "kernel", "gemm"),
+    ("void gemv2N_kernel<int, int, float, float, float, float, 128, 1, 4, 4, 1, false>(cublasGemvParams<float>)",
+     "kernel", "gemm"),
+    ("triton_tem_fused_addmm_0", "kernel", "gemm"),
+    ("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1", "kernel", "gemm"),
+    ("void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int, float const*)", "kernel", "conv"),
+    ("void implicit_convolve_sgemm<float, float, 128, 6, 7, 3, 3, 5, 1, false, true, true>(int, int)", "kernel", "conv"),
+    ("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw", "kernel", "conv"),
+    ("igemm_wrw_gtcx2_nhwc_bf16_bx0_ex1_bt256x128x16_wt32x32x8", "kernel", "conv"),
+    ("triton_poi_fused_convolution_relu_0", "kernel", "elementwise"),
+    ("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4> >(Params)",
+     "kernel", "attention"),
+    ("fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext", "kernel", "attention"),
+    ("void paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16>(__hip_bfloat16*)", "kernel", "attention"),
+    ("attn_fwd", "kernel", "attention"),
+    ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, c10::BFloat16, "
+     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::BFloat16*, c10::BFloat16 const*, int)",
+     "kernel", "softmax"),
+    ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
+     "at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, float const*, int)", "kernel", "reduction"),
+    ("triton_per_fused__softmax_3", "kernel", "softmax"),
+    ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float)",
+     "kernel", "norm"),
+    ("void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>(float, float)", "kernel", "norm"),
+    ("std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, void>::type "
+     "vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16*)", "kernel", "norm"),
+    ("triton_red_fused_add_mean_mul_pow_rsqrt_0", "kernel", "norm"),
+    ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float> > >"
+     "(at::native::ReduceOp<float>)", "kernel", "reduction"),
+    ("triton_red_fused_sum_1", "kernel", "reduction"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+     "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)",
+     "kernel", "elementwise"),
+    ("triton_poi_fused_add_cos_sin_0", "kernel", "elementwise"),
+    ("void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>, float>(long, int)",
+     "kernel", "elementwise"),
+    ("void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<"
+     "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}> >(int, at::native::X)",
+     "kernel", "copy_kernel"),
+    ("void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 2, 128, 1>(float*, int)",
+     "kernel", "copy_kernel"),
+    ("batched_transpose_32x32_half", "kernel", "copy_kernel"),
+    # fbgemm's namespace in the parameter list (`fbgemm_gpu::FixedDivisor`) must not make this a gemm
+    ("void split_embedding_backward_codegen_rowwise_adagrad_unweighted_kernel_cta_per_row_1<float, float>"
+     "(at::PhiloxCudaState, fbgemm_gpu::FixedDivisor, float)", "kernel", "embedding"),
+    ("void fbgemm_gpu::permute_2D_data_kernel<false, int, int, decltype(nullptr)>(int, int)", "kernel", "copy_kernel"),
+    ("void tensorrt_llm::kernels::quantize_with_block_size<2, __nv_bfloat16, 32, true>"
+     "(int, flashinfer::QuantizationSFLayout)", "kernel", "other"),
+    ("void cub::DeviceRadixSortOnesweepKernel<cub::DeviceRadixSortPolicy<long, int, int>::Policy800>(int*)",
+     "kernel", "other"),
+    ("__amd_rocclr_copyBuffer", "kernel", "memcpy_other"),
+    ("__amd_rocclr_fillBufferAligned", "kernel", "memset"),
+    ("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", "memcpy_htod"),
+    ("Memcpy DtoH (Device -> Pinned)", "gpu_memcpy", "memcpy_dtoh"),
+    ("Memcpy DtoD (Device -> Device)", "gpu_memcpy", "memcpy_dtod"),
+    ("Memcpy PtoP (Device -> Device)", "gpu_memcpy", "memcpy_other"),
+    ("Memset (Device)", "gpu_memset", "memset"),
+]
+
+
+def test_kernel_classes_fine_rules(load_trace):
+    trace = KinetoTrace([Kernel(correlation=i + 1, ts_us=10 * i, dur_us=5, name=name, cat=cat)
+                         for i, (name, cat, _) in enumerate(KERNEL_CLASS_CASES)])
+    # the same name twice gets the same class (classes are matched per distinct name)
+    trace.add(Kernel(correlation=999, ts_us=10_000, dur_us=7, name="volta_sgemm_128x64_nn", stream=9))
+    tp = load_trace(trace)
+    got = rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.kernel_classes",
+               "SELECT c.class, k.name, c.dur, c.stream FROM kineto_kernel_classes AS c "
+               "JOIN kineto_kernels AS k USING (id) ORDER BY c.ts")
+    assert [(cls, name) for cls, name, _, _ in got] == [(cls, name) for name, _, cls in KERNEL_CLASS_CASES] + [
+        ("gemm", "volta_sgemm_128x64_nn")]
+    assert got[-1][2:] == (7 * US, 9)
+    assert tp.df("SELECT count(*) AS n FROM kineto_kernel_classes").n[0] == len(KERNEL_CLASS_CASES) + 1
+
+
 def test_launches_link_by_correlation_to_kernel_and_op(load_trace):
     tp = load_trace(standard_trace())
     got = rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.launches",
