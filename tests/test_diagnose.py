@@ -44,6 +44,30 @@ def test_ranking_is_by_estimated_cost_then_severity_then_id():
     assert [f.query_id for f in ranked] == ["catalog.c", "catalog.d", "catalog.a", "catalog.b"]
 
 
+def test_capture_validity_comes_first_whatever_its_impact():
+    ranked = rank_findings([_finding("catalog.c", 50, 9.0, "high"), _finding("catalog.capture_validity", 0, 0.0)])
+    assert [f.query_id for f in ranked] == ["catalog.capture_validity", "catalog.c"]
+
+
+def test_a_rows_fix_and_severity_cap_follow_the_cause():
+    import pandas as pd
+
+    from kineto_sql import catalog
+    from kineto_sql.diagnose.run import _finding as finding_from_rows
+
+    spec = catalog.get("catalog.sync_forcing_op")
+    rows = pd.DataFrame({"ts": [0, 10], "dur": [5, 5], "impact_dur": [2_000, 9_000], "step": [1, 2],
+                         "evidence": ["a", "b"], "fix": ["defer the read", "pin_memory + non_blocking"],
+                         "max_severity": ["low", "low"]})
+    got = finding_from_rows(spec, rows, 10_000, "t.json")
+    assert (got.fix, got.severity, got.impact_ns) == ("pin_memory + non_blocking", "low", 11_000)
+    assert "fix" not in got.numbers and "max_severity" not in got.numbers
+    # one row without a cap: the computed severity stands; no fix column: the header's text
+    rows.loc[0, "max_severity"] = None
+    assert finding_from_rows(spec, rows, 10_000, "t.json").severity == "high"
+    assert finding_from_rows(spec, rows.drop(columns=["fix"]), 10_000, "t.json").fix == spec.fix
+
+
 def test_narration_is_five_sentences_naming_the_catalog_row():
     text = narrate(_finding("catalog.sync_forcing_op", 2_500_000, 12.5))
     assert "2.5 ms (12.5% of the profiled time)" in text

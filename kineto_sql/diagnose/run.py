@@ -11,8 +11,8 @@ from typing import Callable
 import pandas as pd
 
 from kineto_sql import catalog
-from kineto_sql.diagnose.model import (Diagnosis, Finding, Skipped, StepRow, TraceDiagnosis, Verdict, Where,
-                                       severity_rank)
+from kineto_sql.diagnose.model import (SEVERITIES, Diagnosis, Finding, Skipped, StepRow, TraceDiagnosis,
+                                       Verdict, Where, severity_rank)
 from kineto_sql.diagnose.narrate import narrate
 from kineto_sql.engine.processor import EngineChoice
 from kineto_sql.errors import KinetoSqlError
@@ -23,7 +23,10 @@ from kineto_sql.sql_files import sections
 STEP_TABLE = "reading.step_table"
 OP_TABLE = "reading.op_table"
 OVERHEAD_VS_COMPUTE = "guide.overhead_vs_compute"
-COMMON = ("ts", "dur", "impact_dur", "step", "evidence")
+COMMON = ("ts", "dur", "impact_dur", "step", "evidence", "fix", "max_severity")
+# Findings about the capture itself come before every other finding, whatever their impact: a capture
+# that lost GPU activity or ran under counter replay makes every other number suspect.
+FIRST = ("catalog.capture_validity",)
 OP_COLUMNS = ("op", "ops", "op_name", "aten_op", "sync_op", "launching_op")
 PYTHON_COLUMNS = ("python_line", "python_frame", "python_lines", "frame")
 # impact as % of profiled step time (or of the trace span when there are no steps)
@@ -90,7 +93,8 @@ def _top_ops(tp, limit: int = 10) -> tuple[dict, ...]:
 
 def rank_findings(findings) -> list[Finding]:
     """Largest estimated step-time cost first; ties by severity, then id (stable output)."""
-    return sorted(findings, key=lambda f: (-f.impact_ns, -severity_rank(f.severity), f.query_id))
+    return sorted(findings, key=lambda f: (f.query_id not in FIRST, -f.impact_ns, -severity_rank(f.severity),
+                                           f.query_id))
 
 
 def severity_for(impact_ns: int, impact_pct: float | None) -> str:
@@ -214,6 +218,7 @@ def _finding(spec, df: pd.DataFrame, denominator: int | None, source: str) -> Fi
     worst = df.iloc[int(pd.to_numeric(df["impact_dur"], errors="coerce").fillna(0).values.argmax())] \
         if "impact_dur" in df and len(df) else df.iloc[0]
     numbers = {c: _plain(worst[c]) for c in df.columns if c not in COMMON and _plain(worst[c]) is not None}
+    severity = _capped(severity, df)
     finding = Finding(
         query_id=spec.id,
         id_version=spec.id_version,
@@ -226,13 +231,33 @@ def _finding(spec, df: pd.DataFrame, denominator: int | None, source: str) -> Fi
         evidence=evidence,
         signature=spec.signature or "",
         confirming=spec.confirming or "",
-        fix=spec.fix or "",
+        fix=row_fix(worst) or spec.fix or "",
         where=where,
         reproduce=(f"kineto-sql run {spec.id} {source}", f"kineto-sql show {spec.id} --paste",
                    f"kineto-sql open {source} --finding {spec.id}"),
         numbers=numbers,
     )
     return _with_narration(finding)
+
+
+def row_fix(row) -> str | None:
+    """A rule may return a `fix` column whose text follows the cause it found (a pageable copy wants
+    pin_memory, `.item()` a deferred read); the finding uses its worst row's, else the header's."""
+    value = _plain(row.get("fix")) if hasattr(row, "get") else None
+    return str(value) if value else None
+
+
+def _capped(severity: str, df: pd.DataFrame) -> str:
+    """A rule may return a `max_severity` column (info/low/medium/high) for rows that are not a fault of
+    the workload (a sync inside the profiling harness's own timer); when every row carries one, the
+    finding's severity is at most the highest of them."""
+    if "max_severity" not in df:
+        return severity
+    caps = [str(v) for v in df["max_severity"] if _plain(v) is not None and str(v) in SEVERITIES]
+    if len(caps) < len(df):
+        return severity
+    cap = max(caps, key=severity_rank)
+    return min(severity, cap, key=severity_rank)
 
 
 def _with_narration(finding: Finding) -> Finding:
