@@ -18,6 +18,7 @@ from kineto_sql.errors import QueryError
 from kineto_sql.sql_literals import include_statement, table_function_call
 
 _CAPABILITIES_SQL = importlib.resources.files("kineto_sql").joinpath("sql/capabilities.sql").read_text()
+_DEVICE_NAME_SQL = importlib.resources.files("kineto_sql").joinpath("sql/device_name.sql").read_text()
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,28 @@ def missing_needs(tp, spec: QuerySpec) -> str | None:
     return f"{spec.id} needs {', '.join(missing)}, which this trace lacks ({details})"
 
 
+def trace_device_name(tp) -> str:
+    """The trace's GPU model from deviceProperties ('' when absent), cached on the processor."""
+    cached = getattr(tp, "_kineto_device_name", None)
+    if cached is None:
+        df = tp.df(_DEVICE_NAME_SQL)
+        cached = str(df.name[0]) if len(df) and df.name[0] is not None else ""
+        try:
+            tp._kineto_device_name = cached
+        except AttributeError:
+            pass
+    return cached
+
+
+def fill_trace_params(tp, spec: QuerySpec, values: dict[str, object]) -> dict[str, object]:
+    """A `device_name` parameter left empty becomes the trace's own device model: deviceProperties is
+    in kineto_metadata, which only kineto-sql's loader creates, so queries take it as a parameter
+    (pasted into the Perfetto UI, the user writes it in)."""
+    if any(p.name == "device_name" for p in spec.params) and values.get("device_name") == "":
+        values = {**values, "device_name": trace_device_name(tp)}
+    return values
+
+
 def run_query(tp, spec_or_id: QuerySpec | str, params: Mapping[str, object] | None = None) -> QueryRun:
     """Runs one query. Checks `needs` first; a lacking trace gives `not_applicable`, not an error."""
     spec = resolve_spec(spec_or_id)
@@ -90,6 +113,7 @@ def run_query(tp, spec_or_id: QuerySpec | str, params: Mapping[str, object] | No
     reason = missing_needs(tp, spec)
     if reason:
         return QueryRun(spec, values, pd.DataFrame(), reason)
+    values = fill_trace_params(tp, spec, values)
     try:
         tp.query(include_statement(spec.module))
         df = tp.df(entrypoint_call(spec, values))
