@@ -1,11 +1,12 @@
 -- id: catalog.sync_forcing_op
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Sync-forcing op in the hot loop: host syncs (or host reads of device values) in every step
 -- source: seed 000 section 3, major fault "Sync-forcing op in hot loop"
 -- signature: cudaStreamSynchronize / cudaDeviceSynchronize / cudaEventSynchronize (hip* alike) beneath
 --   aten::item / aten::_local_scalar_dense / aten::nonzero / .cpu(); on a CPU-only capture the host-read ops
---   themselves (each one is a full device sync once the same code runs on a GPU).
+--   themselves (each one is a full device sync once the same code runs on a GPU), except the reads that
+--   composite ops such as aten::std make inside their CPU kernels (kineto.lib.internal_reads).
 -- confirming: count per step >= 1; per step the ops that synced, the python line that called the first
 --   one (when stacks were recorded), and the GPU idle time that opened while the host waited.
 -- fix: defer host reads (log every N steps), vectorize the condition on device (torch.where, masks),
@@ -18,6 +19,7 @@ INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 INCLUDE PERFETTO MODULE kineto.lib.gpu_idle;
 INCLUDE PERFETTO MODULE kineto.lib.python_frames;
+INCLUDE PERFETTO MODULE kineto.lib.internal_reads;
 
 -- Host-side sync points: blocking runtime calls (GPU traces), or, on traces without any runtime
 -- activity (CPU-only captures), the ATen host reads that would block on a device.
@@ -122,6 +124,14 @@ WITH
           AND a.name GLOB 'Optimizer.step#*'
           AND o.ts >= a.ts
           AND o.ts < a.ts + a.dur
+      )
+      -- A read inside a composite op that reads internally on CPU only (aten::std ->
+      -- aten::item): the op's implementation, not the user's .item() (kineto.lib.internal_reads).
+      AND NOT EXISTS (
+        SELECT 1
+        FROM ancestor_slice(o.id) AS a
+        JOIN kineto_internal_reads AS r
+          USING (name)
       )
   ),
   events AS (
