@@ -59,6 +59,10 @@ def friendly_errors(func):
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
         except MemoryError:
-            click.echo("error: out of memory while loading; try --engine wasm64 or a native --tp-shell", err=True)
+            from kineto_sql.engine.memory import address_space_cap
+            cap = address_space_cap()
+            where = f" (this process is capped at {cap / 2**30:.1f} GiB of address space: ulimit -v)" if cap else ""
+            click.echo(f"error: out of memory while loading{where}; free memory, raise the cap, or load a shorter "
+                       "capture", err=True)
             sys.exit(2)
     return wrapper

@@ -127,7 +127,16 @@ class WasmTraceProcessorInstance:
             handler = self._make_import(imp.name, [str(r) for r in results])
             func = wasmtime.Func(self.store, wasmtime.FuncType(params, results), handler, access_caller=True)
             linker.define(self.store, imp.module, imp.name, func)
-        exports = linker.instantiate(self.store, module).exports(self.store)
+        try:
+            exports = linker.instantiate(self.store, module).exports(self.store)
+        except wasmtime.WasmtimeError as exc:
+            if "mmap failed" in str(exc) or "Cannot allocate memory" in str(exc):
+                from kineto_sql.engine.memory import address_space_cap
+                cap = address_space_cap()
+                capped = f" under this process's address-space cap of {cap / 2**30:.1f} GiB (ulimit -v)" if cap else ""
+                raise EngineError(f"the engine cannot reserve its {'memory64 ' if build.memory64 else ''}heap "
+                                  f"({0x104000000 / 2**30:.1f} GiB of address space){capped}; raise the cap") from None
+            raise EngineError(f"the trace processor cannot start: {str(exc).splitlines()[0]}") from None
         self.memory: wasmtime.Memory = exports["memory"]
         self._on_request = exports["trace_processor_on_rpc_request"]
         exports["__wasm_call_ctors"](self.store)
@@ -166,7 +175,10 @@ class WasmTraceProcessorInstance:
     def _describe_trap(self, exc: Exception) -> str:
         tail = " ".join(line.strip() for line in self.log[-3:] if line.strip())
         if self._heap_exhausted:
-            return "out of memory: the wasm heap is full (try --memory64, or the native backend with --tp-shell)"
+            if self.build.memory64:
+                return "out of memory: the engine's heap could not grow (the machine or its memory cap is full)"
+            return ("out of memory: the 32-bit engine's 4 GiB heap is full (try --engine wasm64, or the native "
+                    "backend with --tp-shell)")
         return tail or str(exc).splitlines()[0]
 
     # -- emscripten / WASI imports ----------------------------------------------------------------

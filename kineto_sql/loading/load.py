@@ -6,6 +6,7 @@ from pathlib import Path
 
 import orjson
 
+from kineto_sql.engine import memory
 from kineto_sql.engine.processor import EngineChoice, KinetoTraceProcessor
 from kineto_sql.errors import DataLossError
 from kineto_sql.loading.prepare import PreparedTrace, prepare
@@ -15,8 +16,12 @@ from kineto_sql.sql_literals import bind
 from kineto_sql.sql_package import package_dir, package_modules
 
 
-def prepare_file(path: Path) -> PreparedTrace:
-    return prepare(read_bytes(path), path)
+def prepare_file(path: Path, engine: EngineChoice | None = None) -> PreparedTrace:
+    raw = read_bytes(path)
+    if engine is not None:  # refuse up front, with the need and the cap, rather than die mid-load
+        choice = engine.resolve(len(raw))
+        memory.check(len(raw), choice.kind == "wasm64", choice.kind == "native", what=str(path))
+    return prepare(raw, path)
 
 
 def rank_of(prepared: PreparedTrace, fallback: int | None) -> int | None:
@@ -29,7 +34,7 @@ def rank_of(prepared: PreparedTrace, fallback: int | None) -> int | None:
 def open_trace(path, engine: EngineChoice = EngineChoice(), rank_from_name: int | None = None) -> KinetoTraceProcessor:
     """Loads one trace file into a fresh engine. The returned processor carries `.report`, `.trace_metadata`, `.rank`."""
     path = Path(path)
-    prepared = prepare_file(path)
+    prepared = prepare_file(path, engine)
     return open_prepared(prepared, path, engine, rank_from_name)
 
 

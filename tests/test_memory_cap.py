@@ -1,0 +1,62 @@
+"""Under an address-space cap the loader refuses with the need and the cap, never a traceback or a signal."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kineto_sql.engine import memory
+from kineto_sql.errors import EngineError
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ROOT / "golden" / "traces" / "guide_matmul_size_fixed.json.gz"
+GIB = 1 << 30
+KINETO_SQL = str(Path(sys.executable).parent / "kineto-sql")
+needs_prlimit = pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs util-linux prlimit")
+
+
+def _kineto_sql(prefix: list[str], *args: str) -> subprocess.CompletedProcess:
+    command = prefix + [KINETO_SQL, *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
+@needs_prlimit
+def test_capped_below_the_engine_reservation_refuses_in_one_sentence():
+    done = _kineto_sql(["prlimit", f"--as={3 * GIB}"], "info", str(SMALL))
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("error: loading ") and "needs about 4." in lines[0]
+    assert "capped at 3.0 GiB (ulimit -v / prlimit --as)" in lines[0]
+
+
+def test_ulimit_v_in_a_shell_is_the_same_cap():
+    done = subprocess.run(["bash", "-c", f"ulimit -v {3 * 1024 * 1024}; exec {KINETO_SQL} info {SMALL}"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "capped at 3.0 GiB" in done.stderr and "Traceback" not in done.stderr
+
+
+@needs_prlimit
+def test_a_cap_with_room_loads():
+    done = _kineto_sql(["prlimit", f"--as={8 * GIB}"], "info", str(SMALL), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert '"conserved": true' in done.stdout
+
+
+def test_the_memory64_engine_on_a_large_trace_under_20_gb(monkeypatch):
+    """The issue's case: a 1.25 GB trace under `ulimit -v 20000000` segfaulted; now it is refused up front."""
+    monkeypatch.setattr(memory, "address_space_cap", lambda: 20_000_000 * 1024)
+    monkeypatch.setattr(memory, "_vm_size", lambda: 300_000_000)
+    with pytest.raises(EngineError, match=r"1\.25 GB of JSON\) needs about 19\.4 GiB .* capped at 19\.1 GiB"):
+        memory.check(1_250_000_000, memory64=True)
+    memory.check(1_250_000_000 // 4, memory64=False)  # 312 MB in the 32-bit engine: 5.8 GiB, fits
+
+
+def test_estimate_model():
+    small = memory.estimate(100_000_000, memory64=False)
+    assert small.address_space - memory._vm_size() == pytest.approx(5 * 100_000_000 + 0x104000000, rel=0.01)
+    big = memory.estimate(2 * 10**9, memory64=True)
+    assert big.address_space - memory._vm_size() == pytest.approx(10e9 + 16e9 + 4 * GIB, rel=0.01)
