@@ -1,13 +1,14 @@
 -- id: catalog.record_function_absence
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: record_function absence: long stretches of each step covered by no user annotation
 -- source: seed 000 section 3, minor fault "record_function absence"
 -- signature: steps whose phases (data, forward, custom blocks, backward) carry no
 --   torch.profiler.record_function annotation: attribution falls back to op names and guesswork.
 -- confirming: per step: user annotations other than the profiler's own (ProfilerStep#, Optimizer.*,
---   enumerate(DataLoader), ## CompiledFxGraph, DDP/FSDP wrappers, collectives) and the share of the step
---   they leave uncovered.
+--   enumerate(DataLoader), ## Call CompiledFxGraph, DDP/FSDP wrappers, collectives) and the share of the step
+--   they leave uncovered. `## name ##` ranges other than inductor's own (TorchRec's `## forward ##`,
+--   `## sparse_data_dist ##`...) are user annotations written by a library on the user's behalf.
 -- fix: wrap phases before capturing: with record_function("forward"/"router"/...), like NVTX ranges for nsys.
 -- needs: steps, cpu_ops
 -- param min_unannotated_pct DOUBLE 50: a step with at least this % not covered by user annotations fires
@@ -53,7 +54,7 @@ WITH
         o.name GLOB 'ProfilerStep#*'
         OR o.name GLOB 'Optimizer.*'
         OR o.name GLOB 'enumerate(DataLoader)*'
-        OR o.name GLOB '## *'
+        OR o.name GLOB '## Call Compiled*'
         OR o.name GLOB 'DistributedDataParallel.*'
         OR o.name GLOB 'FullyShardedDataParallel.*'
         OR o.name GLOB 'nccl:*'
