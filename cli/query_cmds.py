@@ -108,30 +108,33 @@ def run_command(query_id: str, trace: Path, params: tuple[tuple[str, str], ...],
 
 
 @click.command("lint")
-@click.option("--update-lock", is_flag=True, help="Rewrite queries/versions.lock after you bumped versions.")
-@click.option("--force", is_flag=True, help="With --update-lock: accept changed SQL at the same version "
-                                            "(only for a query not released yet).")
+@click.argument("ids", nargs=-1)
+@click.option("--update-lock", is_flag=True, help="Write the version lock lines of every header (or of IDS) "
+                                                  "after you bumped versions.")
+@click.option("--force", is_flag=True, help="With --update-lock: accept changed SQL or cases at the same "
+                                            "version (only for a query not released yet).")
 @friendly_errors
-def lint_command(update_lock: bool, force: bool):
+def lint_command(ids: tuple[str, ...], update_lock: bool, force: bool):
     """Check every query file against queries/README.md; print `path:line: what to fix`.
 
-    Exit status 1 when anything is wrong. `--update-lock` records the current versions and SQL hashes
-    (it refuses where SQL changed and the version did not).
+    Exit status 1 when anything is wrong. `--update-lock` writes each header's `locked` / `lib` / `cases`
+    lines (it refuses where SQL or a case changed and the version did not). IDS (e.g. catalog.gc_gil_stall,
+    lib.steps) limit the update to those files.
 
     \b
     Examples:
       kineto-sql lint
-      kineto-sql lint --update-lock
+      kineto-sql lint --update-lock catalog.gc_gil_stall
     """
     from kineto_sql import lint, versions
 
     if update_lock:
-        refused = versions.update_lock(force=force)
+        refused = versions.update_lock(ids=list(ids) or None, force=force)
         for issue in refused:
-            click.echo(f"{versions.lock_path()}:1: {issue.id}: {issue.message}")
+            click.echo(str(issue))
         if refused:
             sys.exit(1)
-        click.echo(f"wrote {versions.lock_path()}")
+        click.echo(f"locked {', '.join(ids) if ids else 'every query and lib module'}")
     problems = lint.lint()
     for problem in problems:
         click.echo(str(problem))

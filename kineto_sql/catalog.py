@@ -10,30 +10,44 @@ from __future__ import annotations
 import functools
 import math
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kineto_sql.errors import QueryError
 from kineto_sql.sql_package import PACKAGE, package_dir
+from kineto_sql.sql_text import entrypoint_signature
 
 KINDS = ("reading", "guide", "detector", "hta")
 # The kind a query in each area must have.
 AREA_KINDS = {"reading": "reading", "guide": "guide", "catalog": "detector", "hta": "hta"}
-PARAM_TYPES = ("LONG", "DOUBLE", "STRING", "BOOL")
+STATUSES = ("preview", "stable", "deprecated")
+# Parameter types, and the signature types that declare them (DURATION: nanoseconds, like every ts/dur).
+PARAM_TYPES = ("LONG", "DOUBLE", "STRING", "BOOL", "DURATION")
+SIGNATURE_TYPES = {"LONG": "LONG", "INT": "LONG", "TIMESTAMP": "LONG", "DOUBLE": "DOUBLE", "STRING": "STRING",
+                   "BOOL": "BOOL", "DURATION": "DURATION"}
 CAPABILITIES = ("steps", "cpu_ops", "gpu", "stacks", "memory", "flows", "distributed", "compile")
-REQUIRED_KEYS = ("id", "version", "kind", "title", "source", "needs")
-DETECTOR_KEYS = ("signature", "confirming", "fix")
-OPTIONAL_KEYS = ("signature", "confirming", "fix")
+REQUIRED_KEYS = ("id", "version", "kind", "title", "source", "needs", "status")
+# A detector's header is its doc page: what it looks like, how to confirm it, why it costs time, where it
+# is wrong, the case that shows it (`example`, a case name of its test file) and the fix.
+DETECTOR_KEYS = ("signature", "confirming", "cost", "false_positives", "example", "fix")
+DOC_SECTIONS = {"signature": "what it looks like in the trace", "confirming": "what a person checks to confirm",
+                "cost": "why it costs step time", "false_positives": "where it fires although nothing is wrong",
+                "example": "the name of a case of its test file that fires", "fix": "what to change"}
+# Written by `kineto-sql lint --update-lock`, never by hand (kineto_sql/versions.py).
+LOCK_KEYS = ("locked", "lib", "cases")
+OPTIONAL_KEYS = DETECTOR_KEYS + ("catalog_row",) + LOCK_KEYS
 KNOWN_KEYS = REQUIRED_KEYS + OPTIONAL_KEYS
 
 _HEADER_LINE = re.compile(r"^--\s?(?P<key>[a-z_]+):\s*(?P<value>.*?)\s*$")
 _CONTINUATION = re.compile(r"^--\s{2,}(?P<text>\S.*?)\s*$")
-_PARAM_LINE = re.compile(
-    r"^--\s?param\s+(?P<name>[a-z_][a-z0-9_]*)\s+(?P<type>[A-Z]+)\s+"
-    # The default ends at the first colon followed by a space, so `aten::mm: ...` keeps `aten::mm`.
-    r"(?P<default>\"[^\"]*\"|'[^']*'|\S+?):(?:\s+(?P<description>.*?))?\s*$")
+_DEFAULT_LINE = re.compile(r"^--\s?default\s+(?P<name>[a-z_][a-z0-9_]*):\s*(?P<value>.*?)\s*$")
+_ID = re.compile(r"^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*$")
+REDIRECTS_NAME = "redirects.toml"
 _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
+_DURATION_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+_DURATION_TEXT = re.compile(r"^\s*(?P<number>[0-9][0-9_]*(?:\.[0-9]+)?)\s*(?P<unit>ns|us|ms|s)?\s*$")
 
 
 @dataclass(frozen=True)
@@ -50,7 +64,8 @@ class Problem:
 
 @dataclass(frozen=True)
 class Param:
-    """A declared parameter: `-- param NAME TYPE DEFAULT: description`."""
+    """A parameter: an argument of the entrypoint (name, type, its comment as description) with the
+    default from the header's `-- default NAME: VALUE` line."""
 
     name: str
     type: str
@@ -80,6 +95,12 @@ class QuerySpec:
     sql: str
     entrypoint: str
     module: str
+    status: str = "preview"
+    cost: str | None = None
+    false_positives: str | None = None
+    example: str | None = None
+    catalog_rows: tuple[str, ...] = ()
+    header: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def id_version(self) -> str:
@@ -102,10 +123,12 @@ class QuerySpec:
 
 @dataclass(frozen=True)
 class Catalog:
-    """All queries found, by id, plus the problems of files that could not be read."""
+    """All queries found, by id, plus the problems of files that could not be read, and the redirects of
+    ids that were renamed or removed (queries/redirects.toml)."""
 
     specs: tuple[QuerySpec, ...]
     problems: tuple[Problem, ...] = field(default=())
+    redirects: tuple[tuple[str, str], ...] = field(default=())
 
     def get(self, query_id: str) -> QuerySpec:
         for spec in self.specs:
@@ -114,6 +137,11 @@ class Catalog:
         broken = [p for p in self.problems if _id_from_path(p.path) == query_id]
         if broken:
             raise QueryError(f"query {query_id} cannot be used: {broken[0]}")
+        moved = dict(self.redirects).get(query_id)
+        if moved is not None:
+            if _ID.match(moved):
+                raise QueryError(f"{query_id} was renamed to {moved}; use `kineto-sql show {moved}`")
+            raise QueryError(f"{query_id} was removed: {moved}")
         raise QueryError(f"no query {query_id!r}; `kineto-sql list` shows the ids")
 
     def ids(self) -> list[str]:
@@ -157,11 +185,25 @@ def coerce_value(sql_type: str, value: object, name: str = "value") -> object:
         elif sql_type == "STRING":
             if isinstance(value, str):
                 return value
+        elif sql_type == "DURATION":
+            if isinstance(value, bool):
+                raise ValueError
+            if isinstance(value, int):
+                return value
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            if isinstance(value, str):
+                match = _DURATION_TEXT.match(value)
+                if match:
+                    ns = float(match["number"].replace("_", "")) * _DURATION_UNITS[match["unit"] or "ns"]
+                    if ns.is_integer():
+                        return int(ns)
         else:
             raise QueryError(f"parameter {name} has unknown type {sql_type}; use one of {', '.join(PARAM_TYPES)}")
     except (ValueError, OverflowError):
         pass
-    raise QueryError(f"parameter {name} wants a {sql_type} value, got {value!r}")
+    hint = " (integer ns, or a number with ns / us / ms / s)" if sql_type == "DURATION" else ""
+    raise QueryError(f"parameter {name} wants a {sql_type} value{hint}, got {value!r}")
 
 
 def _id_from_path(path: Path) -> str:
@@ -175,32 +217,39 @@ def query_files(root: Path | None = None) -> list[Path]:
     return sorted(p for p in base.rglob("*.sql") if p.relative_to(base).parts[0] != "lib")
 
 
-def parse_header(path: Path, text: str) -> tuple[dict[str, tuple[int, str]], list[tuple[int, str]], list[Problem]]:
-    """The header block: {key: (line, value)}, the raw param lines, and problems found."""
+def parse_header(path: Path, text: str, known: tuple[str, ...] = KNOWN_KEYS
+                 ) -> tuple[dict[str, tuple[int, str]], dict[str, tuple[int, str]], list[Problem]]:
+    """The header block: {key: (line, value)}, {param: (line, default text)}, and problems found."""
     fields: dict[str, tuple[int, str]] = {}
-    params: list[tuple[int, str]] = []
+    defaults: dict[str, tuple[int, str]] = {}
     problems: list[Problem] = []
     last_key = None
-    last_was_param = False
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.startswith("--"):
             break
         if re.match(r"^--\s?param\s", line):
-            params.append((number, line))
-            last_key, last_was_param = None, True
+            problems.append(Problem(path, number, "`-- param` lines are gone: declare the parameter once, as an "
+                                                  "argument of the entrypoint with a `--` comment above it, and give "
+                                                  "its default here as `-- default NAME: VALUE` "
+                                                  "(python tools/migrate_headers.py converts a file)"))
+            last_key = None
+            continue
+        default = _DEFAULT_LINE.match(line)
+        if default:
+            if default["name"] in defaults:
+                problems.append(Problem(path, number, f"default of {default['name']} given twice"))
+            defaults[default["name"]] = (number, default["value"])
+            last_key = None
             continue
         cont = _CONTINUATION.match(line)
-        if cont and last_was_param:
-            params[-1] = (params[-1][0], f"{params[-1][1]} {cont['text']}")
-            continue
-        last_was_param = False
         match = _HEADER_LINE.match(line)
-        if match:
+        if match and not cont:
             key = match["key"]
             if key in fields:
                 problems.append(Problem(path, number, f"header key {key!r} appears twice; keep one"))
-            elif key not in KNOWN_KEYS:
-                problems.append(Problem(path, number, f"unknown header key {key!r}; known keys: {', '.join(KNOWN_KEYS)}, param"))
+            elif key not in known:
+                problems.append(Problem(path, number, f"unknown header key {key!r}; known keys: {', '.join(known)}, "
+                                                      "default"))
             fields[key] = (number, match["value"])
             last_key = key
             continue
@@ -211,34 +260,54 @@ def parse_header(path: Path, text: str) -> tuple[dict[str, tuple[int, str]], lis
         if line.strip() in ("--", ""):
             last_key = None
             continue
-        problems.append(Problem(path, number, "header line is not `-- key: value` or `-- param NAME TYPE DEFAULT: text`; "
+        problems.append(Problem(path, number, "header line is not `-- key: value` or `-- default NAME: VALUE`; "
                                               "end the header with a blank line before other comments"))
-    return fields, params, problems
+    return fields, defaults, problems
 
 
-def parse_param(path: Path, number: int, line: str) -> tuple[Param | None, list[Problem]]:
-    match = _PARAM_LINE.match(line)
-    if not match:
-        return None, [Problem(path, number, "param line must read `-- param NAME TYPE DEFAULT: description` "
-                                            "(NAME lower_snake, TYPE one of LONG DOUBLE STRING BOOL)")]
-    sql_type = match["type"]
-    if sql_type not in PARAM_TYPES:
-        return None, [Problem(path, number, f"param {match['name']}: type {sql_type} is not one of {', '.join(PARAM_TYPES)}")]
-    raw = match["default"]
+def parse_default(path: Path, line: int, name: str, sql_type: str, raw: str) -> tuple[object, list[Problem]]:
+    """The typed default of a parameter from its header text (`NULL`, a quoted string, or a bare value)."""
     if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
         raw_value: object = raw[1:-1]
     else:
         raw_value = raw
     if isinstance(raw_value, str) and raw_value.upper() == "NULL" and raw == raw_value:
-        default = None
-    else:
-        try:
-            default = coerce_value(sql_type, raw_value, match["name"])
-        except QueryError as exc:
-            return None, [Problem(path, number, f"default of param {match['name']}: {exc}")]
-    description = match["description"] or ""
-    problems = [] if description else [Problem(path, number, f"param {match['name']} needs a description after the colon")]
-    return Param(match["name"], sql_type, default, description), problems
+        return None, []
+    try:
+        return coerce_value(sql_type, raw_value, name), []
+    except QueryError as exc:
+        return None, [Problem(path, line, f"default of {name}: {exc}")]
+
+
+def signature_params(path: Path, text: str, entrypoint: str, defaults: dict[str, tuple[int, str]]
+                     ) -> tuple[tuple[Param, ...], list[Problem]]:
+    """The entrypoint's arguments as parameters, each with its header default."""
+    signature = entrypoint_signature(text, entrypoint)
+    problems: list[Problem] = []
+    if signature is None:
+        for name, (line, _) in defaults.items():
+            problems.append(Problem(path, line, f"default of {name}, but there is no function {entrypoint}"))
+        return (), problems
+    params = []
+    for arg in signature.args:
+        sql_type = SIGNATURE_TYPES.get(arg.type)
+        if sql_type is None:
+            problems.append(Problem(path, signature.line, f"argument {arg.name} is {arg.type}; use one of "
+                                                          f"{', '.join(SIGNATURE_TYPES)}"))
+            continue
+        if arg.name not in defaults:
+            problems.append(Problem(path, signature.line, f"argument {arg.name} needs a default in the header: "
+                                                          f"`-- default {arg.name}: VALUE`"))
+            continue
+        line, raw = defaults[arg.name]
+        value, more = parse_default(path, line, arg.name, sql_type, raw)
+        problems += more
+        params.append(Param(arg.name, sql_type, value, arg.doc))
+    names = {a.name for a in signature.args}
+    for name, (line, _) in defaults.items():
+        if name not in names:
+            problems.append(Problem(path, line, f"default of {name}, which is not an argument of {entrypoint}"))
+    return tuple(params), problems
 
 
 def parse_query_file(path: Path, root: Path | None = None) -> tuple[QuerySpec | None, list[Problem]]:
@@ -246,18 +315,13 @@ def parse_query_file(path: Path, root: Path | None = None) -> tuple[QuerySpec | 
     base = Path(root) if root else package_dir()
     text = path.read_text()
     rel = path.relative_to(base).with_suffix("")
-    fields, param_lines, problems = parse_header(path, text)
+    fields, defaults, problems = parse_header(path, text)
     for key in REQUIRED_KEYS:
         if key not in fields:
             problems.append(Problem(path, 1, f"header lacks `-- {key}: ...`; required keys: {', '.join(REQUIRED_KEYS)}"))
-    params = []
-    for number, line in param_lines:
-        param, more = parse_param(path, number, line)
-        problems += more
-        if param:
-            if any(p.name == param.name for p in params):
-                problems.append(Problem(path, number, f"param {param.name} declared twice"))
-            params.append(param)
+    entrypoint = f"{PACKAGE}_" + "_".join(rel.parts)
+    params, more = signature_params(path, text, entrypoint, defaults)
+    problems += more
     if any(k not in fields for k in REQUIRED_KEYS):
         return None, problems
 
@@ -278,16 +342,27 @@ def parse_query_file(path: Path, root: Path | None = None) -> tuple[QuerySpec | 
     kind = value("kind")
     if kind not in KINDS:
         problems.append(Problem(path, fields["kind"][0], f"kind {kind!r} is not one of {', '.join(KINDS)}"))
+    status = value("status")
+    if status not in STATUSES:
+        problems.append(Problem(path, fields["status"][0], f"status {status!r} is not one of {', '.join(STATUSES)}"))
     needs_text = value("needs").strip()
     needs = () if needs_text in ("", "none") else tuple(n.strip() for n in needs_text.split(","))
     for need in needs:
         if need not in CAPABILITIES:
             problems.append(Problem(path, fields["needs"][0],
                                     f"needs {need!r} is not a capability; use a comma list of {', '.join(CAPABILITIES)} or none"))
+    rows_text = (value("catalog_row") or "").strip()
+    catalog_rows = tuple(r.strip() for r in rows_text.split(",") if r.strip())
+    for row in catalog_rows:
+        if not re.match(r"^(major|minor)\.[a-z_][a-z0-9_]*$", row):
+            problems.append(Problem(path, fields["catalog_row"][0], f"catalog_row {row!r} must read major.<name> or "
+                                                                    "minor.<name> (the fault catalog's row ids)"))
     spec = QuerySpec(
         id=expected_id, version=version, kind=kind, title=value("title"), source=value("source"), needs=needs,
-        params=tuple(params), signature=value("signature"), confirming=value("confirming"), fix=value("fix"),
-        path=path, sql=text, entrypoint=f"{PACKAGE}_" + "_".join(rel.parts), module=".".join((PACKAGE,) + rel.parts))
+        params=params, signature=value("signature"), confirming=value("confirming"), fix=value("fix"),
+        path=path, sql=text, entrypoint=entrypoint, module=".".join((PACKAGE,) + rel.parts), status=status,
+        cost=value("cost"), false_positives=value("false_positives"), example=value("example"),
+        catalog_rows=catalog_rows, header={k: v for k, (_, v) in fields.items()})
     return spec, problems
 
 
@@ -305,7 +380,21 @@ def _load(root: Path) -> Catalog:
         problems += found
         if spec is not None:
             specs.append(spec)
-    return Catalog(tuple(sorted(specs, key=lambda s: s.id)), tuple(problems))
+    redirects, more = read_redirects(root.parent / REDIRECTS_NAME)
+    return Catalog(tuple(sorted(specs, key=lambda s: s.id)), tuple(problems + more), redirects)
+
+
+def read_redirects(path: Path) -> tuple[tuple[tuple[str, str], ...], list[Problem]]:
+    """(old id, new id or the reason it is gone) pairs of queries/redirects.toml."""
+    if not path.exists():
+        return (), []
+    try:
+        table = tomllib.loads(path.read_text()).get("redirects", {})
+    except tomllib.TOMLDecodeError as exc:
+        return (), [Problem(path, 1, f"not valid TOML: {exc}")]
+    pairs = [(str(k), str(v)) for k, v in table.items()]
+    return tuple(sorted(pairs)), [Problem(path, 1, f"redirect {k!r} is not a query id") for k, _ in pairs
+                                  if not _ID.match(k)]
 
 
 @functools.lru_cache(maxsize=1)

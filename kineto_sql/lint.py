@@ -6,7 +6,7 @@ statements, a typed schema on every table/view, a `--` comment above every objec
 argument, public names (`kineto_<module>` in lib, the entrypoint `kineto_<area>_<name>` in a query, helpers
 `_kineto_...`), includes that resolve (lib includes only lib), no LIKE, sqlglot parses each statement's
 SELECT body once the PerfettoSQL wrapper is peeled, no `SELECT *` in public outputs, declared params equal
-the entrypoint's arguments (names, order, types), detector envelope columns, and a fresh versions.lock.
+the entrypoint's arguments (names, order, types), detector envelope columns, and fresh version locks in the headers (kineto_sql/versions.py).
 Every problem is `path:line: what to fix`.
 """
 from __future__ import annotations
@@ -18,7 +18,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from kineto_sql.catalog import AREA_KINDS, Catalog, Problem, QuerySpec, parse_query_file
+from kineto_sql.catalog import AREA_KINDS, DETECTOR_KEYS, DOC_SECTIONS, Problem, QuerySpec, parse_query_file
+from kineto_sql.rule_tests import load_rule_tests
 from kineto_sql.includes import includes_of, module_path
 from kineto_sql.sql_package import PACKAGE, package_dir
 from kineto_sql.sql_text import ObjectDef, Statement, mask, parse_object, split_statements
@@ -38,8 +39,6 @@ without function macro module perfetto include returns
 """.split())
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 _INCLUDE = re.compile(r"^INCLUDE\s+PERFETTO\s+MODULE\s+(?P<module>\S+?)\s*$", re.IGNORECASE | re.DOTALL)
-_PARAM_TYPES_FOR_ARG = {"LONG": {"LONG", "TIMESTAMP", "DURATION", "INT"}, "DOUBLE": {"DOUBLE"},
-                        "STRING": {"STRING"}, "BOOL": {"BOOL"}}
 DETECTOR_ENVELOPE = (("ts", "TIMESTAMP"), ("dur", "DURATION"), ("impact_dur", "DURATION"), ("step", "LONG"),
                      ("evidence", "STRING"))
 
@@ -163,32 +162,49 @@ def _check_query(path: Path, spec: QuerySpec, entry: ObjectDef | None, parts: tu
         problems.append(Problem(path, 1, f"area {parts[0]!r} is not one of {', '.join(AREA_KINDS)} (or lib)"))
     elif spec.kind != expected_kind:
         problems.append(Problem(path, 1, f"kind {spec.kind} does not fit area {parts[0]}; use kind {expected_kind}"))
-    if spec.kind == "detector":
-        for key in ("signature", "confirming", "fix"):
-            if not getattr(spec, key):
-                problems.append(Problem(path, 1, f"a detector needs `-- {key}: ...` in its header"))
+    problems += _check_doc_and_cases(path, spec)
     if entry is None:
         return problems
     if entry.kind != "FUNCTION" or not entry.returns_table:
         problems.append(Problem(path, entry.line, f"{entry.name} must be a FUNCTION ... RETURNS TABLE(...) (the "
                                                   "runner calls SELECT * FROM it)"))
         return problems
-    declared = [(p.name, p.type) for p in spec.params]
-    actual = [(a.name, a.type) for a in entry.args]
-    if [d[0] for d in declared] != [a[0] for a in actual]:
-        problems.append(Problem(path, entry.line, f"header params ({', '.join(d[0] for d in declared) or 'none'}) must "
-                                                  f"equal {entry.name}'s arguments in order "
-                                                  f"({', '.join(a[0] for a in actual) or 'none'})"))
-    else:
-        for (name, ptype), (_, atype) in zip(declared, actual):
-            if atype not in _PARAM_TYPES_FOR_ARG[ptype]:
-                problems.append(Problem(path, entry.line, f"param {name} is {ptype} in the header but {atype} in "
-                                                          f"{entry.name}; make them agree"))
     if spec.kind == "detector":
         lead = [(c.name, c.type) for c in entry.columns[:len(DETECTOR_ENVELOPE)]]
         if lead != list(DETECTOR_ENVELOPE):
             want = ", ".join(f"{n} {t}" for n, t in DETECTOR_ENVELOPE)
             problems.append(Problem(path, entry.line, f"a detector's output starts with {want}"))
+    return problems
+
+
+def _check_doc_and_cases(path: Path, spec: QuerySpec) -> list[Problem]:
+    """The header is the rule's doc page and its test file proves it: no TODO left, a detector documents
+    every section of its page, its `example` names a case that fires, and every rule has a firing case
+    (a detector an exact-row one; other kinds may use a `fires_on` trace)."""
+    problems = []
+    for number, line in enumerate(spec.sql.splitlines(), start=1):
+        if re.search(r"\bTODO\b", line):
+            problems.append(Problem(path, number, "replace the TODO with the real text (the header is the rule's page)"))
+    tests = load_rule_tests(spec.id, spec.path)
+    problems += [Problem(tests.path, 1, message) for message in tests.problems]
+    firing = tests.firing_cases()
+    if spec.kind == "detector":
+        for key in DETECTOR_KEYS:
+            if not (spec.header.get(key) or "").strip():
+                problems.append(Problem(path, 1, f"a detector needs `-- {key}: ...` in its header ({DOC_SECTIONS[key]})"))
+        if not firing:
+            problems.append(Problem(tests.path, 1, f"{spec.id} has no [[case]] that fires; add one (and name it in "
+                                                   "`-- example:`)"))
+        example = (spec.example or "").strip()
+        if example and not re.search(r"\bTODO\b", example):
+            case = tests.case(example)
+            if case is None:
+                problems.append(Problem(path, 1, f"example {example!r} is not a case of {tests.path.name}"))
+            elif not case.fires:
+                problems.append(Problem(path, 1, f"example {example!r} is a case that does not fire; name one that does"))
+    elif not firing and not any(c.outcome == "fires_on" for c in tests.checks):
+        problems.append(Problem(tests.path, 1, f"{spec.id} has no case that returns rows: add a [[case]] or a "
+                                               "[traces] fires_on trace"))
     return problems
 
 
@@ -206,8 +222,5 @@ def lint(root: Path | None = None, check_lock: bool = True) -> list[Problem]:
                 specs.append(spec)
         problems += lint_file(path, base, spec)
     if check_lock:
-        cat = Catalog(tuple(specs))
-        lock = base.parent / versions.LOCK_NAME
-        for issue in versions.lock_issues(cat, lock):
-            problems.append(Problem(lock, 1, f"{issue.id}: {issue.message}"))
+        problems += versions.lock_problems(base)
     return sorted(problems, key=lambda p: (str(p.path), p.line))

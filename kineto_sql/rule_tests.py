@@ -73,6 +73,7 @@ class RuleTests:
     cases: tuple[RowCase, ...] = ()
     checks: tuple[TraceCheck, ...] = ()
     problems: tuple[str, ...] = field(default=())
+    raw_cases: tuple[dict, ...] = field(default=(), compare=False, repr=False)
 
     def firing_cases(self) -> list[RowCase]:
         return [c for c in self.cases if c.fires]
@@ -134,7 +135,7 @@ def load_rule_tests(rule_id: str, sql_path: Path) -> RuleTests:
     unknown_top = set(data) - {"case", "traces"}
     if unknown_top:
         problems.append(f"unknown top-level key(s) {', '.join(sorted(unknown_top))}; use [[case]] and [traces]")
-    return RuleTests(rule_id, path, tuple(cases), tuple(checks), tuple(problems))
+    return RuleTests(rule_id, path, tuple(cases), tuple(checks), tuple(problems), tuple(data.get("case", [])))
 
 
 def count_findings(df, fires_when: str | None) -> int:

@@ -15,30 +15,24 @@ from kineto_sql.sql_package import PACKAGE, package_dir
 _WORD = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 TEST_TEMPLATE = """# __QUERY_ID__: exact-row cases ([[case]]) and golden/corpus trace checks ([traces]).
-# Format: kineto_sql/rule_tests.py; tests/test_rules.py runs every rule's file.
-
-# The example of the rule's page (`-- example:` names it): one op of 2 ms in a 5 ms step fires.
-[[case]]
-name = "fires_on_a_long_op"
-events = [
-  { type = "ProfilerStep", step = 1, ts_us = 0, dur_us = 5000 },
-  { type = "CpuOp", name = "aten::slow", ts_us = 10, dur_us = 2000 },
-  { type = "CpuOp", name = "aten::fast", ts_us = 3000, dur_us = 5 },
-]
-expect_count = 1
-columns = ["step", "dur"]
-rows = [
-  [1, 2000000],
-]
-
-[[case]]
-name = "silent_on_short_ops"
-events = [
-  { type = "ProfilerStep", step = 1, ts_us = 0, dur_us = 5000 },
-  { type = "CpuOp", name = "aten::fast", ts_us = 10, dur_us = 5 },
-]
-expect_count = 0
+# Format: kineto_sql/rule_tests.py and queries/README.md; tests/test_rules.py runs every rule's file.
+#
+# Add at least one case that fires (lint requires it; name it in the rule's `-- example:`), and one just
+# under the threshold that stays silent. Times are us here, as Kineto writes them; the rule sees ns.
+# `kineto-sql try __QUERY_ID__ golden/traces --write-cases` appends [traces] checks for real traces.
+#
+# [[case]]
+# name = "fires_on_a_long_op"
+# events = [
+#   { type = "ProfilerStep", step = 1, ts_us = 0, dur_us = 5000 },
+#   { type = "CpuOp", name = "aten::slow", ts_us = 10, dur_us = 2000 },
+# ]
+# expect_count = 1
+# columns = ["step", "dur"]
+# rows = [[1, 2000000]]
 """
+
+SITE_PACKAGES = ("site-packages", "dist-packages")
 
 
 @dataclass(frozen=True)
@@ -65,16 +59,22 @@ def scaffold(target: str, root: Path | None = None) -> Scaffold:
     """Writes queries/kineto/<area>/<name>.sql and its <name>.test.toml beside it; refuses to overwrite."""
     area, name = parse_target(target)
     base = Path(root) if root else package_dir()
+    if root is None and any(part in SITE_PACKAGES for part in base.parts):
+        raise QueryError(f"kineto-sql is installed in {base.parents[1]}, not run from a clone: clone the repository "
+                         "and `pip install -e .` there, so the new rule lands in your source tree")
     query_id = f"{area}.{name}"
     sql_path = base / area / f"{name}.sql"
     test_path = rule_test_path(sql_path)
     for path in (sql_path, test_path):
         if path.exists():
             raise QueryError(f"{path} already exists; pick another name or edit it")
-    template = importlib.resources.files("kineto_sql").joinpath("sql/scaffold_detector.sql").read_text()
+    kind = AREA_KINDS[area]
+    template_name = "sql/scaffold_detector.sql" if kind == "detector" else "sql/scaffold_query.sql"
+    template = importlib.resources.files("kineto_sql").joinpath(template_name).read_text()
     entrypoint = f"{PACKAGE}_{area}_{name}"
     sql_path.parent.mkdir(parents=True, exist_ok=True)
-    sql_path.write_text(template.replace("__QUERY_ID__", query_id).replace("__ENTRYPOINT__", entrypoint))
+    sql_path.write_text(template.replace("__QUERY_ID__", query_id).replace("__ENTRYPOINT__", entrypoint)
+                        .replace("__KIND__", kind).replace("__NAME__", name))
     test_path.parent.mkdir(parents=True, exist_ok=True)
     test_path.write_text(TEST_TEMPLATE.replace("__QUERY_ID__", query_id))
     return Scaffold(query_id, sql_path, test_path)

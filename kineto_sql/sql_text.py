@@ -113,9 +113,12 @@ class Statement:
 
 @dataclass(frozen=True)
 class Column:
+    """A column or argument of a schema: name, type, and the `--` comment above it (its documentation)."""
+
     name: str
     type: str
     documented: bool
+    doc: str = ""
 
 
 def split_statements(sql: str) -> list[Statement]:
@@ -176,7 +179,13 @@ def parse_columns(group: str) -> list[Column]:
         words = raw_masked.split()
         if not words:
             continue
-        columns.append(Column(words[0], " ".join(words[1:]).upper(), raw.lstrip().startswith("--")))
+        doc_lines = []
+        for line in raw.lstrip().splitlines():
+            if not line.strip().startswith("--"):
+                break
+            doc_lines.append(line.strip()[2:].strip())
+        columns.append(Column(words[0], " ".join(words[1:]).upper(), raw.lstrip().startswith("--"),
+                              " ".join(doc_lines)))
     return columns
 
 
@@ -235,3 +244,12 @@ def parse_object(st: Statement) -> ObjectDef | str:
     return ObjectDef(kind, name, st.line, bool(st.doc), tuple(args), tuple(columns), returns_table, body, body_line)
 
 
+
+
+def entrypoint_signature(sql: str, name: str) -> ObjectDef | None:
+    """The CREATE ... FUNCTION `name` of a file, parsed (its arguments carry their comments), or None."""
+    for st in split_statements(sql):
+        parsed = parse_object(st)
+        if isinstance(parsed, ObjectDef) and parsed.name == name:
+            return parsed
+    return None

@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
+from kineto_sql.catalog import load_catalog
 from kineto_sql.cli.main import cli
 from kineto_sql.diagnose.model import Diagnosis, Finding, TraceDiagnosis, Verdict, Where
 from kineto_sql.diagnose.narrate import narrate
@@ -145,29 +146,18 @@ def _golden_planted() -> list[tuple[Path, str]]:
     return out
 
 
-# Which detector owns which golden fault id (the catalog row the recording planted).
-FAULT_TO_DETECTOR = {
-    "major.sync_forcing_op": "catalog.sync_forcing_op",
-    "major.input_bound_step": "catalog.input_bound",
-    "major.eager_small_op_storm": "catalog.small_op_storm",
-    "major.unoverlapped_allreduce": "catalog.unoverlapped_allreduce",
-    "major.straggler_rank": "catalog.straggler_rank",
-    "major.implicit_dtype_casts": "catalog.implicit_dtype_casts",
-    "major.optimizer_step_dominance": "catalog.optimizer_step_dominance",
-    "major.activation_checkpointing_surprise": "catalog.activation_checkpoint_surprise",
-    "major.memory_churn": "catalog.memory_churn",
-    "major.gc_gil_stall": "catalog.gc_gil_stall",
-    "major.gc_stall": "catalog.gc_gil_stall",
-}
+def _catalog_rows(prefix: str) -> dict[str, str]:
+    """Which detector owns which golden fault id: the `-- catalog_row:` lines of the detectors' headers."""
+    pairs = [(row, spec.id) for spec in load_catalog().by_kind("detector") for row in spec.catalog_rows
+             if row.startswith(prefix)]
+    rows = dict(pairs)
+    assert rows and len(rows) == len(pairs), f"each {prefix}* catalog row belongs to exactly one detector: {pairs}"
+    return rows
 
 
+FAULT_TO_DETECTOR = _catalog_rows("major.")
 # Minor rows change how a trace must be read more than they cost: they must be among the findings.
-MINOR_TO_DETECTOR = {
-    "minor.record_function_absence": "catalog.record_function_absence",
-    "minor.profiler_schedule_distortion": "catalog.schedule_distortion",
-    "minor.with_stack_overhead": "catalog.with_stack_overhead",
-    "minor.torch_compile_graph_break": "catalog.compile_graph_breaks",
-}
+MINOR_TO_DETECTOR = _catalog_rows("minor.")
 
 
 @pytest.mark.parametrize("path,fault_id", [c for c in _golden_planted() if c[1] in MINOR_TO_DETECTOR],

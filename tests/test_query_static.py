@@ -48,7 +48,7 @@ def test_includes_resolve_in_dependency_order():
 
 def test_lock_is_fresh():
     issues = versions.lock_issues()
-    assert [f"{i.id}: {i.message}" for i in issues] == []
+    assert [str(i) for i in issues] == []
 
 
 def test_normalized_sql_ignores_comments_and_whitespace_but_not_strings():
@@ -79,7 +79,8 @@ GOOD = textwrap.dedent("""\
     -- title: Demo
     -- source: test
     -- needs: none
-    -- param top_n LONG 5: rows to keep
+    -- status: preview
+    -- default top_n: 5
 
     -- The demo.
     CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_demo(
@@ -94,11 +95,18 @@ GOOD = textwrap.dedent("""\
     """)
 
 
-def _lint_one(tmp_path, rel, text):
+GOOD_TESTS = '[traces]\nfires_on = ["golden:sync_item_planted"]\n'
+FIRING_CASE = ('[[case]]\nname = "fires"\nevents = [{ type = "CpuOp", name = "aten::mm", ts_us = 0, dur_us = 5 }]\n'
+               'expect_count = 1\n')
+
+
+def _lint_one(tmp_path, rel, text, tests=GOOD_TESTS):
     root = tmp_path / "kineto"
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+    if tests is not None:
+        path.with_name(path.stem + ".test.toml").write_text(tests)
     return [p.message for p in lint.lint(root, check_lock=False)]
 
 
@@ -112,8 +120,10 @@ def test_lint_accepts_a_good_query(tmp_path):
     ("reading/demo.sql", ("-- The demo.\n", ""), "put a `-- comment` directly above function kineto_reading_demo"),
     ("reading/demo.sql", ("SELECT name FROM", "SELECT * FROM"), "instead of SELECT *"),
     ("reading/demo.sql", ("-- id: reading.demo", "-- id: reading.other"), "does not match the path"),
-    ("reading/demo.sql", ("param top_n LONG 5", "param limit_n LONG 5"), "must equal kineto_reading_demo's arguments"),
-    ("reading/demo.sql", ("param top_n LONG 5", "param top_n STRING 5"), "is STRING in the header but LONG"),
+    ("reading/demo.sql", ("default top_n: 5", "default limit_n: 5"), "not an argument of kineto_reading_demo"),
+    ("reading/demo.sql", ("default top_n: 5", "default top_n: five"), "default of top_n: parameter top_n wants a LONG"),
+    ("reading/demo.sql", ("default top_n: 5", "param top_n LONG 5: rows"), "`-- param` lines are gone"),
+    ("reading/demo.sql", ("-- status: preview", "-- status: beta"), "status 'beta' is not one of"),
     ("reading/demo.sql", ("CREATE OR REPLACE PERFETTO", "CREATE PERFETTO"), "write CREATE OR REPLACE"),
     ("reading/demo.sql", ("-- kind: reading", "-- kind: detector"), "does not fit area reading"),
     ("reading/demo.sql", ("-- needs: none", "-- needs: gpus"), "is not a capability"),
@@ -132,16 +142,42 @@ def test_lint_problems_name_file_and_line(tmp_path):
     root = tmp_path / "kineto"
     (root / "reading").mkdir(parents=True)
     (root / "reading" / "demo.sql").write_text(GOOD.replace("-- A name.\n", ""))
+    (root / "reading" / "demo.test.toml").write_text(GOOD_TESTS)
     [problem] = lint.lint(root, check_lock=False)
-    assert str(problem).startswith(f"{root / 'reading' / 'demo.sql'}:15: ")
+    assert str(problem).startswith(f"{root / 'reading' / 'demo.sql'}:16: ")
 
 
 def test_detector_needs_the_envelope_columns(tmp_path):
     text = (GOOD.replace("reading.demo", "catalog.demo").replace("kind: reading", "kind: detector")
             .replace("kineto_reading_demo", "kineto_catalog_demo")
-            .replace("-- needs: none", "-- needs: none\n-- signature: s\n-- confirming: c\n-- fix: f"))
-    problems = _lint_one(tmp_path, "catalog/demo.sql", text)
+            .replace("-- needs: none", DETECTOR_DOC))
+    problems = _lint_one(tmp_path, "catalog/demo.sql", text, FIRING_CASE)
     assert any("a detector's output starts with ts TIMESTAMP, dur DURATION" in p for p in problems), problems
+
+
+DETECTOR_DOC = ("-- needs: none\n-- signature: s\n-- confirming: c\n-- cost: t\n-- false_positives: p\n"
+                "-- example: fires\n-- fix: f")
+DETECTOR = (GOOD.replace("reading.demo", "catalog.demo").replace("kind: reading", "kind: detector")
+            .replace("kineto_reading_demo", "kineto_catalog_demo").replace("-- needs: none", DETECTOR_DOC))
+
+
+@pytest.mark.parametrize(("edit", "tests", "message"), [
+    (("-- title: Demo", "-- title: TODO name it"), FIRING_CASE, "replace the TODO"),
+    (("-- example: fires", "-- example: other"), FIRING_CASE, "example 'other' is not a case of demo.test.toml"),
+    (("-- cost: t\n", ""), FIRING_CASE, "a detector needs `-- cost: ...`"),
+    (("-- example: fires\n", ""), FIRING_CASE, "a detector needs `-- example: ...`"),
+    (("", ""), GOOD_TESTS, "catalog.demo has no [[case]] that fires"),
+    (("", ""), FIRING_CASE.replace("expect_count = 1", "expect_count = 0"), "is a case that does not fire"),
+    (("", ""), None, "no test file demo.test.toml beside the rule"),
+])
+def test_lint_holds_a_detector_to_its_doc_page_and_a_firing_case(tmp_path, edit, tests, message):
+    problems = _lint_one(tmp_path, "catalog/demo.sql", DETECTOR.replace(*edit), tests)
+    assert any(message in p for p in problems), problems
+
+
+def test_a_documented_detector_with_a_firing_case_passes_those_checks(tmp_path):
+    problems = _lint_one(tmp_path, "catalog/demo.sql", DETECTOR, FIRING_CASE)
+    assert not any("TODO" in p or "example" in p or "fires" in p or "needs `--" in p for p in problems), problems
 
 
 def test_update_lock_refuses_a_forgotten_bump(tmp_path):
@@ -149,13 +185,44 @@ def test_update_lock_refuses_a_forgotten_bump(tmp_path):
     (root / "reading").mkdir(parents=True)
     query = root / "reading" / "demo.sql"
     query.write_text(GOOD)
-    lock = tmp_path / "versions.lock"
-    cat = lambda: load_catalog(root)  # noqa: E731
-    assert versions.update_lock(cat(), lock) == []
-    query.write_text(GOOD.replace("LIMIT $top_n", "LIMIT $top_n + 1"))
-    [issue] = versions.lock_issues(cat(), lock)
-    assert "bump `-- version:` to 2" in issue.message
-    assert versions.update_lock(cat(), lock) != []
-    query.write_text(GOOD.replace("LIMIT $top_n", "LIMIT $top_n + 1").replace("version: 1", "version: 2"))
-    assert versions.update_lock(cat(), lock) == []
-    assert versions.lock_issues(cat(), lock) == []
+    assert [i.message for i in versions.lock_issues(root)] == [
+        "not locked yet; run `kineto-sql lint --update-lock reading.demo`"]
+    assert versions.update_lock(root) == []
+    assert "-- locked: 1 " in query.read_text() and versions.lock_issues(root) == []
+    query.write_text(query.read_text().replace("LIMIT $top_n", "LIMIT $top_n + 1"))
+    [issue] = versions.lock_issues(root)
+    assert "bump `-- version:` to 2" in issue.message and issue.needs_bump
+    assert versions.update_lock(root) != []
+    query.write_text(query.read_text().replace("version: 1", "version: 2"))
+    assert versions.update_lock(root) == []
+    assert versions.lock_issues(root) == []
+    assert "-- locked: 2 " in query.read_text()
+
+
+def test_a_lib_change_bumps_only_the_lib_module_and_a_changed_case_bumps_the_rule(tmp_path):
+    root = tmp_path / "kineto"
+    (root / "lib").mkdir(parents=True)
+    (root / "reading").mkdir(parents=True)
+    lib = root / "lib" / "names.sql"
+    lib.write_text("-- version: 1\n\n-- Names.\nCREATE OR REPLACE PERFETTO TABLE kineto_names(\n  -- A name.\n"
+                   "  name STRING\n) AS\nSELECT name FROM slice;\n")
+    query = root / "reading" / "demo.sql"
+    query.write_text(GOOD.replace("-- The demo.", "INCLUDE PERFETTO MODULE kineto.lib.names;\n\n-- The demo."))
+    case = root / "reading" / "demo.test.toml"
+    case.write_text('[[case]]\nname = "one"\nevents = []\nexpect_count = 0\n')
+    assert versions.update_lock(root) == []
+    assert "-- lib: lib.names@1" in query.read_text() and "-- cases: one=" in query.read_text()
+    lib.write_text(lib.read_text().replace("FROM slice", "FROM slice WHERE dur > 0"))
+    assert [(i.id, i.needs_bump) for i in versions.lock_issues(root)] == [("lib.names", True)]
+    lib.write_text(lib.read_text().replace("version: 1", "version: 2"))
+    assert versions.update_lock(root, ["lib.names"]) == []
+    [issue] = versions.lock_issues(root)
+    assert issue.id == "reading.demo" and not issue.needs_bump and "lib.names@1 -> lib.names@2" in issue.message
+    assert versions.update_lock(root) == []
+    case.write_text(case.read_text() + '\n[[case]]\nname = "two"\nevents = []\nexpect_count = 0\n')
+    [issue] = versions.lock_issues(root)
+    assert not issue.needs_bump
+    assert versions.update_lock(root) == []
+    case.write_text(case.read_text().replace("expect_count = 0", "expect_count = 1", 1))
+    [issue] = versions.lock_issues(root)
+    assert issue.needs_bump and "case(s) one changed" in issue.message

@@ -41,6 +41,26 @@ def test_no_test_file_without_its_rule():
     assert orphans == []
 
 
+def test_redirects_never_reuse_an_id_and_point_at_live_queries():
+    live = set(CATALOG.ids())
+    reused = sorted(old for old, _ in CATALOG.redirects if old in live)
+    dangling = sorted(f"{old} -> {new}" for old, new in CATALOG.redirects
+                      if "." in new and " " not in new and new not in live)
+    assert (reused, dangling) == ([], [])
+
+
+def test_an_old_id_says_where_it_went():
+    from kineto_sql.catalog import Catalog
+    from kineto_sql.errors import QueryError
+
+    spec = CATALOG.specs[0]
+    moved = Catalog((spec,), (), (("catalog.old_name", spec.id), ("catalog.gone", "merged into nothing")))
+    with pytest.raises(QueryError, match=f"catalog.old_name was renamed to {spec.id}"):
+        moved.get("catalog.old_name")
+    with pytest.raises(QueryError, match="catalog.gone was removed: merged into nothing"):
+        moved.get("catalog.gone")
+
+
 def _build(tmp_path: Path, case: RowCase) -> Path:
     if case.trace_json is not None:
         path = tmp_path / "case.json.gz"

@@ -2,19 +2,23 @@
 -- version: 1
 -- kind: detector
 -- title: TODO one line naming the bad pattern (not the fix)
--- source: TODO seed and section, e.g. seed 000 section 3, major faults row N
+-- source: TODO where the rule comes from (seed and section, a paper, a reading of a trace)
 -- signature: TODO what the fault looks like in the trace
 -- confirming: TODO the number a person checks to confirm a finding
+-- cost: TODO why it costs step time, and how impact_dur estimates that time
+-- false_positives: TODO where it fires although nothing is wrong, and how to tell
+-- example: TODO the name of a case of __NAME__.test.toml that fires
 -- fix: TODO the fix direction
 -- needs: cpu_ops
--- param min_dur LONG 1000000: TODO an op at least this long (ns) is a finding
+-- status: preview
+-- default min_dur: 1ms
 
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 
 -- TODO say what one row is: one finding per ... . Silent (no rows) when the fault is absent.
 CREATE OR REPLACE PERFETTO FUNCTION __ENTRYPOINT__(
-  -- TODO describe the threshold.
-  min_dur LONG
+  -- TODO an op at least this long (ns; give the default as 1ms, 500us ...) is a finding.
+  min_dur DURATION
 )
 RETURNS TABLE(
   -- When the finding starts.

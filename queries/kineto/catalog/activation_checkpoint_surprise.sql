@@ -9,12 +9,24 @@
 --   checkpointing; or checkpoint frames (torch/utils/checkpoint.py) with no recompute in backward.
 -- confirming: forward ops inside backward vs the same ops in the forward pass (recompute ratio ~1 for full
 --   coverage), and the recompute time as a share of backward.
+-- cost: recomputing a forward block inside backward costs roughly that block's forward time again every step;
+--   when it was not intended, the memory it saves buys nothing. impact_dur is the recompute ops' time.
+-- false_positives: checkpointing enabled on purpose (set expect_recompute TRUE); ops that backward
+--   legitimately calls with forward names (a custom autograd Function re-running a layer) look the same.
+-- example: activation_checkpoint_recompute_present_1
 -- fix: fix checkpoint() coverage: remove it where memory allows (recompute costs ~1 extra forward), or
 --   wrap the blocks you meant to (use_reentrant=False; selective checkpointing policies).
 -- needs: steps, cpu_ops
--- param min_recompute_ops LONG 2: forward-shaped ops inside backward per step that count as recompute
--- param expect_recompute BOOL FALSE: TRUE when you enabled checkpointing on purpose: recompute is then
---   expected and only its absence fires
+-- status: stable
+-- catalog_row: major.activation_checkpointing_surprise
+-- default min_recompute_ops: 2
+-- default expect_recompute: FALSE
+-- locked: 1 24fc84674be901a3
+-- lib: lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1 lib.steps@1
+-- cases: activation_checkpoint_recompute_present_1=f26d69c3
+--   activation_checkpoint_recompute_present_2=95fdcaca
+--   activation_checkpoint_expected_recompute_and_missing_1=1422c1e7
+--   activation_checkpoint_expected_recompute_and_missing_2=50e6c94c
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
@@ -74,9 +86,9 @@ GROUP BY origin_utid, grp;
 
 -- One row per step with unexpected recompute, or with checkpoint frames but no recompute.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_activation_checkpoint_surprise(
-  -- Forward-shaped ops inside backward that count as recompute.
+  -- Forward-shaped ops inside backward per step that count as recompute.
   min_recompute_ops LONG,
-  -- TRUE when checkpointing is on purpose.
+  -- TRUE when you enabled checkpointing on purpose: recompute is then expected and only its absence fires.
   expect_recompute BOOL
 )
 RETURNS TABLE(

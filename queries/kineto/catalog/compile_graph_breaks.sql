@@ -8,10 +8,22 @@
 --   ATen ops between the compiled graphs.
 -- confirming: per step: compiled calls, nested (resumed) regions = graph breaks, distinct frame ids, and
 --   the eager ATen ops outside every `## Call CompiledFxGraph` inside the compiled call.
+-- cost: every break ends a compiled graph: the ops between graphs run eagerly (one launch each, no fusion),
+--   and each resume adds guard checks and a graph call. impact_dur is the eager time between the compiled
+--   regions.
+-- false_positives: a model that compiles only part of its code on purpose (torch.compile on a submodule)
+--   shows eager ops between regions without a break; nested regions from separately compiled submodules
+--   called in sequence are not breaks.
+-- example: nested_region_is_a_break_1
 -- fix: TORCH_LOGS=graph_breaks to name each break; remove .item()/print/data-dependent python control flow
 --   from the compiled function, or torch._dynamo.allow_in_graph / custom ops for the offending call.
 -- needs: steps, compile
--- param min_breaks LONG 1: graph breaks (resumed regions) per step that fire
+-- status: stable
+-- catalog_row: minor.torch_compile_graph_break
+-- default min_breaks: 1
+-- locked: 1 fe3a41d61b616479
+-- lib: lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1 lib.steps@1
+-- cases: nested_region_is_a_break_1=b9d7267a nested_region_is_a_break_2=c946fc87
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
@@ -61,7 +73,7 @@ FROM regions AS r;
 
 -- One row per step with graph breaks.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_compile_graph_breaks(
-  -- Graph breaks per step that fire.
+  -- Graph breaks (resumed regions) per step that fire.
   min_breaks LONG
 )
 RETURNS TABLE(

@@ -7,9 +7,19 @@
 --   correlation id: the captured graph shows as one opaque blob; per-op attribution inside is gone.
 -- confirming: per step: graph launches, the kernels they ran and their GPU time, that time's share of
 --   the step's kernel time (the part no ATen op explains).
+-- cost: it costs no time by itself (graphs remove launch overhead); it makes the per-op device attribution of
+--   the graphed region disappear, so other rules under-count there. impact_dur is 0: a reading warning, not a
+--   fault.
+-- false_positives: none as a detection (a graph launch is unambiguous); it is informational and fires on
+--   every graphed capture.
+-- example: one_launch_many_kernels
 -- fix: expected, not a bug: attribute before graphing (profile the same step eagerly, or with the graph
 --   capture disabled), then graph it.
 -- needs: none
+-- status: stable
+-- locked: 2 9050f0cee45d5d3b
+-- lib: lib.event_categories@1 lib.kernels@1 lib.launches@1 lib.steps@1
+-- cases: one_launch_many_kernels=463aaac4 eager_is_silent=b26baf6b
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;

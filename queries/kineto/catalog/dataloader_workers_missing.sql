@@ -6,17 +6,28 @@
 -- signature: wide enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__ calls with nothing inside:
 --   the batches are built in worker processes the profiler does not record, so the step only shows the wait.
 -- confirming: next() time as a share of the step with the multiprocessing iterator; no dataset ops inside.
+-- cost: the step waits for batches built in worker processes the profiler does not record: the wait is real
+--   step time (impact_dur is the next() time), and its cause cannot be read from this trace.
+-- false_positives: a first step that waits for the workers to start; a loader that prefetches but is briefly
+--   slowed by disk or network; both show as next() latency without being a missing-workers fault.
+-- example: threshold_2
 -- fix: profile a worker separately (py-spy dump/record on the worker pid, or a profiler inside
 --   worker_init_fn) to see why it is slow; then more workers, prefetch_factor, cheaper per-sample work.
 -- needs: steps
--- param min_share_pct DOUBLE 10: next() waits at or above this % of the step fire (a prefetching loader
---   that keeps up returns in well under 1 % of the step)
+-- status: stable
+-- default min_share_pct: 10
+-- locked: 1 60bec45c09133709
+-- lib: lib.dataloader@1 lib.dataloader_steps@1 lib.device_busy@1 lib.event_categories@1 lib.kernels@1
+--   lib.steps@1 lib.stream_busy@1
+-- cases: input_bound_leaves_worker_waits_to_workers_missing_2=95e4c291 threshold_1=cf16ecbc
+--   threshold_2=e1e92e75
 
 INCLUDE PERFETTO MODULE kineto.lib.dataloader_steps;
 
 -- One row per step whose wait on DataLoader workers takes at least min_share_pct of the step.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_dataloader_workers_missing(
-  -- next() share of the step that fires, in %.
+  -- Next() waits at or above this % of the step fire (a prefetching loader that keeps up returns in well
+  -- under 1 % of the step)
   min_share_pct DOUBLE
 )
 RETURNS TABLE(

@@ -6,14 +6,23 @@
 -- signature: periodic all-thread gaps with no op and no CUDA API activity on any thread, with Python GC
 --   (record_python_gc_info `Python GC` events, gc.collect frames) inside them.
 -- confirming: gc events per step and their time; the longest all-thread gap of the step.
+-- cost: a GC pass stops every Python thread, so the host stops launching and the device drains: the pause is
+--   step time (impact_dur is the GC time inside steps).
+-- false_positives: a gap without GC evidence stays silent by default (pure-Python bookkeeping leaves the same
+--   gap); a GC pass in a step that is device-bound anyway may cost less than its length.
+-- example: at_threshold_1
 -- fix: gc.disable() / gc.freeze() around the training loop (collect between steps or every N steps), fewer
 --   cyclic temporaries; move logging and bookkeeping off the training thread.
 -- needs: steps, cpu_ops
--- param min_gc_ms DOUBLE 1: GC time per step that fires, ms
--- param min_gap_ms DOUBLE 5: an all-thread gap at least this long is reported (and, with
---   gaps_without_gc, fires on its own)
--- param gaps_without_gc BOOL FALSE: also fire on gaps with no GC evidence. Off by default: pure-Python
---   work (bookkeeping, tokenization) leaves the same gap with GC off (the golden fixed twin does)
+-- status: stable
+-- catalog_row: major.gc_gil_stall, major.gc_stall
+-- default min_gc_ms: 1
+-- default min_gap_ms: 5
+-- default gaps_without_gc: FALSE
+-- locked: 1 790b6ae1308bb0a9
+-- lib: lib.event_categories@1 lib.steps@1
+-- cases: at_threshold_1=a9d81d9b at_threshold_2=b71ae947 gap_without_gc_only_on_request_1=32766a18
+--   gap_without_gc_only_on_request_2=25c79bcc
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
@@ -64,9 +73,10 @@ GROUP BY upid, grp;
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_gc_gil_stall(
   -- GC time per step that fires, ms.
   min_gc_ms DOUBLE,
-  -- Gap length reported, ms.
+  -- An all-thread gap at least this long is reported (and, with gaps_without_gc, fires on its own)
   min_gap_ms DOUBLE,
-  -- Fire on gaps without GC evidence too.
+  -- Also fire on gaps with no GC evidence. Off by default: pure-Python work (bookkeeping, tokenization)
+  -- leaves the same gap with GC off (the golden fixed twin does)
   gaps_without_gc BOOL
 )
 RETURNS TABLE(

@@ -7,11 +7,20 @@
 --   fp16 run (record_shapes `Input type`), their kernels without tensor-core tags.
 -- confirming: per step, fp32 GEMM ops next to low-precision GEMM ops (dtype from record_shapes), the
 --   up-casts (low precision -> float) that feed them, and the fp32 GEMM kernels lacking tensor-core names.
+-- cost: an fp32 GEMM in a bf16/fp16 run runs without tensor cores (several times slower) and the casts around
+--   it add copies and kernels. impact_dur is the fp32 GEMM time plus the up-cast time.
+-- false_positives: a layer kept in fp32 on purpose (loss, norm statistics, a final projection for stability)
+--   looks the same.
+-- example: fp32_gemm_in_bf16_run
 -- fix: fix the autocast scope (no autocast(enabled=False) islands, no .float() inside the region); keep
 --   master-weight casts out of the hot loop; cast once, outside the step.
 -- needs: steps, cpu_ops
--- param min_fp32_gemms LONG 1: a step fires with at least this many fp32 GEMMs (when it also runs
---   bf16/fp16 GEMMs: a pure fp32 run is a choice, not a cast leak)
+-- status: stable
+-- catalog_row: major.implicit_dtype_casts
+-- default min_fp32_gemms: 1
+-- locked: 1 e5f1382e7e519cca
+-- lib: lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1 lib.kernels@1 lib.launches@1 lib.steps@1
+-- cases: fp32_gemm_in_bf16_run=24d5b547 pure_fp32_run_is_silent=7c9f5379
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
@@ -50,7 +59,8 @@ WHERE
 
 -- One row per step running fp32 GEMMs next to bf16/fp16 ones.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_implicit_dtype_casts(
-  -- fp32 GEMMs per step that fire.
+  -- A step fires with at least this many fp32 GEMMs (when it also runs bf16/fp16 GEMMs: a pure fp32 run is a
+  -- choice, not a cast leak)
   min_fp32_gemms LONG
 )
 RETURNS TABLE(

@@ -6,22 +6,33 @@
 -- signature: ProfilerStep opens with a wide enumerate(DataLoader)#...__next__ frame while the GPU is empty;
 --   the loading work (decode, augment) runs inside the call, in the profiled process.
 -- confirming: DataLoader next() time as a share of the step, and the GPU busy share meanwhile (near 0).
+-- cost: the step waits in next() while the main process decodes and augments: the GPU idles for that time
+--   (impact_dur is the next() time not overlapped by device work).
+-- false_positives: a first step that includes loader start-up; an iterable dataset that streams over the
+--   network where the wait is I/O, not CPU work (the fix differs).
+-- example: at_share_threshold_1
 -- fix: DataLoader workers (num_workers > 0), prefetch_factor, pin_memory, pre-decoded / cached inputs;
 --   move per-sample work off the training process.
 -- needs: steps
--- param min_share_pct DOUBLE 30: next() time at or above this % of the step fires (the fixed twin with
---   prefetching workers stays under 1 %, the planted main-process loader is above 60 %)
--- param max_gpu_busy_pct DOUBLE 50: GPU busy above this % of the next() time means the load overlapped
---   device work, which is not input-bound
+-- status: stable
+-- catalog_row: major.input_bound_step
+-- default min_share_pct: 30
+-- default max_gpu_busy_pct: 50
+-- locked: 1 bc00a12fa5b78784
+-- lib: lib.dataloader@1 lib.dataloader_steps@1 lib.device_busy@1 lib.event_categories@1 lib.kernels@1
+--   lib.steps@1 lib.stream_busy@1
+-- cases: at_share_threshold_1=7d28ab96 at_share_threshold_2=aa5485c1
+--   leaves_worker_waits_to_workers_missing_1=d61a111d
 
 INCLUDE PERFETTO MODULE kineto.lib.dataloader_steps;
 
 -- One row per step whose in-process DataLoader next() takes at least min_share_pct of the step.
 -- Waits on worker processes (_MultiProcessingDataLoaderIter) are catalog.dataloader_workers_missing.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_input_bound(
-  -- next() share of the step that fires, in %.
+  -- Next() time at or above this % of the step fires (the fixed twin with prefetching workers stays under 1
+  -- %, the planted main-process loader is above 60 %)
   min_share_pct DOUBLE,
-  -- GPU busy share of the next() time above which the step is not input-bound, in %.
+  -- GPU busy above this % of the next() time means the load overlapped device work, which is not input-bound.
   max_gpu_busy_pct DOUBLE
 )
 RETURNS TABLE(

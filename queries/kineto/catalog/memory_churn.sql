@@ -8,27 +8,38 @@
 --   sizes every step); peak near capacity.
 -- confirming: per step: malloc/free runtime calls and their time, reserved-memory changes, large CPU
 --   allocations and their distinct sizes, the allocated sawtooth amplitude, reserved minus allocated.
+-- cost: cudaMalloc / cudaFree synchronize the device and take milliseconds; system allocations of many MB
+--   page-fault on first touch. impact_dur is the host time in malloc/free runtime calls (0 when only
+--   allocator events show the churn).
+-- false_positives: the first steps while the caching allocator warms up; a deliberate
+--   torch.cuda.empty_cache() between phases.
+-- example: runtime_malloc_mid_step
 -- fix: static shapes (pad / bucket), expandable_segments:True, preallocate and reuse buffers (out=),
 --   no torch.cuda.empty_cache() in the loop.
 -- needs: steps
--- param min_runtime_calls LONG 1: malloc/free runtime calls per step that fire (the caching allocator makes
---   none once warm)
--- param min_reserved_changes LONG 1: device reserved-memory changes per step that fire
--- param min_alloc_mb DOUBLE 1: a CPU allocation of at least this many MB goes to the system allocator
--- param min_cpu_large_allocs LONG 4: large CPU allocations per step that fire, with at least 2 distinct sizes
+-- status: stable
+-- catalog_row: major.memory_churn
+-- default min_runtime_calls: 1
+-- default min_reserved_changes: 1
+-- default min_alloc_mb: 1
+-- default min_cpu_large_allocs: 4
+-- locked: 1 a165d4187a8670e5
+-- lib: lib.event_categories@1 lib.memory@1 lib.steps@1
+-- cases: runtime_malloc_mid_step=deb8073f cpu_large_allocs_threshold_1=6607ffcc
+--   cpu_large_allocs_threshold_2=975176a3
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.memory;
 
 -- One row per step with allocator churn.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_memory_churn(
-  -- Runtime malloc/free calls per step that fire.
+  -- Malloc/free runtime calls per step that fire (the caching allocator makes none once warm)
   min_runtime_calls LONG,
-  -- Reserved-memory changes per step that fire.
+  -- Device reserved-memory changes per step that fire.
   min_reserved_changes LONG,
-  -- Large CPU allocation cutoff, MB.
+  -- A CPU allocation of at least this many MB goes to the system allocator.
   min_alloc_mb DOUBLE,
-  -- Large CPU allocations per step that fire.
+  -- Large CPU allocations per step that fire, with at least 2 distinct sizes.
   min_cpu_large_allocs LONG
 )
 RETURNS TABLE(

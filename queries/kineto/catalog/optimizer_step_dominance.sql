@@ -7,13 +7,22 @@
 --   per parameter tensor) inside `Optimizer.step#<Opt>.step`.
 -- confirming: optimizer share of the step; tiny ops per step; foreach / fused flags off (no
 --   aten::_foreach_* / aten::_fused_* ops in the optimizer step).
+-- cost: a per-parameter optimizer launches several tiny ops per tensor: thousands of launches whose overhead,
+--   not the math, is the optimizer time (impact_dur is the optimizer step's time).
+-- false_positives: a model with few, large parameters where the optimizer is legitimately heavy (the small-op
+--   count stays low); an optimizer that is per-parameter by design (some sparse optimizers).
+-- example: at_threshold_1
 -- fix: fused=True or foreach=True (Adam/AdamW/SGD), or an FSDP / ZeRO sharded step; fewer, larger
 --   parameter tensors.
 -- needs: steps, cpu_ops
--- param min_share_pct DOUBLE 25: the optimizer step takes at least this % of the ProfilerStep
--- param min_small_ops LONG 500: and runs at least this many ops (seed: thousands of tiny per-param ops; a
---   fused / foreach step runs a handful)
--- param max_op_us DOUBLE 50: an op shorter than this (us) is tiny
+-- status: stable
+-- catalog_row: major.optimizer_step_dominance
+-- default min_share_pct: 25
+-- default min_small_ops: 500
+-- default max_op_us: 50
+-- locked: 1 5e5a8833c438c100
+-- lib: lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1 lib.steps@1
+-- cases: at_threshold_1=57326a72 at_threshold_2=2736479f fused_is_silent=a94f2b5b
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
@@ -23,11 +32,12 @@ INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 
 -- One row per Optimizer.step annotation that dominates its step.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_optimizer_step_dominance(
-  -- Optimizer share of the step that fires, %.
+  -- The optimizer step takes at least this % of the ProfilerStep.
   min_share_pct DOUBLE,
-  -- Tiny ops inside the optimizer step that fire.
+  -- And runs at least this many ops (seed: thousands of tiny per-param ops; a fused / foreach step runs a
+  -- handful)
   min_small_ops LONG,
-  -- Tiny-op cutoff, us.
+  -- An op shorter than this (us) is tiny.
   max_op_us DOUBLE
 )
 RETURNS TABLE(

@@ -7,19 +7,29 @@
 --   wider than the rest; torch.compile compiling inside a step) or captures fewer than 3 steps.
 -- confirming: step count; first-step width vs the median of the others; ProfilerStep#0 present;
 --   dynamo / inductor compile frames inside a step.
+-- cost: a cold or compile step in the active window inflates every average taken from the capture; fewer than
+--   3 steps leave no steady state to compare. impact_dur is the excess of the cold step over the median.
+-- false_positives: a capture of inference or a single request (one step is the whole story); a first step
+--   that is wide because the data really differs (the longest sequence first).
+-- example: few_steps_and_step_zero
 -- fix: schedule(wait>=1, warmup>=1, active>=3): wait past warmup and compilation, capture at least 3 steps.
 -- needs: steps
--- param min_steps LONG 3: fewer captured steps than this fires (seed: capture >= 3 steps)
--- param cold_ratio DOUBLE 2: a first step at least this many times the median of the other steps is cold
---   (warm CPU steps jitter up to ~1.6x on a shared machine; the golden cold step 0 is 2.6x)
+-- status: stable
+-- catalog_row: minor.profiler_schedule_distortion
+-- default min_steps: 3
+-- default cold_ratio: 2
+-- locked: 1 1bfa1e6ff112f723
+-- lib: lib.event_categories@1 lib.steps@1
+-- cases: few_steps_and_step_zero=d02d79d2 cold_ratio_1=b3351eff cold_ratio_2=fcb0fabb
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 
 -- One row per distortion found (kinds: few_steps, step_zero, cold_first_step, compile_step).
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_schedule_distortion(
-  -- Minimum steps for a usable capture.
+  -- Fewer captured steps than this fires (seed: capture >= 3 steps)
   min_steps LONG,
-  -- First-step / median-of-the-rest ratio that is cold.
+  -- A first step at least this many times the median of the other steps is cold (warm CPU steps jitter up to
+  -- ~1.6x on a shared machine; the golden cold step 0 is 2.6x)
   cold_ratio DOUBLE
 )
 RETURNS TABLE(

@@ -7,20 +7,25 @@
 --   is denser than the GPU row, with gaps between kernels.
 -- confirming: ops per step; CPU launch time close to GPU busy time (launch-bound); median kernel
 --   duration and the fraction of kernels under 10 us.
+-- cost: each tiny op costs host dispatch and a launch (several us) for a kernel that runs for less: the host,
+--   not the device, sets the pace and the GPU idles between kernels (impact_dur: step width minus GPU busy).
+-- false_positives: a step whose GPU is busy anyway stays silent (max_gpu_busy_pct); a CPU-only trainer of a
+--   small model fires because its many small ops are genuine CPU work, not launch overhead.
+-- example: at_threshold_1
 -- fix: torch.compile (fusion), fused optimizers and fused norms/activations, larger per-op work (batch
 --   or fuse small tensors), CUDA graphs for a fixed-shape step.
 -- needs: steps, cpu_ops
--- param max_op_us DOUBLE 50: an ATen op shorter than this (us) is small (seed: sub-50 us)
--- param min_small_ops LONG 1000: a step fires with at least this many small ops, nested ATen calls included
---   (seed: hundreds of python-level ops per step, each dispatching ~3-4 ATen events; the golden eager storm
---   has 1391 vs 25 compiled, plain small-MLP training steps 350-650)
--- param min_launch_ratio DOUBLE 0.5: with GPU work, the step fires only when the host time spent in launch
---   calls is at least this fraction of the GPU busy time (seed: CPU launch time ~ GPU busy time); a
---   compute-bound step (GPU busy far above launch time) stays silent
--- param max_gpu_busy_pct DOUBLE 80: with GPU work, a step whose GPU is busy above this % of its width is
---   compute-bound, not starved (launch calls then block on a full queue and look long), and stays silent
--- param min_cpu_self_pct DOUBLE 10: without GPU work, the small ops' self time must be at least this % of
---   the step (golden eager storm 25-43 %; a CPU trainer whose step is dominated by big ops stays silent)
+-- status: stable
+-- catalog_row: major.eager_small_op_storm
+-- default max_op_us: 50
+-- default min_small_ops: 1000
+-- default min_launch_ratio: 0.5
+-- default max_gpu_busy_pct: 80
+-- default min_cpu_self_pct: 10
+-- locked: 2 ff9f545992a194f3
+-- lib: lib.cpu_ops@1 lib.device_busy@1 lib.event_categories@1 lib.host_tree@1 lib.kernels@1 lib.launches@1
+--   lib.steps@1 lib.stream_busy@1
+-- cases: at_threshold_1=efec92ec at_threshold_2=a904a466 compute_bound_gpu_is_silent=4dba9e0d
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
@@ -30,15 +35,21 @@ INCLUDE PERFETTO MODULE kineto.lib.device_busy;
 
 -- One row per step with a small-op storm.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_small_op_storm(
-  -- Small-op cutoff in us.
+  -- An ATen op shorter than this (us) is small (seed: sub-50 us)
   max_op_us DOUBLE,
-  -- Small ops per step that fire.
+  -- A step fires with at least this many small ops, nested ATen calls included (seed: hundreds of
+  -- python-level ops per step, each dispatching ~3-4 ATen events; the golden eager storm has 1391 vs 25
+  -- compiled, plain small-MLP training steps 350-650)
   min_small_ops LONG,
-  -- Launch time / GPU busy time needed to fire on GPU traces.
+  -- With GPU work, the step fires only when the host time spent in launch calls is at least this fraction of
+  -- the GPU busy time (seed: CPU launch time ~ GPU busy time); a compute-bound step (GPU busy far above
+  -- launch time) stays silent.
   min_launch_ratio DOUBLE,
-  -- GPU busy % of the step above which the step is compute-bound.
+  -- With GPU work, a step whose GPU is busy above this % of its width is compute-bound, not starved (launch
+  -- calls then block on a full queue and look long), and stays silent.
   max_gpu_busy_pct DOUBLE,
-  -- CPU-only traces: small-op self time as % of the step needed to fire.
+  -- Without GPU work, the small ops' self time must be at least this % of the step (golden eager storm 25-43
+  -- %; a CPU trainer whose step is dominated by big ops stays silent)
   min_cpu_self_pct DOUBLE
 )
 RETURNS TABLE(

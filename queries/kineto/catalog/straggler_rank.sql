@@ -9,13 +9,22 @@
 --   (kineto_sql/ranks.py) compares the per-rank quantities and names the straggler.
 -- confirming: per rank, per step: compute time, collective wait time, their ratio (HTA temporal breakdown
 --   per rank); the straggler is the rank with the longest compute and the shortest wait.
+-- cost: every rank waits in each collective for the slowest one: the slower rank's extra compute becomes the
+--   others' wait, every step. impact_dur is the time this rank waited beyond its own compute.
+-- false_positives: a rank whose collectives also carry real transfer time (large all-gathers on a slow link)
+--   waits without a straggler; uneven work by design (pipeline stages) looks the same.
+-- example: waiting_rank_fires_at_ratio_1
 -- fix: data imbalance (variable sequence length) -> packing / length-sorted batching per rank; uneven
 --   model partitioning -> rebalance; a slow host or GPU -> hardware check on the named rank.
 -- needs: steps, cpu_ops, distributed
--- param min_wait_to_compute DOUBLE 1.5: the rank fires when its collective wait is at least this many
---   times its own compute, summed over the steps (golden job: waiting ranks 1.6-2.1x, the straggler 0.6x,
---   an even job 0.8-1.3x)
--- param min_wait_pct DOUBLE 20: and the wait is at least this % of the step time
+-- status: stable
+-- catalog_row: major.straggler_rank
+-- default min_wait_to_compute: 1.5
+-- default min_wait_pct: 20
+-- locked: 2 d15a9daa512f1ec2
+-- lib: lib.collectives@1 lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1 lib.kernels@1 lib.launches@1
+--   lib.steps@1
+-- cases: waiting_rank_fires_at_ratio_1=2370340d waiting_rank_fires_at_ratio_2=c3c255b5
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
@@ -25,9 +34,10 @@ INCLUDE PERFETTO MODULE kineto.lib.collectives;
 
 -- One row for the whole capture of this rank (step NULL), with the per-step means, when the rank waits.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_straggler_rank(
-  -- Wait / compute ratio that fires.
+  -- The rank fires when its collective wait is at least this many times its own compute, summed over the
+  -- steps (golden job: waiting ranks 1.6-2.1x, the straggler 0.6x, an even job 0.8-1.3x)
   min_wait_to_compute DOUBLE,
-  -- Wait as % of step time that fires.
+  -- And the wait is at least this % of the step time.
   min_wait_pct DOUBLE
 )
 RETURNS TABLE(

@@ -9,10 +9,23 @@
 --   composite ops such as aten::std make inside their CPU kernels (kineto.lib.internal_reads).
 -- confirming: count per step >= 1; per step the ops that synced, the python line that called the first
 --   one (when stacks were recorded), and the GPU idle time that opened while the host waited.
+-- cost: a sync stops the host until the device queue drains: the host cannot run ahead, so every launch after
+--   it is exposed and the GPU idles while Python catches up. impact_dur is the GPU idle time that opened
+--   during the syncs (GPU traces), else the host time in the reads.
+-- false_positives: a sync once per step for logging a loss is often deliberate and cheap on a long step; on
+--   CPU-only captures the host reads cost nothing there and fire as a warning for the GPU run.
+-- example: counts_syncs_per_step
 -- fix: defer host reads (log every N steps), vectorize the condition on device (torch.where, masks),
 --   compute metrics asynchronously (non_blocking copies into pinned memory, read a step later).
 -- needs: none
--- param min_per_step LONG 1: a step fires with at least this many syncs (seed: count per step >= 1)
+-- status: stable
+-- catalog_row: major.sync_forcing_op
+-- default min_per_step: 1
+-- locked: 3 9c528060b23417e1
+-- lib: lib.cpu_ops@1 lib.device_busy@1 lib.event_categories@1 lib.gpu_idle@1 lib.host_tree@1
+--   lib.internal_reads@1 lib.kernels@1 lib.python_frames@1 lib.steps@1 lib.stream_busy@1
+-- cases: counts_syncs_per_step=b9a7418b threshold_1=a4c01742 threshold_2=edef7272
+--   cpu_only_host_reads=4e323cc1 internal_read_of_std_is_not_a_sync=7ea2c03e
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
@@ -153,7 +166,7 @@ FROM events AS e;
 -- One row per step (or one for the whole trace when it has no ProfilerStep) holding at least
 -- `min_per_step` host sync points.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_sync_forcing_op(
-  -- A step fires with at least this many syncs.
+  -- A step fires with at least this many syncs (seed: count per step >= 1)
   min_per_step LONG
 )
 RETURNS TABLE(

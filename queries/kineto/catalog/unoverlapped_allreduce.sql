@@ -7,12 +7,22 @@
 --   op/kernel of the step instead of running under it.
 -- confirming: overlap % of the collective time with backward compute near 0 (HTA comm-comp overlap for
 --   the tail buckets); share of the collective time that starts after backward ended.
+-- cost: gradient all-reduce that starts after backward adds its whole duration to the step; overlapped under
+--   backward (DDP buckets) it costs almost nothing. impact_dur is the collective time not under backward.
+-- false_positives: a single-bucket model (all gradients ready at the end); gradient accumulation steps that
+--   skip the sync; find_unused_parameters delaying buckets on purpose.
+-- example: after_backward
 -- fix: check gradient_as_bucket_view, bucket_cap_mb, static_graph, a stray no_sync() or a manual
 --   all_reduce after loss.backward(); let DDP's autograd hooks reduce buckets during backward.
 -- needs: steps, cpu_ops
--- param max_overlap_pct DOUBLE 10: the step fires when at most this % of its collective time overlaps
---   backward compute (seed: overlap % ~ 0)
--- param min_collective_pct DOUBLE 1: collective time under this % of the step is too small to matter
+-- status: stable
+-- catalog_row: major.unoverlapped_allreduce
+-- default max_overlap_pct: 10
+-- default min_collective_pct: 1
+-- locked: 1 1fd5537eb0a4db71
+-- lib: lib.backward_windows@1 lib.collectives@1 lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1
+--   lib.kernels@1 lib.launches@1 lib.steps@1
+-- cases: after_backward=9adf0339 overlap_threshold_1=9ae25637 overlap_threshold_2=c235f308
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
@@ -124,9 +134,9 @@ FROM comm AS c;
 
 -- One row per training step (it has a backward pass) whose collectives barely overlap backward.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_unoverlapped_allreduce(
-  -- Overlap % at or under which the step fires.
+  -- The step fires when at most this % of its collective time overlaps backward compute (seed: overlap % ~ 0)
   max_overlap_pct DOUBLE,
-  -- Collective time as % of the step needed to matter.
+  -- Collective time under this % of the step is too small to matter.
   min_collective_pct DOUBLE
 )
 RETURNS TABLE(

@@ -7,20 +7,30 @@
 --   profiler traced every Python call, a 2-3x CPU-side slowdown on Python-heavy steps.
 -- confirming: python frames per step and the estimated tracing cost (frames x per-frame cost) as a share
 --   of the step.
+-- cost: recording every Python frame slows the host 2-3x on Python-heavy steps, so the capture's step times
+--   and host-bound readings are inflated (impact_dur is the estimated tracing cost).
+-- false_positives: a capture taken with stacks on purpose to find a line of code: the finding is then a
+--   reminder not to read timings from it.
+-- example: threshold_1
 -- fix: two captures, two purposes: with_stack=True for attribution, with_stack=False (and no
 --   record_shapes/profile_memory) for timing.
 -- needs: steps
--- param frame_cost_us DOUBLE 1: estimated tracing cost per recorded python frame or stacked op, us
--- param min_overhead_pct DOUBLE 20: an estimated overhead at or above this % of the step fires (a fifth of the
---   step: timing from such a capture is misleading; light stacks, ~500 frames in a 7 ms step, stay under)
+-- status: stable
+-- catalog_row: minor.with_stack_overhead
+-- default frame_cost_us: 1
+-- default min_overhead_pct: 20
+-- locked: 1 11330916ea935599
+-- lib: lib.event_categories@1 lib.steps@1
+-- cases: threshold_1=da4767bd threshold_2=9f6a89ee
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 
 -- One row per step whose estimated stack-tracing overhead is material.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_with_stack_overhead(
-  -- Estimated cost per frame, us.
+  -- Estimated tracing cost per recorded python frame or stacked op, us.
   frame_cost_us DOUBLE,
-  -- Overhead share of the step that fires, %.
+  -- An estimated overhead at or above this % of the step fires (a fifth of the step: timing from such a
+  -- capture is misleading; light stacks, ~500 frames in a 7 ms step, stay under)
   min_overhead_pct DOUBLE
 )
 RETURNS TABLE(

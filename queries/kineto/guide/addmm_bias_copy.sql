@@ -4,6 +4,9 @@
 -- title: addmm bias copy: the copy that seeds the output with the bias before the GEMM (Memcpy DtoD before a GEMM)
 -- source: seed 001 "Dispatcher-Level Fusion" and summary table "Memcpy DtoD before GEMM"
 -- needs: cpu_ops
+-- status: stable
+-- locked: 1 2dff77934ac147e0
+-- lib: lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1 lib.kernels@1 lib.launches@1 lib.steps@1
 
 -- torch.compile fuses matmul + add into one aten::addmm at the dispatcher level, not in a kernel: addmm
 -- first copies the bias into the output (aten::copy_ under aten::addmm; on the GPU a Memcpy DtoD or a

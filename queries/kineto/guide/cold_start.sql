@@ -4,7 +4,10 @@
 -- title: Cold start: is the first step wider than the median of the rest, by how much, and why
 -- source: seed 001 "Key CPU Lane Indicators: Cold-Start Overhead"; seed 000 section 3 minor (profiler schedule distortion)
 -- needs: steps, cpu_ops
--- param cold_factor DOUBLE 1.5: the first step is cold when at least this many times the median of the other steps
+-- status: stable
+-- default cold_factor: 1.5
+-- locked: 1 a9092185139eb1e0
+-- lib: lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1 lib.memory@1 lib.steps@1
 
 -- Compares the first ProfilerStep of each process with the median width of its other steps (at least
 -- two steps are needed). The why columns count, in the first step and per other step, what one-time
@@ -82,7 +85,7 @@ FROM kineto_steps AS st;
 
 -- One row per process with at least two steps.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_guide_cold_start(
-  -- Factor over the median of the other steps from which the first step is cold.
+  -- The first step is cold when at least this many times the median of the other steps.
   cold_factor DOUBLE
 )
 RETURNS TABLE(

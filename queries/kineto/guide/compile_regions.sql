@@ -4,6 +4,9 @@
 -- title: Compiled regions: Dynamo cache lookup, Torch-Compiled Region, AOTDispatcher prologue and CompiledFxGraph per call; CPU overhead vs device time
 -- source: seed 001 "The Impact of torch.compile: Runtime Architecture and Overhead"
 -- needs: compile
+-- status: stable
+-- locked: 1 8ac386ffecbd33f1
+-- lib: lib.event_categories@1 lib.kernels@1 lib.launches@1 lib.steps@1
 
 -- One row per `Torch-Compiled Region` call. The pieces are matched by time inside the caller's process
 -- (Kineto does not always nest them): the `TorchDynamo Cache Lookup` that ends last before the region

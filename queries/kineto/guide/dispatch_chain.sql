@@ -4,8 +4,11 @@
 -- title: Dispatch chain: python frame -> record_function -> ATen op -> sub-op -> runtime call -> kernel, one row per kernel
 -- source: seed 001 "Analyzing the CPU and GPU Dispatch Chain"
 -- needs: gpu, cpu_ops
--- param name STRING "aten::mm": GLOB pattern matched against the kernel name and every op in the chain
--- param max_rows LONG 50: at most this many kernels, earliest first
+-- status: stable
+-- default name: "aten::mm"
+-- default max_rows: 50
+-- locked: 1 2b02b148f0da6178
+-- lib: lib.event_categories@1 lib.kernels@1 lib.launches@1 lib.python_frames@1 lib.steps@1
 
 -- Walks each kernel back through its launch (args.correlation) to the ops above it. The chain column
 -- lists the innermost python frame, the innermost record_function annotation (ProfilerStep excluded),
@@ -18,9 +21,9 @@ INCLUDE PERFETTO MODULE kineto.lib.python_frames;
 
 -- One row per matching kernel.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_guide_dispatch_chain(
-  -- GLOB pattern over the kernel name and the op names of the chain.
+  -- GLOB pattern matched against the kernel name and every op in the chain.
   name STRING,
-  -- Row limit.
+  -- At most this many kernels, earliest first.
   max_rows LONG
 )
 RETURNS TABLE(

@@ -4,6 +4,9 @@
 -- title: Heavyweight launches: occupancy queries before a kernel launch, and the kernels they precede
 -- source: seed 001 "Key CPU Lane Indicators: CUDA Occupancy Queries / Resource-Light Kernels"
 -- needs: gpu
+-- status: stable
+-- locked: 1 cc7112ead38b3bbf
+-- lib: lib.event_categories@1 lib.kernels@1 lib.launches@1 lib.steps@1
 
 -- A cudaOccupancyMaxActiveBlocksPerMultiprocessor* (or hipOccupancy*) call is paired with the next launch
 -- on the same thread inside the same op: the kernel it precedes is heavyweight and adaptively launched

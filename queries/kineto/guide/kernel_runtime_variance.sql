@@ -4,8 +4,11 @@
 -- title: Kernel runtime variance: identical kernels (same name, grid and block) across steps
 -- source: seed 001 "Key GPU Lane Indicators: Runtime Variance"
 -- needs: gpu, steps
--- param min_count LONG 3: groups with fewer launches are left out
--- param cv_threshold DOUBLE 0.2: a coefficient of variation at or above this marks the group variable
+-- status: stable
+-- default min_count: 3
+-- default cv_threshold: 0.2
+-- locked: 1 cd7cbaecbc24eb2c
+-- lib: lib.event_categories@1 lib.kernels@1 lib.launches@1 lib.steps@1
 
 -- Groups device kernels launched inside steps by (name, grid, block, device); the coefficient of
 -- variation (stddev / mean of the duration) shows run-to-run variance of identical work: clocks,
@@ -17,9 +20,9 @@ INCLUDE PERFETTO MODULE kineto.lib.launches;
 
 -- One row per identical-kernel group, most total device time first.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_guide_kernel_runtime_variance(
-  -- Minimum launches per group.
+  -- Groups with fewer launches are left out.
   min_count LONG,
-  -- Coefficient of variation from which a group is variable.
+  -- A coefficient of variation at or above this marks the group variable.
   cv_threshold DOUBLE
 )
 RETURNS TABLE(

@@ -4,9 +4,12 @@
 -- title: Overhead-bound or compute-bound: self CPU total vs self device total, per step and per op
 -- source: seed 001 "Identifying Bottlenecks: Overhead-Bound vs. Compute-Bound"
 -- needs: steps, cpu_ops
--- param overhead_ratio DOUBLE 3: self CPU at least this many times self device time reads overhead-bound
--- param small_op_us DOUBLE 50: without device activity, outermost ATen calls shorter than this count as overhead-sized
--- param top_ops LONG 10: op rows to list (by self CPU plus self device time)
+-- status: stable
+-- default overhead_ratio: 3
+-- default small_op_us: 50
+-- default top_ops: 10
+-- locked: 1 4417156ccc0b2f29
+-- lib: lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1 lib.kernels@1 lib.launches@1 lib.steps@1
 
 -- Self CPU = self time of CPU ops, annotations and runtime calls (torch key_averages' Self CPU total);
 -- self device = device activities whose launch sits directly in the op (key_averages' Self CUDA). With
@@ -91,11 +94,11 @@ WHERE
 
 -- One row for the trace, one per step, and one per top op, each with the guide's reading.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_guide_overhead_vs_compute(
-  -- Self CPU / self device ratio from which a row reads overhead-bound.
+  -- Self CPU at least this many times self device time reads overhead-bound.
   overhead_ratio DOUBLE,
-  -- Without device activity: self time per call under which a call is overhead-sized, us.
+  -- Without device activity, outermost ATen calls shorter than this count as overhead-sized.
   small_op_us DOUBLE,
-  -- Number of op rows.
+  -- Op rows to list (by self CPU plus self device time)
   top_ops LONG
 )
 RETURNS TABLE(

@@ -4,6 +4,9 @@
 -- title: Profiler flush: the final device synchronize, reported as the profiler flushing, not a finding
 -- source: seed 001 "Key CPU Lane Indicators: Synchronization"
 -- needs: gpu
+-- status: stable
+-- locked: 1 1ed5ecba0432d795
+-- lib: lib.event_categories@1 lib.kernels@1 lib.launches@1 lib.steps@1
 
 -- The last cudaDeviceSynchronize / hipDeviceSynchronize of a process counts as the profiler's flush when
 -- no op starts and no kernel is launched after it on that process and it lies outside every

@@ -4,7 +4,10 @@
 -- title: Communication-computation overlap: % of communication time with a compute kernel running
 -- source: seed 000 section 4-5 (HTA comm-comp overlap per rank); research/peers.md 1.2
 -- needs: gpu
--- param hta_compat BOOL FALSE: TRUE = HTA 0.5.0's event set (stream != -1, last ProfilerStep dropped) and name rules (`^nccl.*Kernel` only); FALSE = kernels, memcpy and memset of the whole trace, any nccl/rccl kernel is communication
+-- status: stable
+-- default hta_compat: FALSE
+-- locked: 1 596a934e231f8e56
+-- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@1
 
 -- overlap_pct = 100 * |union(compute) intersect union(communication)| / |union(communication)|,
 -- HTA's definition (memory kernels ignored). No row when the trace has no communication kernels
@@ -14,7 +17,8 @@ INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
 
 -- One row: how much of the merged communication time overlaps merged compute time.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_comm_comp_overlap(
-  -- TRUE: HTA 0.5.0's event set and name rules; FALSE: device work of the whole trace.
+  -- TRUE = HTA 0.5.0's event set (stream != -1, last ProfilerStep dropped) and name rules (`^nccl.*Kernel`
+  -- only); FALSE = kernels, memcpy and memset of the whole trace, any nccl/rccl kernel is communication.
   hta_compat BOOL
 )
 RETURNS TABLE(

@@ -4,7 +4,10 @@
 -- title: The GPU events HTA's analyses read, with HTA's kernel type (compute / communication / memory / other)
 -- source: seed 000 section 4 (HTA); research/peers.md 1.0 (HTA 0.5.0 ingest semantics)
 -- needs: gpu
--- param hta_compat BOOL FALSE: TRUE = HTA 0.5.0's event set (every row with args.stream != -1, sync slices included, the last ProfilerStep and GPU work launched in it dropped when there are 2+ steps) and its kernel-name rules (`^nccl.*Kernel` communication, `Stream Wait Event` counted as compute); FALSE = kernels, memcpy and memset of the whole trace classed by kineto.lib.kernels (any nccl/rccl/msccl name is communication)
+-- status: stable
+-- default hta_compat: FALSE
+-- locked: 1 cee810bca8f2b914
+-- lib: lib.event_categories@1 lib.kernels@1
 
 -- The cleaner default (hta_compat FALSE) keeps the whole trace (HTA silently drops the last profiler
 -- step), counts only real device work (category kernel, gpu_memcpy, gpu_memset; never cuda_sync
@@ -123,7 +126,10 @@ RETURNS TableOrSubquery AS
 
 -- The GPU events HTA's analyses read, one row per event, with the kernel type of the chosen mode.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_gpu_events(
-  -- TRUE: HTA 0.5.0's event set and name rules; FALSE: device work of the whole trace.
+  -- TRUE = HTA 0.5.0's event set (every row with args.stream != -1, sync slices included, the last
+  -- ProfilerStep and GPU work launched in it dropped when there are 2+ steps) and its kernel-name rules
+  -- (`^nccl.*Kernel` communication, `Stream Wait Event` counted as compute); FALSE = kernels, memcpy and
+  -- memset of the whole trace classed by kineto.lib.kernels (any nccl/rccl/msccl name is communication)
   hta_compat BOOL
 )
 RETURNS TABLE(

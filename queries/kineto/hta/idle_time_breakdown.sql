@@ -4,8 +4,11 @@
 -- title: Idle-time breakdown per stream: host wait, kernel wait and other, with interval statistics
 -- source: seed 000 section 4-5 (HTA idle-time attribution); research/peers.md 1.3
 -- needs: gpu
--- param hta_compat BOOL FALSE: TRUE = HTA 0.5.0's event set (the last ProfilerStep and the GPU work it launched dropped when there are 2+ steps); FALSE = the whole trace
--- param consecutive_kernel_delay_us DOUBLE 30: a gap shorter than this (us) that is not host wait is kernel wait (HTA's consecutive_kernel_delay; its docs say ns but it compares trace units, i.e. us)
+-- status: stable
+-- default hta_compat: FALSE
+-- default consecutive_kernel_delay_us: 30
+-- locked: 1 6e55b4568181f611
+-- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@1
 
 -- Per stream, events (kernel, memcpy, memset) in start order: the gap before each event is
 --   host_wait   when its launching runtime call started after the previous event on the stream ended
@@ -20,9 +23,11 @@ INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
 
 -- One row per (stream, idle category) that has at least one gap.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_idle_time_breakdown(
-  -- TRUE: HTA 0.5.0's event set; FALSE: the whole trace.
+  -- TRUE = HTA 0.5.0's event set (the last ProfilerStep and the GPU work it launched dropped when there are
+  -- 2+ steps); FALSE = the whole trace.
   hta_compat BOOL,
-  -- Gaps below this many us (and not host wait) are kernel wait.
+  -- A gap shorter than this (us) that is not host wait is kernel wait (HTA's consecutive_kernel_delay; its
+  -- docs say ns but it compares trace units, i.e. us)
   consecutive_kernel_delay_us DOUBLE
 )
 RETURNS TABLE(

@@ -4,9 +4,12 @@
 -- title: Top GPU kernels per kernel type: count, sum, mean, min, max and std of their durations
 -- source: seed 000 section 4-5 (HTA GPU kernel breakdown, top kernels per rank); research/peers.md 1.4
 -- needs: gpu
--- param hta_compat BOOL FALSE: TRUE = HTA 0.5.0's event set and name rules, and its rule for which names fold into "others" (beyond top_n, or past the duration_ratio quantile of the cumulative sums); FALSE = device work of the whole trace, the top_n names by total time kept
--- param top_n LONG 10: names kept per kernel type (ranked by total time); the rest become one "others" row; 0 keeps all
--- param duration_ratio DOUBLE 0.8: hta_compat only: names whose running total exceeds this quantile of the running totals fold into "others" (HTA's duration_ratio)
+-- status: stable
+-- default hta_compat: FALSE
+-- default top_n: 10
+-- default duration_ratio: 0.8
+-- locked: 1 a94df575b4db9006
+-- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@1
 
 -- Unlike HTA 0.5.0, the statistics are always those of the individual launches: HTA re-aggregates
 -- its table over the per-name sums, so every kept kernel shows max = min = mean = sum and std 0, and
@@ -17,11 +20,14 @@ INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
 
 -- One row per kept kernel name per type, plus one "others" row per type when names were folded.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_kernel_breakdown(
-  -- TRUE: HTA 0.5.0's event set, name rules and folding rule; FALSE: device work of the whole trace.
+  -- TRUE = HTA 0.5.0's event set and name rules, and its rule for which names fold into "others" (beyond
+  -- top_n, or past the duration_ratio quantile of the cumulative sums); FALSE = device work of the whole
+  -- trace, the top_n names by total time kept.
   hta_compat BOOL,
-  -- Names kept per kernel type; 0 keeps all.
+  -- Names kept per kernel type (ranked by total time); the rest become one "others" row; 0 keeps all.
   top_n LONG,
-  -- hta_compat only: quantile of the running totals past which names fold into "others".
+  -- Hta_compat only: names whose running total exceeds this quantile of the running totals fold into "others"
+  -- (HTA's duration_ratio)
   duration_ratio DOUBLE
 )
 RETURNS TABLE(

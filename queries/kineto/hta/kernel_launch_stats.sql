@@ -4,9 +4,12 @@
 -- title: CUDA kernel launch statistics: launch delay, short kernels, runtime and launch-delay outliers
 -- source: seed 000 section 4 (HTA); research/peers.md 1.5 (CudaKernelAnalysis.cuda_kernel_launch_stats)
 -- needs: gpu
--- param hta_compat BOOL FALSE: TRUE = HTA 0.5.0's launch calls only (cudaLaunchKernel, cudaLaunchKernelExC, MTIA runFunction, cudaMemcpyAsync, cudaMemsetAsync), its event set (stream != -1, last ProfilerStep dropped); FALSE = also cuLaunchKernel/cuLaunchKernelEx (Triton) and the HIP launch calls, device work of the whole trace
--- param runtime_cutoff_us DOUBLE 50: a launch call longer than this is a runtime outlier; a kernel shorter than its launch call that took at most this long is a short kernel
--- param launch_delay_cutoff_us DOUBLE 100: a launch delay above this is a launch-delay outlier
+-- status: stable
+-- default hta_compat: FALSE
+-- default runtime_cutoff_us: 50
+-- default launch_delay_cutoff_us: 100
+-- locked: 1 616963c9b4c54467
+-- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@1
 
 -- Per launch (runtime call joined to its GPU event by args.correlation): cpu = the call's duration,
 -- gpu = the event's duration, launch delay = max(0, gpu start - call end). Short kernel: cpu <=
@@ -17,11 +20,14 @@ INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
 
 -- One summary row for the trace.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_kernel_launch_stats(
-  -- TRUE: HTA 0.5.0's launch calls and event set; FALSE: also driver/HIP launches, whole trace.
+  -- TRUE = HTA 0.5.0's launch calls only (cudaLaunchKernel, cudaLaunchKernelExC, MTIA runFunction,
+  -- cudaMemcpyAsync, cudaMemsetAsync), its event set (stream != -1, last ProfilerStep dropped); FALSE = also
+  -- cuLaunchKernel/cuLaunchKernelEx (Triton) and the HIP launch calls, device work of the whole trace.
   hta_compat BOOL,
-  -- Runtime-outlier / short-kernel cutoff on the launch call's duration, us.
+  -- A launch call longer than this is a runtime outlier; a kernel shorter than its launch call that took at
+  -- most this long is a short kernel.
   runtime_cutoff_us DOUBLE,
-  -- Launch-delay outlier cutoff, us.
+  -- A launch delay above this is a launch-delay outlier.
   launch_delay_cutoff_us DOUBLE
 )
 RETURNS TABLE(

@@ -4,7 +4,10 @@
 -- title: GPU time by kernel type: compute, communication, memory and each overlap of them
 -- source: seed 000 section 4-5 (HTA GPU kernel breakdown); research/peers.md 1.4
 -- needs: gpu
--- param hta_compat BOOL FALSE: TRUE = HTA 0.5.0's event set (stream != -1, last ProfilerStep dropped) and name rules; FALSE = kernels, memcpy and memset of the whole trace
+-- status: stable
+-- default hta_compat: FALSE
+-- locked: 1 87b15eee1b661479
+-- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@1
 
 -- Each type's events are merged into disjoint intervals; a sweep then gives the time spent in each
 -- exact combination of types running ("COMPUTATION overlapping COMMUNICATION" ...). The states are
@@ -15,7 +18,8 @@ INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
 
 -- One row per combination of kernel types that ran at some point.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_kernel_type_breakdown(
-  -- TRUE: HTA 0.5.0's event set and name rules; FALSE: device work of the whole trace.
+  -- TRUE = HTA 0.5.0's event set (stream != -1, last ProfilerStep dropped) and name rules; FALSE = kernels,
+  -- memcpy and memset of the whole trace.
   hta_compat BOOL
 )
 RETURNS TABLE(

@@ -4,7 +4,10 @@
 -- title: Memcpy / memset bandwidth per kind (HtoD, DtoH, DtoD, Memset): bytes, busy time and concurrent bandwidth
 -- source: seed 000 section 4 (HTA); research/peers.md 1.7 (TraceCounters memory bandwidth)
 -- needs: gpu
--- param hta_compat BOOL FALSE: TRUE = HTA 0.5.0's event set (memory-named events with stream != -1, last ProfilerStep dropped); FALSE = memcpy/memset events of the whole trace
+-- status: stable
+-- default hta_compat: FALSE
+-- locked: 1 a297b3eabc2fc496
+-- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@1
 
 -- Kind = the first 11 characters of the name ("Memcpy HtoD") or "Memset". The concurrent bandwidth
 -- series adds Kineto's own args "memory bandwidth (GB/s)" at each event's start and removes it at its
@@ -15,7 +18,8 @@ INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
 
 -- One row per memory kind.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_memory_bandwidth(
-  -- TRUE: HTA 0.5.0's event set; FALSE: memcpy/memset of the whole trace.
+  -- TRUE = HTA 0.5.0's event set (memory-named events with stream != -1, last ProfilerStep dropped); FALSE =
+  -- memcpy/memset events of the whole trace.
   hta_compat BOOL
 )
 RETURNS TABLE(

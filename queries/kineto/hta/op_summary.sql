@@ -4,8 +4,11 @@
 -- title: Per-op and per-kernel counts and total time of one trace (one side of a trace diff)
 -- source: seed 000 section 4 (HTA); research/peers.md 1.10 (TraceDiff.compare_traces)
 -- needs: none
--- param all_steps BOOL FALSE: TRUE = the whole trace; FALSE = one profiler step only (HTA's default compares the first)
--- param step LONG -1: with all_steps FALSE, the N of ProfilerStep#N to summarise; -1 = the first step
+-- status: stable
+-- default all_steps: FALSE
+-- default step: -1
+-- locked: 1 b149157e8177a133
+-- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@1
 
 -- HTA's iteration rule: a CPU-side event (args.stream = -1) belongs to the ProfilerStep whose window
 -- holds its start; a GPU-side event (args.stream > 0) to the step of the runtime call that launched
@@ -17,9 +20,9 @@ INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
 
 -- One row per (device, name).
 CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_op_summary(
-  -- TRUE: the whole trace; FALSE: one profiler step.
+  -- TRUE = the whole trace; FALSE = one profiler step only (HTA's default compares the first)
   all_steps BOOL,
-  -- N of ProfilerStep#N when all_steps is FALSE; -1 = the first step.
+  -- With all_steps FALSE, the N of ProfilerStep#N to summarise; -1 = the first step.
   step LONG
 )
 RETURNS TABLE(

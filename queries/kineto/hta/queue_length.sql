@@ -4,8 +4,11 @@
 -- title: Queue length per stream: operations launched but not yet started, and time at the 1024 cap
 -- source: seed 000 section 4 (HTA); research/peers.md 1.6 (TraceCounters queue length)
 -- needs: gpu
--- param hta_compat BOOL FALSE: TRUE = HTA 0.5.0's event set (stream != -1, last ProfilerStep dropped) and its statistics over change points (not time-weighted); FALSE = device work of the whole trace (the time-weighted mean is reported in both modes)
--- param max_queue_length LONG 1024: the per-stream launch queue cap (CUDA's is 1024); time at or above it means the CPU blocks in the launch call
+-- status: stable
+-- default hta_compat: FALSE
+-- default max_queue_length: 1024
+-- locked: 1 d8555ae44ffc3b18
+-- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@1
 
 -- +1 at the start of each launch call (cudaLaunchKernel[ExC], cuLaunchKernel[Ex], cudaMemcpyAsync,
 -- cudaMemsetAsync, HIP/MTIA equivalents) on the stream of its GPU event, -1 at the start of that
@@ -18,9 +21,12 @@ INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
 
 -- One row per stream with launched work.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_queue_length(
-  -- TRUE: HTA 0.5.0's event set; FALSE: device work of the whole trace.
+  -- TRUE = HTA 0.5.0's event set (stream != -1, last ProfilerStep dropped) and its statistics over change
+  -- points (not time-weighted); FALSE = device work of the whole trace (the time-weighted mean is reported in
+  -- both modes)
   hta_compat BOOL,
-  -- Queue length counted as full (CPU blocked in the launch call).
+  -- The per-stream launch queue cap (CUDA's is 1024); time at or above it means the CPU blocks in the launch
+  -- call.
   max_queue_length LONG
 )
 RETURNS TABLE(

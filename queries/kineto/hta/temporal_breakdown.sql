@@ -4,7 +4,10 @@
 -- title: Temporal breakdown: GPU compute, non-compute and idle time over the GPU-busy span (HTA's definition)
 -- source: seed 000 section 4-5 (HTA temporal breakdown per rank); research/peers.md 1.1
 -- needs: gpu
--- param hta_compat BOOL FALSE: TRUE = HTA 0.5.0's event set (stream != -1, sync slices count as busy, last ProfilerStep dropped) and name rules; FALSE = kernels, memcpy and memset of the whole trace
+-- status: stable
+-- default hta_compat: FALSE
+-- locked: 1 f687daa6cc353c5b
+-- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@1
 
 -- HTA's definition, kept in both modes: the span runs from the first GPU event's start to the last
 -- one's end (not the profiler-step window); idle = span - |union of all GPU events|; compute =
@@ -15,7 +18,8 @@ INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
 
 -- One row: the trace's GPU time split into compute, non-compute and idle, in microseconds and %.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_temporal_breakdown(
-  -- TRUE: HTA 0.5.0's event set and name rules; FALSE: device work of the whole trace.
+  -- TRUE = HTA 0.5.0's event set (stream != -1, sync slices count as busy, last ProfilerStep dropped) and
+  -- name rules; FALSE = kernels, memcpy and memset of the whole trace.
   hta_compat BOOL
 )
 RETURNS TABLE(

@@ -1,3 +1,7 @@
+-- version: 1
+-- locked: 1 a9929ae050f27008
+-- lib: lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1 lib.steps@1
+
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 
 -- The backward pass of each step: from the first to the end of the last

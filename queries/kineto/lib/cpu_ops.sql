@@ -1,3 +1,7 @@
+-- version: 1
+-- locked: 1 54f719e8da382c5e
+-- lib: lib.event_categories@1 lib.host_tree@1 lib.steps@1
+
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.host_tree;

@@ -1,3 +1,6 @@
+-- version: 1
+-- locked: 1 cdbf3ccc620363f8
+
 -- The one place that maps raw Kineto event categories to what they are. Kineto changed its category
 -- names over time (2021 `Operator`/`Runtime`/`Kernel`/`Memcpy`/`Memset`, later `cpu_op`/`cuda_runtime`/
 -- `kernel`/`gpu_memcpy`/`gpu_memset`), and other back ends add their own (ROCm reuses the CUDA names,

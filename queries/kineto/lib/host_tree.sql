@@ -1,3 +1,7 @@
+-- version: 1
+-- locked: 1 4e68302d2f701701
+-- lib: lib.event_categories@1
+
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE intervals.intersect;
 

@@ -1,3 +1,7 @@
+-- version: 1
+-- locked: 1 1a8ce3129fbb0c91
+-- lib: lib.event_categories@1 lib.kernels@1
+
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 
 -- What each device activity computes, by name, finer than kineto_kernels.class (compute / communication

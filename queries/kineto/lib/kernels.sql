@@ -1,3 +1,7 @@
+-- version: 1
+-- locked: 1 3eaafcb5d40299f6
+-- lib: lib.event_categories@1
+
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 
 -- Name rules that give a device activity its class, lowest priority first; matched with GLOB on the

@@ -1,3 +1,7 @@
+-- version: 1
+-- locked: 1 ba2087b60d7ff536
+-- lib: lib.event_categories@1 lib.kernels@1 lib.steps@1
+
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

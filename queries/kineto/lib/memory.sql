@@ -1,3 +1,7 @@
+-- version: 1
+-- locked: 1 e30d2c0f84b3c853
+-- lib: lib.event_categories@1 lib.steps@1
+
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 

@@ -1,3 +1,7 @@
+-- version: 1
+-- locked: 1 d89944364fbda944
+-- lib: lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1 lib.steps@1
+
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 
 -- Element size and precision class of the `Input type` strings record_shapes writes.

@@ -1,3 +1,6 @@
+-- version: 1
+-- locked: 1 99899e5ab7dca249
+
 -- The python frames above an op, innermost first. Two sources, whichever the trace has: the op's
 -- `python_function` ancestor slices (torch >= 1.13 with with_stack=True), or the op's `Call stack` arg
 -- (older traces: one string, frames separated by ';', innermost first).

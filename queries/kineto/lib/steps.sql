@@ -1,3 +1,7 @@
+-- version: 1
+-- locked: 1 af97c2382df0f3cf
+-- lib: lib.event_categories@1
+
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 
 -- CPU-side `ProfilerStep#N` windows: one row per step slice that `torch.profiler`'s `prof.step()`

@@ -1,3 +1,7 @@
+-- version: 1
+-- locked: 1 c327d81470a5c21f
+-- lib: lib.event_categories@1 lib.kernels@1
+
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 
 -- When each GPU stream was busy: device activities (kernels, memcpys, memsets) of one (device, stream)

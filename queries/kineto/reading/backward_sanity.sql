@@ -4,7 +4,10 @@
 -- title: Backward sanity: forward vs backward width per step, and forward recompute inside backward
 -- source: seed 000 section 2, reading order step 4; seed 000 section 3 (activation-checkpointing surprise)
 -- needs: steps, cpu_ops
--- param min_recompute_ops LONG 2: a step has a recompute block when at least this many forward-shaped ops run inside backward
+-- status: stable
+-- default min_recompute_ops: 2
+-- locked: 1 e0e07277562199ed
+-- lib: lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1 lib.steps@1
 
 -- Backward = the outermost `autograd::engine::evaluate_function: ...` rows of the step (any thread of
 -- the step's process). Forward = the outermost ATen ops of the step that start before the first of
@@ -98,7 +101,7 @@ ORDER BY ts;
 
 -- One row per step that has a backward pass.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_backward_sanity(
-  -- Forward-shaped ops inside backward from which a step has a recompute block.
+  -- A step has a recompute block when at least this many forward-shaped ops run inside backward.
   min_recompute_ops LONG
 )
 RETURNS TABLE(

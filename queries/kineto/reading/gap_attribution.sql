@@ -4,8 +4,12 @@
 -- title: GPU gap attribution: every device idle gap inside a step, with what the CPU side was doing
 -- source: seed 000 section 2, reading order step 3
 -- needs: gpu, steps, cpu_ops
--- param min_gap_us DOUBLE 20: report device idle gaps (per device, clipped to a step) at least this long, us
--- param busy_pct DOUBLE 50: a gap the host spent at least this % inside ops / runtime calls is launch-bound
+-- status: stable
+-- default min_gap_us: 20
+-- default busy_pct: 50
+-- locked: 1 a7226e0d01e4667a
+-- lib: lib.device_busy@1 lib.event_categories@1 lib.gpu_idle@1 lib.kernels@1 lib.launches@1 lib.steps@1
+--   lib.stream_busy@1
 
 -- Causes, first match wins: `input` (a DataLoader __next__ overlaps the gap), `sync` (a synchronizing
 -- runtime call overlaps it: the op above it is named), `launch` (the host was inside ops or runtime calls
@@ -135,9 +139,9 @@ ORDER BY ts;
 -- One row per device idle gap piece (a gap clipped to one CPU ProfilerStep window) of at least
 -- min_gap_us, with its cause and the evidence for it.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_gap_attribution(
-  -- Minimum gap length (after clipping to the step), us.
+  -- Report device idle gaps (per device, clipped to a step) at least this long, us.
   min_gap_us DOUBLE,
-  -- Host busy share (%) from which a gap is launch-bound.
+  -- A gap the host spent at least this % inside ops / runtime calls is launch-bound.
   busy_pct DOUBLE
 )
 RETURNS TABLE(

@@ -4,8 +4,12 @@
 -- title: GPU gap totals: device idle time per step and cause (input, sync, launch, none)
 -- source: seed 000 section 2, reading order step 3
 -- needs: gpu, steps, cpu_ops
--- param min_gap_us DOUBLE 20: count device idle gaps (clipped to a step) at least this long, us
--- param busy_pct DOUBLE 50: a gap the host spent at least this % inside ops / runtime calls is launch-bound
+-- status: stable
+-- default min_gap_us: 20
+-- default busy_pct: 50
+-- locked: 1 a3ac8efc9cd83170
+-- lib: lib.device_busy@1 lib.event_categories@1 lib.gpu_idle@1 lib.kernels@1 lib.launches@1 lib.steps@1
+--   lib.stream_busy@1 reading.gap_attribution@1
 
 -- Sums reading.gap_attribution per (step, device, cause); the cause with the most idle time in a step
 -- is the step's main host-side fault.
@@ -15,9 +19,9 @@ INCLUDE PERFETTO MODULE kineto.reading.gap_attribution;
 
 -- One row per (step, device, cause) with at least one gap.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_gap_totals(
-  -- Minimum gap length (after clipping to the step), us.
+  -- Count device idle gaps (clipped to a step) at least this long, us.
   min_gap_us DOUBLE,
-  -- Host busy share (%) from which a gap is launch-bound.
+  -- A gap the host spent at least this % inside ops / runtime calls is launch-bound.
   busy_pct DOUBLE
 )
 RETURNS TABLE(

@@ -4,9 +4,12 @@
 -- title: Op roofline: achieved TFLOP/s and TB/s per op and shape, arithmetic intensity, bound and % of peak
 -- source: issue 17 (TraceLens-style roofline); Williams, Waterman, Patterson, "Roofline" (CACM 2009)
 -- needs: cpu_ops, gpu
--- param device_name STRING '': the deviceProperties name of the GPU (e.g. NVIDIA H100 80GB HBM3); empty =
---   kineto-sql reads it from the trace's deviceProperties (in the Perfetto UI, write it in; unknown
---   models leave the peak columns NULL)
+-- status: stable
+-- default device_name: ''
+-- locked: 1 6c071abd07d6b935
+-- lib: lib.cpu_ops@1 lib.device_specs@1 lib.event_categories@1 lib.host_tree@1 lib.kernels@1 lib.launches@1
+--   lib.op_flops@1 lib.steps@1
+-- cases: addmm_on_h100=6b667b6d
 
 -- FLOPs and bytes per op come from kineto.lib.op_flops (record_shapes); the innermost op with a model
 -- owns the kernels (aten::linear -> aten::addmm), and every device activity launched from it or from
@@ -99,7 +102,8 @@ GROUP BY id;
 
 -- One row per (op, shape, precision), largest device time first.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_op_roofline(
-  -- deviceProperties name of the GPU; empty = unknown (peak columns NULL).
+  -- The deviceProperties name of the GPU (e.g. NVIDIA H100 80GB HBM3); empty = kineto-sql reads it from the
+  -- trace's deviceProperties (in the Perfetto UI, write it in; unknown models leave the peak columns NULL)
   device_name STRING
 )
 RETURNS TABLE(

@@ -4,7 +4,10 @@
 -- title: Op table: torch's key_averages() per op name, sorted by self device time then self CPU
 -- source: seed 000 section 2, reading order step 2; seed 001 "Overhead-Bound vs. Compute-Bound"
 -- needs: cpu_ops
--- param top_n LONG 0: keep only the first N rows (0 keeps all)
+-- status: stable
+-- default top_n: 0
+-- locked: 2 300a40656b4d2fcc
+-- lib: lib.event_categories@1 lib.host_tree@1 lib.kernels@1 lib.launches@1 lib.steps@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_tree;
@@ -200,7 +203,7 @@ GROUP BY op_id;
 -- total CPU time, self and total device time, and the self shares. Sorted by self device time, then
 -- self CPU time.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_op_table(
-  -- Keep only the first N rows (0 keeps all).
+  -- Keep only the first N rows (0 keeps all)
   top_n LONG
 )
 RETURNS TABLE(

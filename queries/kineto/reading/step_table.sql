@@ -4,8 +4,12 @@
 -- title: Step table: step width, CPU busy, GPU busy and occupancy per ProfilerStep
 -- source: seed 000 section 2, reading order step 1; seed 001 "Cold-Start Overhead"
 -- needs: steps
--- param sparse_below_pct DOUBLE 50: GPU occupancy under this % of the step width is called sparse
--- param cold_start_factor DOUBLE 1.5: the first step is a cold start when wider than this times the median of the others
+-- status: stable
+-- default sparse_below_pct: 50
+-- default cold_start_factor: 1.5
+-- locked: 1 2ece763fa110e82e
+-- lib: lib.cpu_ops@1 lib.device_busy@1 lib.event_categories@1 lib.host_tree@1 lib.kernels@1 lib.steps@1
+--   lib.stream_busy@1
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
@@ -107,7 +111,7 @@ GROUP BY st.id, d.device;
 CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_step_table(
   -- GPU occupancy under this % of the step width is called sparse.
   sparse_below_pct DOUBLE,
-  -- The first step is a cold start when wider than this times the median width of the others.
+  -- The first step is a cold start when wider than this times the median of the others.
   cold_start_factor DOUBLE
 )
 RETURNS TABLE(
