@@ -22,8 +22,9 @@ def _register() -> None:
     from kineto_sql.cli import diagnose_cmd, info_cmd, sql_cmd
     from kineto_sql.cli import open_cmd
     from kineto_sql.cli import ranks_cmd
+    from kineto_sql.cli import collectives_cmd
 
-    for module in (info_cmd, sql_cmd, diagnose_cmd, open_cmd, ranks_cmd):
+    for module in (info_cmd, sql_cmd, diagnose_cmd, open_cmd, ranks_cmd, collectives_cmd):
         cli.add_command(module.command)
     cli.add_command(ranks_cmd.diff_command)
 

@@ -116,10 +116,12 @@ class Kernel:
     device: int = 0
     stream: int = 7
     cat: str = "kernel"
+    # Extra args (e.g. NCCL's `Collective name`, `In msg nelems`), added to device/stream/correlation.
+    args: dict = field(default_factory=dict)
 
     def events(self, trace: "KinetoTrace") -> list[dict]:
         out = [_x(self.name, self.cat, self.device, self.stream, self.ts_us, self.dur_us,
-                  {"device": self.device, "stream": self.stream, "correlation": self.correlation})]
+                  {"device": self.device, "stream": self.stream, "correlation": self.correlation, **self.args})]
         launch = next((e for e in trace.events if isinstance(e, Launch) and e.correlation == self.correlation), None)
         if launch is not None and launch.flow:
             out.append({"ph": "f", "id": self.correlation, "pid": self.device, "tid": self.stream,

@@ -1,37 +1,9 @@
--- version: 1
--- locked: 1 d89944364fbda944
--- lib: lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1 lib.steps@1
+-- version: 2
+-- locked: 2 812236a17509db35
+-- lib: lib.cpu_ops@1 lib.dtypes@1 lib.event_categories@1 lib.host_tree@1 lib.steps@1
 
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
-
--- Element size and precision class of the `Input type` strings record_shapes writes.
-CREATE OR REPLACE PERFETTO TABLE _kineto_dtype_sizes(
-  -- `Input type` text, e.g. c10::BFloat16, float.
-  type STRING,
-  -- Bytes per element.
-  bytes LONG,
-  -- bf16, fp16, fp32, fp64, fp8, int, bool.
-  precision STRING
-) AS
-WITH t(type, bytes, precision) AS (
-  VALUES
-    ('c10::BFloat16', 2, 'bf16'),
-    ('c10::Half', 2, 'fp16'),
-    ('float', 4, 'fp32'),
-    ('double', 8, 'fp64'),
-    ('c10::Float8_e4m3fn', 1, 'fp8'),
-    ('c10::Float8_e5m2', 1, 'fp8'),
-    ('c10::Float8_e4m3fnuz', 1, 'fp8'),
-    ('c10::Float8_e5m2fnuz', 1, 'fp8'),
-    ('c10::complex<float>', 8, 'fp32'),
-    ('long int', 8, 'int'),
-    ('int', 4, 'int'),
-    ('short int', 2, 'int'),
-    ('signed char', 1, 'int'),
-    ('unsigned char', 1, 'int'),
-    ('bool', 1, 'bool')
-)
-SELECT type, bytes, precision FROM t;
+INCLUDE PERFETTO MODULE kineto.lib.dtypes;
 
 -- Which ATen ops have a FLOP / byte model, and where their arguments sit (positions in `Input Dims` /
 -- `Concrete Inputs`, -1 = none). One model per `kind`:
@@ -233,7 +205,7 @@ SELECT
   t.bytes AS elem_bytes,
   t.precision
 FROM per_input AS p
-LEFT JOIN _kineto_dtype_sizes AS t
+LEFT JOIN kineto_dtypes AS t
   ON t.type = extract_arg(p.arg_set_id, 'args.Input type[' || p.i || ']')
 WHERE
   p.rank <= 8;

@@ -1,0 +1,190 @@
+"""Collectives across ranks: per-rank calls (reading.collective_calls on builder traces), NCCL's bandwidth
+formulas, cross-rank matching, skew and the two rules, with hand-computed numbers."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from kineto_sql import collectives as C
+from kineto_sql.runner import run_query
+from tests.conftest import CORPUS
+from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
+from tests.query_support import load_trace  # noqa: F401  (fixture)
+
+MIB = 1 << 20
+
+
+@pytest.mark.parametrize(("collective", "n", "factor"), [
+    ("all_reduce", 8, 1.75), ("all_reduce", 2, 1.0), ("all_gather", 8, 0.875), ("reduce_scatter", 4, 0.75),
+    ("all_to_all", 8, 0.875), ("broadcast", 8, 1.0), ("send_recv", 2, 1.0), ("barrier", 8, None),
+])
+def test_bus_factor_is_nccls(collective, n, factor):
+    assert C.bus_factor(collective, n) == factor
+
+
+def test_algo_size_follows_nccl_tests():
+    assert C.algo_size("all_reduce", 1000, None, 8) == 1000
+    assert C.algo_size("all_gather", 100, 800, 8) == 800      # the gathered output
+    assert C.algo_size("all_gather", 100, None, 8) == 800     # n x the input when only it is known
+    assert C.algo_size("reduce_scatter", None, 100, 4) == 400
+    assert C.algo_size("all_to_all", 6144, None, 8) == 6144   # one rank's whole send buffer
+
+
+def test_split_imbalance():
+    assert C.split_imbalance("[1, 1, 2]") == pytest.approx(1.5)
+    assert C.split_imbalance("[]") is None and C.split_imbalance(None) is None
+
+
+def _calls(rows):
+    cols = ["step", "pg", "collective", "seq", "ts", "dur", "in_bytes", "out_bytes", "group_size", "in_split",
+            "link_gbps"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def three_ranks():
+    """Call 1: all_reduce of 64 MiB; ranks start at 0 / 4 / 6 ms and all end at 10 ms.
+    Call 2: all_to_allv of 1 MiB; ranks start at 20 / 20.05 / 21 ms, each takes 0.2 ms; rank 2 sends
+    splits [1, 1, 4]."""
+    link = 150.0
+    r = []
+    for rank, (s1, s2, split) in enumerate([(0, 20_000, "[2, 2, 2]"), (4_000, 20_050, "[2, 2, 2]"),
+                                            (6_000, 21_000, "[1, 1, 4]")]):
+        r.append(C.RankCalls(f"r{rank}", rank, 1_000 * rank, _calls([
+            # ts on each rank's own (rebased) clock: the offset of rank r is r us, added back by match_calls
+            (1, "0", "all_reduce", 1, s1 * 1000 - 1_000 * rank, 10_000_000 - s1 * 1000, 64 * MIB, None, 3, None,
+             link),
+            (1, "0", "all_to_all", 1, s2 * 1000 - 1_000 * rank, 200_000, 1 * MIB, None, 3, split, link),
+        ])))
+    return r
+
+
+def test_match_calls_latency_bandwidth_skew_by_hand():
+    calls = C.match_calls(three_ranks()).set_index("collective")
+    ar = calls.loc["all_reduce"]
+    assert ar.ranks == 3 and ar.size_bytes == 64 * MIB
+    assert ar.latency_us == 4_000                               # the last rank's 4 ms: the transfer itself
+    assert ar.algbw_gbps == pytest.approx(64 * MIB / 4e6)      # 16.777 GB/s
+    assert ar.busbw_gbps == pytest.approx(64 * MIB / 4e6 * 4 / 3)   # x 2(n-1)/n = 22.37 GB/s
+    assert ar.pct_of_link == pytest.approx(100 * 64 * MIB / 4e6 * 4 / 3 / 150)   # 14.9%
+    assert (ar.start_skew_us, ar.end_skew_us) == (6_000, 0)
+    assert ar.wait_us == 6_000 + 2_000                         # rank 0 waited 6 ms, rank 1 2 ms
+    assert (ar.first_rank, ar.last_rank) == (0, 2)
+    assert ar.slow and not ar.skewed                           # 6 ms skew < 2 x 4 ms latency
+    a2a = calls.loc["all_to_all"]
+    assert a2a.latency_us == 200 and a2a.start_skew_us == 1_000 and a2a.end_skew_us == 1_000
+    assert a2a.imbalance == pytest.approx(2.0)                 # 4 / mean(1, 1, 4)
+    assert a2a.skewed and not a2a.slow                         # 1 MiB: latency-bound, not judged on the link
+    assert list(calls.index) == ["all_reduce", "all_to_all"]   # in time order
+
+
+def test_findings_name_the_late_rank_and_the_slow_call():
+    found = C.findings(C.match_calls(three_ranks()))
+    # ranked by impact: the slow all_reduce could save 4 ms x (1 - 14.9%) = 3.4 ms, the skew cost 1.95 ms
+    assert [f["rule"] for f in found] == ["collective_slow", "collective_skew"]
+    assert found[0]["impact_us"] == pytest.approx(4_000 * (1 - 64 * MIB / 4e6 * 4 / 3 / 150))
+    skew = next(f for f in found if f["rule"] == "collective_skew")
+    assert skew["evidence"].startswith("rank 2 arrived last at 1 of 2 collective calls")
+    assert skew["impact_us"] == 1_000 + 950                    # ranks 0 and 1 waited in the all_to_all
+    slow = next(f for f in found if f["rule"] == "collective_slow")
+    assert "22.4 GB/s, 15% of the 150 GB/s link" in slow["evidence"]
+
+
+def test_balanced_job_is_silent():
+    ranks = [C.RankCalls(f"r{i}", i, 0, _calls([(1, "", "all_reduce", 1, 1_000, 5_000_000, 256 * MIB, None, 8,
+                                                 None, 150.0)])) for i in range(8)]
+    calls = C.match_calls(ranks)
+    # 256 MiB in 5 ms: algbw 53.7 GB/s, busbw 93.9 GB/s = 63% of the link; no skew
+    assert calls.busbw_gbps[0] == pytest.approx(256 * MIB / 5e6 * 1.75)
+    assert C.findings(calls) == []
+
+
+def test_collective_calls_query_on_nccl_and_gloo(load_trace):
+    trace = KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        # old style: the size is on the nccl: annotation
+        CpuOp("record_param_comms", ts_us=10, dur_us=50),
+        CpuOp("nccl:all_reduce", ts_us=12, dur_us=40, cat="user_annotation",
+              args={"Input Dims": [[1024]], "Input type": ["float"]}),
+        Launch(correlation=1, ts_us=20, dur_us=5),
+        Kernel(correlation=1, ts_us=100, dur_us=30, name="ncclKernel_AllReduce_RING_LL_Sum_float", stream=9),
+        # new style: the kernel carries the sizes
+        CpuOp("record_param_comms", ts_us=200, dur_us=50),
+        Launch(correlation=2, ts_us=210, dur_us=5),
+        Kernel(correlation=2, ts_us=300, dur_us=10, name="ncclDevKernel_AllGather_RING_LL", stream=9,
+               args={"Collective name": "_allgather_base", "In msg nelems": 100, "Out msg nelems": 800,
+                     "dtype": "BFloat16", "Group size": 8, "Process Group Name": "3"}),
+        # a second all_reduce in the step: seq 2
+        CpuOp("nccl:all_reduce", ts_us=400, dur_us=40, cat="user_annotation",
+              args={"Input Dims": [[16, 4]], "Input type": ["c10::BFloat16"]}),
+        Launch(correlation=3, ts_us=410, dur_us=5),
+        Kernel(correlation=3, ts_us=500, dur_us=20, name="ncclKernel_AllReduce_RING_LL_Sum_bf16", stream=9),
+    ], metadata={"deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}]})
+    df = run_query(load_trace(trace), "reading.collective_calls").df
+    got = [tuple(r) for r in df[["step", "pg", "collective", "seq", "dur", "in_bytes", "out_bytes", "group_size",
+                                 "source", "link_gbps"]].astype(object).where(df.notna(), None)
+           .itertuples(index=False)]
+    assert got == [
+        (1, "", "all_reduce", 1, 30_000, 4096, None, None, "kernel", 300.0),     # 1024 floats
+        (1, "3", "all_gather", 1, 10_000, 200, 1600, 8, "kernel", 300.0),        # 100 / 800 bf16
+        (1, "", "all_reduce", 2, 20_000, 128, None, None, "kernel", 300.0),      # 16 x 4 bf16
+    ]
+
+
+def test_collective_calls_on_gloo(load_trace):
+    trace = KinetoTrace([
+        ProfilerStep(3, ts_us=0, dur_us=1000),
+        CpuOp("c10d::allreduce_", ts_us=10, dur_us=20),
+        CpuOp("gloo:all_reduce", ts_us=50, dur_us=400, tid=2, cat="user_annotation",
+              args={"Input Dims": [[1575936]], "Input type": ["float"]}),
+    ])
+    df = run_query(load_trace(trace), "reading.collective_calls").df
+    assert [tuple(r) for r in df[["step", "collective", "seq", "dur", "in_bytes", "source"]].itertuples(index=False)] \
+        == [(3, "all_reduce", 1, 400_000, 1575936 * 4, "cpu")]
+    assert df.link_gbps.isna().all()                             # no GPU: no link to judge against
+
+
+CORPUS_DLRM = CORPUS / "dlrm_8rank"
+
+
+@pytest.mark.skipif(not CORPUS_DLRM.is_dir(), reason="needs ../shared/corpus/dlrm_8rank")
+def test_dlrm_8rank_calls_match_and_rank7_arrives_last():
+    """MANIFEST: ranks start up to 7.5 ms apart (rank 7 last), the collectives re-synchronise them."""
+    from kineto_sql.ranks import rank_files
+
+    per_rank = [C.rank_calls(str(p), r) for p, r in rank_files(CORPUS_DLRM)]
+    report = C.build_report(per_rank)
+    calls = report.calls
+    assert report.ranks == list(range(8)) and len(calls) == 8 and (calls.ranks == 8).all()
+    assert list(zip(calls.collective, calls.seq)) == [
+        ("all_to_all", 1), ("all_to_all", 2), ("all_to_all", 3), ("all_to_all", 4), ("all_reduce", 1),
+        ("all_to_all", 5), ("all_reduce", 2), ("all_reduce", 3)]
+    first = calls.iloc[0]
+    assert (first.collective, first.seq, first.last_rank) == ("all_to_all", 1, 7)
+    assert first.size_bytes == 6144 * 4 and first.start_skew_us == pytest.approx(7624.0)
+    assert first.latency_us == pytest.approx(10.0)
+    ar = calls[(calls.collective == "all_reduce") & (calls.seq == 1)].iloc[0]
+    # 394241 floats; n = 8 ranks: busbw = S / latency x 2 * 7 / 8
+    assert ar.size_bytes == 394241 * 4
+    assert ar.busbw_gbps == pytest.approx(394241 * 4 / (ar.latency_us * 1e3) * 1.75)
+    assert ar.link_gbps == 150.0 and not calls.slow.any()          # 1.5 MiB: latency-bound, not judged
+    skew = [f for f in report.findings if f["rule"] == "collective_skew"]
+    assert skew[0]["evidence"].startswith("rank 7 arrived last at 5 of 8 collective calls")
+
+
+GOLDEN_DDP = __import__("pathlib").Path(__file__).resolve().parents[1] / "golden/traces/ddp_allreduce_planted"
+
+
+def test_cli_on_the_gloo_ddp_pair_names_the_late_rank(tmp_path):
+    from click.testing import CliRunner
+
+    from kineto_sql.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["collectives", str(GOLDEN_DDP)])
+    assert result.exit_code == 0, result.output
+    # rank 0 runs the flattened all_reduce after its own backward, 24-32 ms after rank 1 (gloo, 6 MiB)
+    assert result.output.startswith("2 ranks, 3 collective calls matched")
+    assert "[collective_skew] rank 0 arrived last at 3 of 3 collective calls" in result.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    bad = CliRunner().invoke(cli, ["collectives", str(empty)])
+    assert bad.exit_code == 2 and "holds no trace files" in bad.output
