@@ -23,8 +23,9 @@ def _register() -> None:
     from kineto_sql.cli import open_cmd
     from kineto_sql.cli import ranks_cmd
     from kineto_sql.cli import collectives_cmd
+    from kineto_sql.cli import try_cmd
 
-    for module in (info_cmd, sql_cmd, diagnose_cmd, open_cmd, ranks_cmd, collectives_cmd):
+    for module in (info_cmd, sql_cmd, diagnose_cmd, open_cmd, ranks_cmd, collectives_cmd, try_cmd):
         cli.add_command(module.command)
     cli.add_command(ranks_cmd.diff_command)
 
@@ -35,3 +36,7 @@ def _register() -> None:
 
 
 _register()
+
+
+if __name__ == "__main__":
+    cli()

@@ -50,7 +50,8 @@ def list_command(kind: str | None, fmt: str):
 @param_option
 @friendly_errors
 def show_command(query_id: str, paste: bool, params: tuple[tuple[str, str], ...]):
-    """Show a query: header, parameters and path; or, with --paste, a script for the Perfetto UI.
+    """Show a query's page (what it detects, why it costs time, false positives, the example case, the fix,
+    parameters); or, with --paste, a script for the Perfetto UI.
 
     The pasted script inlines every library module the query includes and ends with
     `SELECT * FROM <entrypoint>(<defaults>)`; it runs as is (and twice in a row) in the UI's query page.
@@ -64,16 +65,9 @@ def show_command(query_id: str, paste: bool, params: tuple[tuple[str, str], ...]
     if paste:
         click.echo(paste_bundle(spec, dict(params)), nl=False)
         return
-    click.echo(f"{spec.id_version}  ({spec.kind})  {spec.title}")
-    click.echo(f"source:     {spec.source}")
-    for key in ("signature", "confirming", "fix"):
-        if getattr(spec, key):
-            click.echo(f"{key + ':':11s} {getattr(spec, key)}")
-    click.echo(f"needs:      {', '.join(spec.needs) or 'none'}")
-    click.echo(f"entrypoint: {spec.entrypoint}({', '.join(p.name for p in spec.params)})  in module {spec.module}")
-    click.echo(f"path:       {spec.path}")
-    for p in spec.params:
-        click.echo(f"  -p {p.name} {p.default}   ({p.type}) {p.description}")
+    from kineto_sql.rule_page import render_text
+
+    click.echo(render_text(spec), nl=False)
 
 
 @click.command("run")
@@ -134,7 +128,9 @@ def lint_command(ids: tuple[str, ...], update_lock: bool, force: bool):
             click.echo(str(issue))
         if refused:
             sys.exit(1)
-        click.echo(f"locked {', '.join(ids) if ids else 'every query and lib module'}")
+        from kineto_sql.rule_page import write_reference
+
+        click.echo(f"locked {', '.join(ids) if ids else 'every query and lib module'}; wrote {write_reference()}")
     problems = lint.lint()
     for problem in problems:
         click.echo(str(problem))

@@ -234,3 +234,112 @@ def traces_text(check: str, outcomes: dict[str, list[str]], fires_when: str | No
 def new_file_header(rule_id: str) -> str:
     return (f"# {rule_id}: exact-row cases ([[case]]) and golden/corpus trace checks ([traces]).\n"
             "# Format: kineto_sql/rule_tests.py; tests/test_rules.py runs every rule's file.\n")
+
+
+# ---- trace names: golden:<stem> and corpus:<stem> -----------------------------------------------------
+
+def repo_root() -> Path:
+    """The source checkout the package runs from (an editable install): queries/ sits in it."""
+    from kineto_sql.sql_package import queries_root
+
+    return queries_root().parent
+
+
+def golden_dir() -> Path:
+    return repo_root() / "golden" / "traces"
+
+
+def corpus_dir() -> Path:
+    return (repo_root() / ".." / "shared" / "corpus").resolve()
+
+
+def _stem(rel: Path) -> str:
+    text = rel.as_posix()
+    for suffix in (".gz", ".json", ".pt.trace"):
+        text = text.removesuffix(suffix)
+    return text
+
+
+def trace_name(path: Path) -> str | None:
+    """`golden:<stem>` / `corpus:<stem>` for a trace under golden/traces or the shared corpus, else None."""
+    path = Path(path).resolve()
+    for prefix, base in (("golden", golden_dir().resolve()), ("corpus", corpus_dir())):
+        if base in path.parents:
+            return f"{prefix}:{_stem(path.relative_to(base))}"
+    return None
+
+
+def resolve_trace_name(name: str) -> Path:
+    kind, _, stem = name.partition(":")
+    if kind == "golden":
+        return golden_dir() / f"{stem}.json.gz"
+    if kind == "corpus":
+        for candidate in (corpus_dir() / f"{stem}.json.gz", corpus_dir() / f"{stem}.pt.trace.json.gz",
+                          corpus_dir() / f"{stem}.json"):
+            if candidate.exists():
+                return candidate
+        return corpus_dir() / f"{stem}.json.gz"
+    raise ValueError(f"trace name {name!r} must start with golden: or corpus:")
+
+
+def add_trace_checks(path: Path, check: str, outcomes: dict[str, list[str]], fires_when: str | None = None
+                     ) -> tuple[list[str], list[str]]:
+    """Adds traces to the `[traces]` (or `[traces.CHECK]`) table of a test file, keeping its comments.
+    Returns (added, conflicts): a trace already listed under another outcome is a conflict, not written."""
+    text = path.read_text() if path.exists() else ""
+    header = "[traces]" if check == "default" else f"[traces.{check}]"
+    lines = text.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.strip() == header), None)
+    if start is None:
+        block_lines: list[str] = []
+        end = len(lines)
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("[")), len(lines))
+        block_lines = lines[start + 1:end]
+    existing = tomllib.loads("\n".join(line for line in block_lines)) if block_lines else {}
+    if existing.get("fires_when") not in (None, fires_when):
+        raise QueryError(f"{header} of {path.name} counts rows where {existing['fires_when']!r}; "
+                         f"use another --check name for {fires_when!r}")
+    listed = {t: o for o in OUTCOMES for t in existing.get(o, [])}
+    added, conflicts = [], []
+    merged = {o: list(existing.get(o, [])) for o in OUTCOMES}
+    for outcome, traces in outcomes.items():
+        for trace in traces:
+            if trace in listed:
+                if listed[trace] != outcome:
+                    conflicts.append(f"{trace}: listed as {listed[trace]}, now {outcome}")
+                continue
+            merged[outcome].append(trace)
+            listed[trace] = outcome
+            added.append(f"{outcome.removesuffix('_on')} {trace}")
+    if not added:
+        return added, conflicts
+    comments = [line for line in block_lines if line.startswith("#")]
+    others = {k: v for k, v in existing.items() if k not in OUTCOMES and k != "fires_when"}
+    block = [header, *comments]
+    if fires_when or existing.get("fires_when"):
+        block.append(f"fires_when = {toml_value(fires_when or existing['fires_when'])}")
+    for key, value in others.items():
+        block.append(f"{key} = {toml_value(value)}")
+    for outcome in OUTCOMES:
+        if merged[outcome]:
+            block += _list_lines(outcome, merged[outcome])
+    if start is None:
+        new = text.rstrip("\n") + ("\n\n" if text.strip() else "") + "\n".join(block) + "\n"
+    else:
+        new = "\n".join(lines[:start] + block + [""] * (end < len(lines)) + lines[end:]).rstrip("\n") + "\n"
+    path.write_text(new)
+    return added, conflicts
+
+
+def _list_lines(key: str, items: list[str], width: int = 110) -> list[str]:
+    head = f"{key} = ["
+    lines, current = [], head
+    for k, item in enumerate(items):
+        piece = toml_value(item) + ("," if k < len(items) - 1 else "]")
+        if len(current) + len(piece) + 1 > width and current != head:
+            lines.append(current.rstrip())
+            current = " " * len(head)
+        current += piece + " "
+    lines.append(current.rstrip())
+    return lines

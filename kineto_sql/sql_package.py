@@ -7,12 +7,21 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import os
 from pathlib import Path
 
 PACKAGE = "kineto"
 
 
+QUERIES_ENV = "KINETO_SQL_QUERIES"
+
+
 def queries_root() -> Path:
+    """The queries/ directory: the installed one, or $KINETO_SQL_QUERIES (a working copy of queries/,
+    e.g. to try a catalog change without touching the checkout)."""
+    override = os.environ.get(QUERIES_ENV)
+    if override:
+        return Path(override)
     return Path(str(importlib.resources.files("kineto_sql.queries")))
 
 

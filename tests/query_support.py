@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from kineto_sql import open_trace
+from kineto_sql import open_trace, rule_tests
 from tests.conftest import CORPUS, GOLDEN
 
 GOLDEN_TRACES = GOLDEN / "traces"
@@ -30,20 +30,11 @@ def golden_trace_paths() -> list[Path]:
 
 def trace_name(path: Path) -> str:
     """`golden:<stem>` or `corpus:<stem>`: how the rules' test files name traces."""
-    stem = path.name.removesuffix(".gz").removesuffix(".json").removesuffix(".pt.trace")
-    return ("golden:" if GOLDEN_TRACES in path.parents else "corpus:") + stem
+    return rule_tests.trace_name(path) or ("corpus:" + path.name.removesuffix(".gz").removesuffix(".json"))
 
 
 def resolve_trace_name(name: str) -> Path:
-    kind, _, stem = name.partition(":")
-    if kind == "golden":
-        return GOLDEN_TRACES / f"{stem}.json.gz"
-    if kind == "corpus":
-        for candidate in (CORPUS / f"{stem}.json.gz", CORPUS / f"{stem}.pt.trace.json.gz"):
-            if candidate.exists():
-                return candidate
-        return CORPUS / f"{stem}.json.gz"
-    raise ValueError(f"trace name {name!r} must start with golden: or corpus:")
+    return rule_tests.resolve_trace_name(name)
 
 
 def corpus_selection() -> list[Path]:

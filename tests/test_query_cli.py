@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -40,8 +41,8 @@ def test_list_json_has_the_reading_queries():
 
 def test_show_prints_header_and_paste_prints_the_bundle():
     shown = invoke("show", "reading.op_table").stdout
-    assert shown.startswith("reading.op_table@2  (reading)  Op table:")
-    assert "-p top_n 0   (LONG)" in shown
+    assert shown.startswith("reading.op_table@2  Op table:")
+    assert "\n  top_n = 0 (LONG): " in shown
     pasted = invoke("show", "reading.op_table", "--paste", "-p", "top_n", "3").stdout
     assert pasted.rstrip().endswith("SELECT * FROM kineto_reading_op_table(3);")
 
@@ -105,3 +106,47 @@ def test_new_scaffolds_a_lint_clean_detector_and_test(tmp_path):
 def test_new_refuses_bad_names(tmp_path, target):
     with pytest.raises(QueryError):
         scaffold(target, tmp_path / "kineto")
+
+
+def test_show_renders_the_rule_page_with_its_example():
+    result = CliRunner().invoke(cli, ["show", "catalog.gc_gil_stall"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    for heading in ("What it detects", "How to confirm", "Why it costs time", "Known false positives",
+                    "Example (case at_threshold_1 of gc_gil_stall.test.toml)", "Fix", "Parameters"):
+        assert f"\n{heading}" in out, heading
+    assert "PythonFrame(name='Python GC', ts_us=200, dur_us=1000)" in out and "gc_count=1, gc_dur=1000000" in out
+    assert out.index("Example (case") < out.index("\nFix")
+
+
+def test_show_and_run_of_an_unknown_id_is_one_sentence():
+    result = CliRunner().invoke(cli, ["show", "catalog.no_such_rule"])
+    assert result.exit_code == 2 and result.output.startswith("error: no query 'catalog.no_such_rule'")
+
+
+GOLDEN_TRACES = Path(__file__).resolve().parents[1] / "golden" / "traces"
+
+
+@pytest.mark.skipif(not (GOLDEN_TRACES / "gc_stall_planted.json.gz").exists(), reason="golden traces absent")
+def test_try_prints_one_outcome_per_trace_with_the_top_finding():
+    result = CliRunner().invoke(cli, ["try", "catalog.gc_gil_stall", str(GOLDEN_TRACES / "gc_stall_planted.json.gz"),
+                                      str(GOLDEN_TRACES / "gc_stall_fixed.json.gz")])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith(("fires", "silent", "not applicable"))]
+    assert lines[0].startswith("fires           golden:gc_stall_planted  3 finding(s); top: Step ")
+    assert lines[1] == "silent          golden:gc_stall_fixed"
+
+
+def test_try_of_a_missing_trace_is_one_sentence(tmp_path):
+    result = CliRunner().invoke(cli, ["try", "catalog.gc_gil_stall", str(tmp_path / "nope.json")])
+    assert result.exit_code == 2 and "no such file or directory" in result.output
+
+
+def test_new_refuses_to_write_into_site_packages(monkeypatch, tmp_path):
+    from kineto_sql import scaffold as scaffold_module
+
+    fake = tmp_path / "lib" / "python3.12" / "site-packages" / "kineto_sql" / "queries" / "kineto"
+    monkeypatch.setattr(scaffold_module, "package_dir", lambda: fake)
+    with pytest.raises(QueryError, match="not run from a clone: clone the repository and `pip install -e .`"):
+        scaffold("catalog.slow_op")
+    assert not fake.exists()

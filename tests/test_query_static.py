@@ -226,3 +226,15 @@ def test_a_lib_change_bumps_only_the_lib_module_and_a_changed_case_bumps_the_rul
     case.write_text(case.read_text().replace("expect_count = 0", "expect_count = 1", 1))
     [issue] = versions.lock_issues(root)
     assert issue.needs_bump and "case(s) one changed" in issue.message
+
+
+@pytest.mark.parametrize(("raw", "ns"), [(1500, 1500), ("50us", 50_000), ("1ms", 1_000_000), ("2.5 ms", 2_500_000),
+                                         ("1_000", 1000), ("1s", 1_000_000_000)])
+def test_duration_params_are_ns_with_optional_units(raw, ns):
+    assert coerce_value("DURATION", raw) == ns
+
+
+@pytest.mark.parametrize("raw", ["fast", "1.5", "1h", True])
+def test_duration_params_refuse_what_is_not_a_duration(raw):
+    with pytest.raises(QueryError, match="wants a DURATION value"):
+        coerce_value("DURATION", raw)

@@ -61,6 +61,13 @@ def test_an_old_id_says_where_it_went():
         moved.get("catalog.gone")
 
 
+def test_reference_is_current():
+    from kineto_sql.rule_page import reference, reference_path
+
+    assert reference_path().exists() and reference_path().read_text() == reference(), (
+        "queries/REFERENCE.md is stale: run `kineto-sql lint --update-lock`")
+
+
 def _build(tmp_path: Path, case: RowCase) -> Path:
     if case.trace_json is not None:
         path = tmp_path / "case.json.gz"
