@@ -67,6 +67,10 @@ def test_a_rows_fix_and_severity_cap_follow_the_cause():
     rows.loc[0, "max_severity"] = None
     assert finding_from_rows(spec, rows, 10_000, "t.json").severity == "high"
     assert finding_from_rows(spec, rows.drop(columns=["fix"]), 10_000, "t.json").fix == spec.fix
+    # a floor lifts a finding that costs no step time itself (a capture that lost its GPU activity)
+    free = rows.assign(impact_dur=0, min_severity=["high", None]).drop(columns=["max_severity"])
+    assert finding_from_rows(spec, free, 10_000, "t.json").severity == "high"
+    assert finding_from_rows(spec, free.drop(columns=["min_severity"]), 10_000, "t.json").severity == "info"
 
 
 def test_narration_is_five_sentences_naming_the_catalog_row():

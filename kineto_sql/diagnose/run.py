@@ -23,7 +23,7 @@ from kineto_sql.sql_files import sections
 STEP_TABLE = "reading.step_table"
 OP_TABLE = "reading.op_table"
 OVERHEAD_VS_COMPUTE = "guide.overhead_vs_compute"
-COMMON = ("ts", "dur", "impact_dur", "step", "evidence", "fix", "max_severity")
+COMMON = ("ts", "dur", "impact_dur", "step", "evidence", "fix", "max_severity", "min_severity")
 # Findings about the capture itself come before every other finding, whatever their impact: a capture
 # that lost GPU activity or ran under counter replay makes every other number suspect.
 FIRST = ("catalog.capture_validity",)
@@ -218,7 +218,7 @@ def _finding(spec, df: pd.DataFrame, denominator: int | None, source: str) -> Fi
     worst = df.iloc[int(pd.to_numeric(df["impact_dur"], errors="coerce").fillna(0).values.argmax())] \
         if "impact_dur" in df and len(df) else df.iloc[0]
     numbers = {c: _plain(worst[c]) for c in df.columns if c not in COMMON and _plain(worst[c]) is not None}
-    severity = _capped(severity, df)
+    severity = _floored(_capped(severity, df), df)
     finding = Finding(
         query_id=spec.id,
         id_version=spec.id_version,
@@ -258,6 +258,15 @@ def _capped(severity: str, df: pd.DataFrame) -> str:
         return severity
     cap = max(caps, key=severity_rank)
     return min(severity, cap, key=severity_rank)
+
+
+def _floored(severity: str, df: pd.DataFrame) -> str:
+    """A rule may return a `min_severity` column for what matters although it costs no step time itself
+    (a capture that lost its GPU activity): the finding's severity is at least the highest of them."""
+    if "min_severity" not in df:
+        return severity
+    floors = [str(v) for v in df["min_severity"] if _plain(v) is not None and str(v) in SEVERITIES]
+    return max([severity, *floors], key=severity_rank)
 
 
 def _with_narration(finding: Finding) -> Finding:

@@ -1,0 +1,241 @@
+-- id: catalog.capture_validity
+-- version: 1
+-- kind: detector
+-- title: Capture validity: GPU activity lost, counter-replay timing, truncated device buffer, skewed clocks
+-- source: issue 12 item 12 (judge the capture before anything else)
+-- signature: runtime launches whose device activity is missing (kernels absent or far fewer than
+--   launches); launches that each take milliseconds while their kernels take microseconds (CUPTI counter
+--   collection / kernel replay); launches that go on after the last recorded device activity (the
+--   activity buffer filled or was cut); kernels that start before the call that launched them.
+-- confirming: per kind: the launches and how many of them have device activity (by correlation id), the
+--   median launch and kernel durations, the launches after the last device activity, the kernels that
+--   start before their launch; `kineto-sql info TRACE` for what the loader saw.
+-- cost: none in the workload; the capture itself is wrong, so every time on the device side (occupancy,
+--   idle gaps, kernel shares, launch delays) is missing or distorted. impact_dur is 0; the finding is
+--   ranked before every other and carries a severity floor (min_severity).
+-- false_positives: launches near the very end of a capture whose kernels ran after it stopped (kept below
+--   the thresholds by the minimum counts); a trace trimmed on purpose to a window (test fixtures).
+-- example: launches_without_kernels
+-- fix: see each row's fix: re-record with ProfilerActivity.CUDA (and a working CUPTI / roctracer), without
+--   counter metrics (no experimental_config profiler_metrics, no ncu running), with a shorter active window
+--   or a larger activity buffer.
+-- needs: none
+-- status: preview
+-- catalog_row: major.capture_validity
+-- default min_launches: 10
+-- default max_matched_pct: 50
+-- default replay_launch_dur: 1000000
+-- default replay_ratio: 10
+-- default min_tail_launches: 10
+-- default skew_pct: 5
+-- locked: 1 50714b9f3aa1aa5d
+-- lib: lib.event_categories@1 lib.kernels@1 lib.launches@1 lib.steps@1
+-- cases: launches_without_kernels=ba4f7417 one_trailing_launch_is_valid=153e66c0 counter_replay=2cae4b47
+--   full_queue_is_not_replay=786dcfc5 truncated_device_buffer=ec10fcc6 clock_skew=97435e43
+
+-- Why the checks hold on any trace:
+-- * Lost GPU activity. Every kernel launch, async memcpy / memset and graph launch puts device work with
+--   the call's correlation id on the device; Kineto records both ends. When fewer than half of at least
+--   min_launches launches have any device activity, the device side was not recorded (CUPTI / roctracer
+--   failed to subscribe, activities=[CPU] only with launches traced, or the buffers were dropped): a few
+--   trailing launches at the end of a capture are the only legitimate misses.
+-- * Counter replay. A launch call enqueues and returns in 2-20 us. It blocks longer only when the launch
+--   queue is full, and then it waits about one kernel ahead of it. When the median launch takes at least
+--   replay_launch_dur (1 ms) and at least replay_ratio (10) times the median duration of the kernels it
+--   launched, every kernel ran serialized inside its own launch: CUPTI counter collection / kernel replay
+--   (profiler metrics, Nsight Compute). Durations and gaps of such a capture are the profiler's.
+-- * Truncated device buffer. When at least min_tail_launches launches with no device activity start
+--   after the last recorded device activity ended, the activity buffer filled (or the device flush was
+--   cut) while the host went on: the end of the capture has no device side.
+-- * Skewed clocks. A kernel cannot start before the call that launched it begins. When at least skew_pct
+--   (5%) of the linked launches (and at least 3) show it, the host and device clocks are misaligned
+--   (Kineto's GPU clock conversion, merged traces of several machines): launch delays and idle
+--   attribution are off by the skew.
+
+INCLUDE PERFETTO MODULE kineto.lib.kernels;
+INCLUDE PERFETTO MODULE kineto.lib.launches;
+
+-- One row per capture problem found.
+CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_capture_validity(
+  -- Launches needed before the lost-activity, replay and skew checks judge anything.
+  min_launches LONG,
+  -- Lost GPU activity fires when at most this % of the launches have device activity.
+  max_matched_pct DOUBLE,
+  -- Counter replay fires when the median kernel launch call takes at least this long.
+  replay_launch_dur DURATION,
+  -- ... and at least this many times the median duration of the device work it launched.
+  replay_ratio DOUBLE,
+  -- Truncation fires with at least this many unmatched launches after the last device activity.
+  min_tail_launches LONG,
+  -- Clock skew fires when at least this % of linked launches have their kernel start before the call.
+  skew_pct DOUBLE
+)
+RETURNS TABLE(
+  -- Start of the affected part of the capture.
+  ts TIMESTAMP,
+  -- Its length.
+  dur DURATION,
+  -- 0: the capture, not the workload, is at fault.
+  impact_dur DURATION,
+  -- NULL: about the whole capture.
+  step LONG,
+  -- One sentence with the numbers.
+  evidence STRING,
+  -- lost_gpu_activity, counter_replay, truncated_device_buffer or clock_skew.
+  kind STRING,
+  -- Runtime calls that put work on a device.
+  launch_count LONG,
+  -- Of them, with device activity.
+  matched_count LONG,
+  -- Device activities recorded.
+  activity_count LONG,
+  -- Median duration of the kernel launch calls.
+  median_launch_dur DURATION,
+  -- Median device time of what one kernel launch call launched.
+  median_kernel_dur DURATION,
+  -- Unmatched launches after the last device activity.
+  tail_launch_count LONG,
+  -- Linked launches whose device work starts before the call.
+  skewed_count LONG,
+  -- Severity floor: high when device numbers are meaningless, medium when part of them are.
+  min_severity STRING,
+  -- The fix for this kind.
+  fix STRING
+) AS
+WITH
+  l AS (
+    SELECT id, ts, dur, name, gpu_count, gpu_ts, gpu_dur FROM kineto_launches
+  ),
+  kernel_calls AS (
+    SELECT
+      dur,
+      gpu_dur,
+      row_number() OVER (ORDER BY dur) AS rn_l,
+      row_number() OVER (ORDER BY gpu_dur) AS rn_k,
+      count(*) OVER () AS n
+    FROM l
+    WHERE
+      name GLOB '*Launch*'
+      AND gpu_count > 0
+  ),
+  last_act AS (
+    SELECT max(ts + dur) AS end_ts, count(*) AS n FROM kineto_kernels
+  ),
+  stats AS (
+    SELECT
+      (SELECT count(*) FROM l) AS n_launch,
+      (SELECT count(*) FROM l WHERE gpu_count > 0) AS n_matched,
+      -- The launches up to the end of the last device activity (all of them without any): a truncated
+      -- buffer's tail is judged on its own below, not as lost activity.
+      (
+        SELECT count(*)
+        FROM l
+        WHERE
+          (SELECT end_ts FROM last_act) IS NULL
+          OR ts <= (SELECT end_ts FROM last_act)
+      ) AS n_body,
+      (SELECT count(*) FROM l WHERE gpu_count > 0 AND ts <= (SELECT end_ts FROM last_act)) AS n_body_matched,
+      (SELECT n FROM last_act) AS n_act,
+      (SELECT min(ts) FROM l) AS first_ts,
+      (SELECT max(ts + dur) FROM l) AS last_ts,
+      (SELECT dur FROM kernel_calls WHERE rn_l = (n + 1) / 2) AS med_launch,
+      (SELECT gpu_dur FROM kernel_calls WHERE rn_k = (n + 1) / 2) AS med_kernel,
+      (SELECT count(*) FROM kernel_calls) AS n_kernel_calls,
+      (SELECT end_ts FROM last_act) AS last_act_end,
+      (
+        SELECT count(*)
+        FROM l
+        WHERE
+          coalesce(gpu_count, 0) = 0
+          AND ts > (SELECT end_ts FROM last_act)
+      ) AS n_tail,
+      (
+        SELECT min(ts)
+        FROM l
+        WHERE
+          coalesce(gpu_count, 0) = 0
+          AND ts > (SELECT end_ts FROM last_act)
+      ) AS tail_ts,
+      (SELECT count(*) FROM l WHERE gpu_count > 0 AND gpu_ts < ts) AS n_skew
+  ),
+  found AS (
+    SELECT
+      s.first_ts AS ts,
+      s.last_ts - s.first_ts AS dur,
+      'lost_gpu_activity' AS kind,
+      'high' AS min_severity,
+      printf(
+        'GPU activity lost: %d of %d launches (%.0f%%) have any device activity (%d device activities recorded): the device side of this capture is missing, so occupancy, idle time and kernel numbers are not measured.',
+        s.n_body_matched, s.n_body, 100.0 * s.n_body_matched / s.n_body, coalesce(s.n_act, 0)
+      ) AS evidence,
+      'Re-record with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] and check that CUPTI (CUDA) or roctracer (ROCm) loads: the profiler prints CUPTI errors at start; nothing else (Nsight, another profiler) may hold the CUPTI subscription.' AS fix
+    FROM stats AS s
+    WHERE
+      s.n_body >= $min_launches
+      AND 100.0 * s.n_body_matched / s.n_body <= $max_matched_pct
+    UNION ALL
+    SELECT
+      s.first_ts,
+      s.last_ts - s.first_ts,
+      'counter_replay',
+      'high',
+      printf(
+        'Counter-replay capture: the median kernel launch call takes %.3f ms, %.0fx the median %.3f ms of device work it launches (%d launches): every kernel ran serialized inside its launch (CUPTI counter collection / kernel replay), so durations and gaps are the profiler''s.',
+        s.med_launch / 1e6, 1.0 * s.med_launch / max(s.med_kernel, 1), s.med_kernel / 1e6, s.n_kernel_calls
+      ),
+      'Profile timing without counters: drop experimental_config profiler_metrics / ProfilerActivity counters, do not run under Nsight Compute; collect counters in a separate run on a few kernels.'
+    FROM stats AS s
+    WHERE
+      s.n_kernel_calls >= $min_launches
+      AND s.med_launch >= $replay_launch_dur
+      AND s.med_launch >= $replay_ratio * s.med_kernel
+    UNION ALL
+    SELECT
+      s.tail_ts,
+      s.last_ts - s.tail_ts,
+      'truncated_device_buffer',
+      'medium',
+      printf(
+        'Device activity stops %.3f ms before the host does: %d launches after the last recorded device activity have none (%.1f%% of the capture''s launch span): the activity buffer filled or its flush was cut, so the end of the capture has no device side.',
+        (s.last_ts - s.last_act_end) / 1e6, s.n_tail, 100.0 * (s.last_ts - s.tail_ts) / max(s.last_ts - s.first_ts, 1)
+      ),
+      'Capture fewer steps (schedule active=2-3) or raise the device activity buffer (KINETO_CONFIG / CUPTI buffer size); make sure the profiler is stopped (prof.stop() / leaving the with block) before the process exits.'
+    FROM stats AS s
+    WHERE
+      s.n_tail >= $min_tail_launches
+    UNION ALL
+    SELECT
+      s.first_ts,
+      s.last_ts - s.first_ts,
+      'clock_skew',
+      'medium',
+      printf(
+        'Host and device clocks disagree: %d of %d linked launches (%.1f%%) have their device work start before the launch call began, which cannot happen on one clock: launch delays and idle attribution are off by the skew.',
+        s.n_skew, s.n_matched, 100.0 * s.n_skew / max(s.n_matched, 1)
+      ),
+      'Re-record on one machine per trace file and a current torch / Kineto (GPU timestamp conversion); do not merge traces of several hosts into one file.'
+    FROM stats AS s
+    WHERE
+      s.n_matched >= $min_launches
+      AND s.n_skew >= 3
+      AND 100.0 * s.n_skew / s.n_matched >= $skew_pct
+  )
+SELECT
+  f.ts,
+  f.dur,
+  0 AS impact_dur,
+  NULL AS step,
+  f.evidence,
+  f.kind,
+  s.n_launch AS launch_count,
+  s.n_matched AS matched_count,
+  coalesce(s.n_act, 0) AS activity_count,
+  s.med_launch AS median_launch_dur,
+  s.med_kernel AS median_kernel_dur,
+  s.n_tail AS tail_launch_count,
+  s.n_skew AS skewed_count,
+  f.min_severity,
+  f.fix
+FROM found AS f
+CROSS JOIN stats AS s
+ORDER BY f.kind;
