@@ -1,5 +1,5 @@
 -- id: catalog.schedule_distortion
--- version: 1
+-- version: 2
 -- kind: detector
 -- title: Profiler schedule distortion: the active window holds a cold or compile step, or too few steps
 -- source: seed 000 section 3, minor fault "Profiler schedule distortion"
@@ -8,7 +8,10 @@
 -- confirming: step count; first-step width vs the median of the others; ProfilerStep#0 present;
 --   dynamo / inductor compile frames inside a step.
 -- cost: a cold or compile step in the active window inflates every average taken from the capture; fewer than
---   3 steps leave no steady state to compare. impact_dur is the excess of the cold step over the median.
+--   3 steps leave no steady state to compare. impact_dur is the excess of the cold step over the median,
+--   less the Python GC time inside it: a step made wide by a GC pause is catalog.gc_gil_stall's finding
+--   (its fix is gc.freeze / gc.disable, not a longer warmup), and it is cold only when it stays at least
+--   cold_ratio x the median without the GC time.
 -- false_positives: a capture of inference or a single request (one step is the whole story); a first step
 --   that is wide because the data really differs (the longest sequence first).
 -- example: few_steps_and_step_zero
@@ -18,11 +21,14 @@
 -- catalog_row: minor.profiler_schedule_distortion
 -- default min_steps: 3
 -- default cold_ratio: 2
--- locked: 1 1bfa1e6ff112f723
--- lib: lib.event_categories@1 lib.steps@1
+-- locked: 2 0ffdf6b08c135bed
+-- lib: lib.event_categories@1 lib.python_gc@None lib.steps@1
 -- cases: few_steps_and_step_zero=d02d79d2 cold_ratio_1=b3351eff cold_ratio_2=fcb0fabb
+--   gc_pause_is_not_a_cold_step=10f2711d wide_first_step_without_gc_is_cold=c6a7c087
+--   cold_step_with_some_gc=4e4d829c
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.python_gc;
 
 -- One row per distortion found (kinds: few_steps, step_zero, cold_first_step, compile_step).
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_schedule_distortion(
@@ -71,7 +77,23 @@ WITH
     SELECT avg(dur) AS d FROM others WHERE k IN ((m + 1) / 2, (m + 2) / 2)
   ),
   first AS (
-    SELECT * FROM s WHERE rn = 1
+    -- gc: Python GC time inside the step window (clipped to it).
+    SELECT
+      s.*,
+      coalesce(
+        (
+          SELECT sum(min(g.ts + g.dur, s.ts + s.dur) - max(g.ts, s.ts))
+          FROM kineto_python_gc AS g
+          WHERE
+            g.upid = s.upid
+            AND g.ts < s.ts + s.dur
+            AND g.ts + g.dur > s.ts
+        ),
+        0
+      ) AS gc
+    FROM s
+    WHERE
+      rn = 1
   ),
   compile_steps AS (
     SELECT s.step, s.ts, s.dur, count(f.id) AS frames
@@ -100,7 +122,7 @@ WITH
     SELECT
       f.ts,
       f.dur,
-      CAST(max(f.dur - coalesce((SELECT d FROM med), f.dur), 0) AS INT),
+      CAST(max(f.dur - f.gc - coalesce((SELECT d FROM med), f.dur), 0) AS INT),
       f.step,
       'step_zero',
       printf('The active window starts at ProfilerStep#0 (%.3f ms): no wait/warmup steps, so first-iteration work (allocations, optimizer state init, autotuning) is in the capture.', f.dur / 1e6)
@@ -111,14 +133,18 @@ WITH
     SELECT
       f.ts,
       f.dur,
-      CAST(f.dur - (SELECT d FROM med) AS INT),
+      CAST(f.dur - f.gc - (SELECT d FROM med) AS INT),
       f.step,
       'cold_first_step',
-      printf('First captured step %d is %.3f ms, %.1fx the median %.3f ms of the other %d steps: a cold step inside the active window.', f.step, f.dur / 1e6, f.dur / (SELECT d FROM med), (SELECT d FROM med) / 1e6, f.n - 1)
+      printf(
+        'First captured step %d is %.3f ms, %.1fx the median %.3f ms of the other %d steps%s: a cold step inside the active window.',
+        f.step, f.dur / 1e6, (f.dur - f.gc) / (SELECT d FROM med), (SELECT d FROM med) / 1e6, f.n - 1,
+        CASE WHEN f.gc > 0 THEN printf(' without its %.3f ms of Python GC', f.gc / 1e6) ELSE '' END
+      )
     FROM first AS f
     WHERE
       (SELECT d FROM med) > 0
-      AND f.dur >= $cold_ratio * (SELECT d FROM med)
+      AND f.dur - f.gc >= $cold_ratio * (SELECT d FROM med)
     UNION ALL
     SELECT
       c.ts,

@@ -1,0 +1,38 @@
+INCLUDE PERFETTO MODULE kineto.lib.steps;
+
+-- Python garbage-collection passes: Kineto's `Python GC` events (record_python_gc_info, torch >= 2.4)
+-- and, with stacks, the frames of an explicit gc.collect() call. A GC pass holds the GIL and stops
+-- every Python thread, so the host launches nothing while it runs. Each pass is one row with the step
+-- of its own process whose window contains its start.
+CREATE OR REPLACE PERFETTO TABLE kineto_python_gc(
+  -- Slice id.
+  id JOINID(slice.id),
+  -- Start.
+  ts TIMESTAMP,
+  -- Duration.
+  dur DURATION,
+  -- `Python GC` or the gc.collect frame.
+  name STRING,
+  -- Process.
+  upid JOINID(process.id),
+  -- Step number, or NULL outside steps.
+  step LONG
+) AS
+SELECT
+  s.id,
+  s.ts,
+  s.dur,
+  s.name,
+  t.upid,
+  _kineto_step_at!(t.upid, s.ts) AS step
+FROM slice AS s
+JOIN thread_track AS tt
+  ON tt.id = s.track_id
+JOIN thread AS t
+  USING (utid)
+WHERE
+  s.name = 'Python GC'
+  OR (
+    s.category = 'python_function'
+    AND (s.name GLOB '*gc.collect*' OR s.name GLOB '<built-in method collect of module gc*')
+  );
