@@ -11,6 +11,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.output import friendly_errors
+from kineto_sql.cli.progress import configure, is_quiet, stage
 from kineto_sql.diagnose.model import SEVERITIES
 from kineto_sql.diagnose.render_html import render_html
 from kineto_sql.diagnose.render_text import render_markdown, render_text
@@ -20,12 +21,12 @@ from kineto_sql.diagnose.run import diagnose_path
 @click.command("diagnose")
 @click.argument("target", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json", "html"]), default="text",
-              show_default=True, help="json has a stable, documented schema (docs/diagnose.md).")
+              show_default=True, help="json has a stable schema (kineto_sql/diagnose/schema.json, schema_version).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
 @click.option("--fail-on", type=click.Choice(SEVERITIES), default=None,
               help="Exit 1 when a finding at or above this severity exists (for CI gates).")
 @click.option("--jobs", type=int, default=1, show_default=True, help="Processes for a rank directory.")
-@click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
+@click.option("--no-progress", is_flag=True, help="No progress on stderr (the same as --quiet).")
 @engine_options
 @friendly_errors
 def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jobs: int, no_progress: bool,
@@ -42,12 +43,15 @@ def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jo
       kineto-sql diagnose trace.json.gz --format html -o report.html
       kineto-sql diagnose ./tb_logs/ --format json --fail-on high
     """
-    show = not no_progress and sys.stderr.isatty()
+    if no_progress:
+        configure(quiet=True)
+    show = not no_progress and not is_quiet() and sys.stderr.isatty()
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True, disable=not show) as bar:
         task = bar.add_task("loading", total=None)
         diagnosis = diagnose_path(target, engine_choice(engine_kind, tp_shell),
-                                  progress=lambda text: bar.update(task, description=text), jobs=jobs)
+                                  progress=lambda text: (bar.update(task, description=text), stage(text)),
+                                  jobs=jobs)
     if fmt == "json":
         text = orjson.dumps(diagnosis.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS,
                             default=str).decode() + "\n"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from kineto_sql.cli.progress import quiet_option
 from kineto_sql.engine.processor import TP_SHELL_ENV, EngineChoice
 
 _ALLOW_LOSS = "kineto_sql.allow_loss"
@@ -13,6 +14,7 @@ def _remember_allow_loss(ctx: click.Context, _param, value: bool) -> None:
 
 
 def engine_options(func):
+    func = quiet_option(func)
     func = click.option("--allow-loss", is_flag=True, expose_value=False, callback=_remember_allow_loss,
                         help="Go on when loading loses events (the loader could not keep some, or the engine "
                              "reports data loss); the loss is reported. Without it such a load exits 2.")(func)

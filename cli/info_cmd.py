@@ -5,12 +5,12 @@ from pathlib import Path
 
 import click
 import pandas as pd
-from rich.console import Console
 from rich.table import Table
 
 from dataclasses import replace
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options
+from kineto_sql.cli.output import console as output_console
 from kineto_sql.cli.output import emit_frame, emit_json, format_option, friendly_errors
 from kineto_sql.loading.load import open_rank_dir, open_trace
 from kineto_sql.trace_info import TraceInfo, describe
@@ -64,9 +64,12 @@ def _flat(info: TraceInfo) -> dict:
 
 
 def _render(info: TraceInfo) -> None:
-    console = Console()
+    console = output_console()
     rank = f" (rank {info.rank})" if info.rank is not None else ""
-    console.rule(f"[bold]{info.source}{rank}")
+    if console.is_terminal:
+        console.rule(f"[bold]{info.source}{rank}")
+    else:  # a rule would be as wide as the pipe console
+        console.print(f"== {info.source}{rank} ==")
     console.print(f"{info.input_bytes / 1e6:.1f} MB JSON, schema {info.schema_version}, engine {info.engine}; "
                   f"flags: {', '.join(k for k, v in info.flags.items() if v) or 'none recorded'}")
     for d in info.devices:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import re
 import sys
 
 import click
@@ -19,18 +20,55 @@ format_option = click.option(
     help="table for people, csv or json (stable keys) for machines.")
 
 
+# Units of a column, from its name (the queries' convention: ts / dur / *_dur in ns, *_us, *_pct...).
+_UNITS = ((re.compile(r"(^|_)(ts|dur|ns)$"), "ns"), (re.compile(r"_us$"), "us"), (re.compile(r"_ms$"), "ms"),
+          (re.compile(r"_(pct|percent)$"), "%"), (re.compile(r"_bytes$"), "bytes"), (re.compile(r"_gb$"), "GB"),
+          (re.compile(r"_s$"), "s"))
+# Columns that hold identifiers or names: never wrapped, in any terminal width.
+_NO_WRAP = re.compile(r"(^|_)(id|ids|name|query|op|kernel|source|path|version)$")
+# Without a terminal (a pipe, a CI log) nothing limits the width: a table is as wide as its rows.
+PIPE_WIDTH = 100_000
+
+
+def header(column: str) -> str:
+    """A table header with its unit: `dur` -> `dur (ns)`, `gpu_busy_pct` -> `gpu_busy_pct (%)`."""
+    for pattern, unit in _UNITS:
+        if pattern.search(column):
+            return f"{column} ({unit})"
+    return column
+
+
+def console(stderr: bool = False) -> Console:
+    """A rich Console that never wraps in a pipe (full width) and uses at least 120 columns on a terminal."""
+    stream = sys.stderr if stderr else sys.stdout
+    if not stream.isatty():
+        return Console(file=stream, width=PIPE_WIDTH, soft_wrap=True)
+    return Console(file=stream, width=max(120, Console(file=stream).width))
+
+
 def emit_frame(df: pd.DataFrame, fmt: str, title: str | None = None) -> None:
     if fmt == "csv":
         click.echo(df.to_csv(index=False), nl=False)
     elif fmt == "json":
         click.echo(orjson.dumps(frame_records(df), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode())
     else:
-        table = Table(title=title, show_lines=False)
+        table = Table(title=title, show_lines=False, title_justify="left")
         for column in df.columns:
-            table.add_column(str(column), overflow="fold")
+            keep_whole = bool(_NO_WRAP.search(str(column)))
+            table.add_column(header(str(column)), overflow="ignore" if keep_whole else "fold", no_wrap=keep_whole)
         for row in df.itertuples(index=False):
             table.add_row(*("" if _missing(v) else str(v) for v in row))
-        Console(width=max(120, Console().width)).print(table)
+        console().print(table)
+
+
+def emit_not_applicable(reason: str, fmt: str) -> None:
+    """A query the trace cannot answer: JSON stays JSON, csv gets no rows (the reason goes to stderr)."""
+    if fmt == "json":
+        emit_json({"not_applicable": reason})
+    elif fmt == "csv":
+        click.echo(f"not applicable: {reason}", err=True)
+    else:
+        click.echo(f"not applicable: {reason}")
 
 
 def frame_records(df: pd.DataFrame) -> list[dict]:

@@ -9,7 +9,7 @@ import pandas as pd
 
 from kineto_sql.catalog import KINDS, load_catalog
 from kineto_sql.cli.engine_options import engine_choice, engine_options
-from kineto_sql.cli.output import emit_frame, emit_json, format_option, friendly_errors
+from kineto_sql.cli.output import emit_frame, emit_json, emit_not_applicable, format_option, friendly_errors
 from kineto_sql.loading.load import open_trace
 from kineto_sql.paste import paste_bundle
 from kineto_sql.runner import resolve_spec, run_query
@@ -81,8 +81,8 @@ def run_command(query_id: str, trace: Path, params: tuple[tuple[str, str], ...],
                 tp_shell: str | None):
     """Run one query on TRACE and print its rows.
 
-    When the trace lacks what the query needs (no steps, no GPU...) it prints `not applicable: ...` and
-    exits 0. Bad input (unknown query or parameter, unreadable trace) is one sentence and exit status 2.
+    When the trace lacks what the query needs (no steps, no GPU...) it prints `not applicable: ...`
+    (`{"not_applicable": "..."}` with --format json) and exits 0. Bad input (unknown query or parameter, unreadable trace) is one sentence and exit status 2.
 
     \b
     Examples:
@@ -96,7 +96,7 @@ def run_command(query_id: str, trace: Path, params: tuple[tuple[str, str], ...],
     with open_trace(trace, engine_choice(engine_kind, tp_shell)) as tp:
         result = run_query(tp, spec, values)
     if result.not_applicable:
-        click.echo(f"not applicable: {result.not_applicable}")
+        emit_not_applicable(result.not_applicable, fmt)
         return
     emit_frame(result.df, fmt, title=f"{result.id_version}: {spec.title}")
 

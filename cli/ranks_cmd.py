@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.output import emit_frame, emit_json, format_option, frame_records, friendly_errors
+from kineto_sql.cli.progress import stage
 from kineto_sql.errors import KinetoSqlError
 
 
@@ -60,6 +61,7 @@ def command(directory: Path, fmt: str, jobs: int, hta_compat: bool, threshold_pc
                 except KinetoSqlError:
                     raise
                 progress.advance(task)
+                stage(f"ranks: {len(results)} of {len(files)} loaded")
     report = ranks.build_report(results, threshold_pct)
     verdict = report.verdict
     if fmt == "json":

@@ -122,8 +122,13 @@ class TraceDiagnosis:
     skipped: tuple[Skipped, ...]
     loader_fixes: tuple[str, ...]
     errors: tuple[Skipped, ...] = ()
-    # Top rows of reading.op_table (where device / CPU time goes by op), plain dicts.
+    # Top rows of reading.op_table (where device / CPU time goes by op, whole-trace totals), plain dicts.
     top_ops: tuple[dict, ...] = ()
+    # What the load lost (only with --allow-loss; one sentence per cause), empty when every event was kept.
+    loss: tuple[str, ...] = ()
+    # The capture: engine kind and devices from deviceProperties (name, memory), for report headers.
+    engine: str = ""
+    devices: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         return {
@@ -136,6 +141,9 @@ class TraceDiagnosis:
             "errors": [vars(s) for s in self.errors],
             "loader_fixes": list(self.loader_fixes),
             "top_ops": list(self.top_ops),
+            "loss": list(self.loss),
+            "engine": self.engine,
+            "devices": list(self.devices),
         }
 
 

@@ -11,6 +11,10 @@ def _verdict_lines(t: TraceDiagnosis) -> list[str]:
     v = t.verdict
     rank = f" (rank {t.rank})" if t.rank is not None else ""
     lines = [f"{t.source}{rank}"]
+    if t.devices or t.engine:
+        lines.append(f"capture: {'; '.join(t.devices) or 'no GPU in deviceProperties'}; engine {t.engine or 'n/a'}")
+    if t.loss:
+        lines.append("DATA LOSS (loaded with --allow-loss): " + "; ".join(t.loss))
     if v.steps:
         occ = f", GPU busy {v.gpu_occupancy_pct:.0f}%" if v.gpu_occupancy_pct is not None else ""
         lines.append(f"verdict: {v.regime}: {v.steps} steps, median step {ms(v.median_step_ns)}{occ}.")
@@ -49,8 +53,15 @@ def _finding_lines(i: int, f: Finding, markdown: bool) -> list[str]:
         lines.append(f"{bullet}fix: {f.fix}")
     if where:
         lines.append(f"{bullet}where: {'; '.join(where)}")
-    code = "`" if markdown else ""
-    lines.append(f"{bullet}reproduce: " + " | ".join(f"{code}{c}{code}" for c in f.reproduce))
+    if markdown:
+        lines.append(f"{bullet}reproduce (each line is one command):")
+        lines.append("")
+        lines.append("  ```")
+        lines.extend(f"  {c}" for c in f.reproduce)
+        lines.append("  ```")
+    else:
+        lines.append(f"{bullet}reproduce (each line is one command):")
+        lines.extend(f"{bullet}  {c}" for c in f.reproduce)
     return lines
 
 
@@ -81,21 +92,25 @@ def _top_ops_lines(t: TraceDiagnosis, n: int = 5) -> list[str]:
     """Where the time goes by op (reading.op_table), before any timeline scrolling."""
     if not t.top_ops:
         return []
-    lines = ["top ops (reading.op_table: self device, self CPU):"]
+    span = f"all {t.verdict.steps} steps and outside them" if t.verdict.steps else "the whole capture"
+    lines = [f"top ops (reading.op_table): whole-trace totals over {span}, not per step: self device, self CPU"]
     for row in t.top_ops[:n]:
-        lines.append(f"  {str(row.get('name'))[:70]}: {ms(row.get('self_device_dur') or 0)} device, "
+        lines.append(f"  {row.get('name')}: {ms(row.get('self_device_dur') or 0)} device, "
                      f"{ms(row.get('self_cpu_dur') or 0)} CPU, {row.get('calls')} calls")
     return lines
 
 
 def _tail(t: TraceDiagnosis) -> str:
-    parts = [f"silent: {len(t.silent)} detectors"]
+    parts = [f"silent ({len(t.silent)} detectors ran and found nothing): " + (", ".join(t.silent) or "none")]
     if t.skipped:
         parts.append("skipped: " + "; ".join(f"{s.query_id} ({s.reason})" for s in t.skipped))
     if t.errors:
         parts.append("errors: " + "; ".join(f"{s.query_id} ({s.reason})" for s in t.errors))
+    if t.loss:
+        parts.append("DATA LOSS (loaded with --allow-loss): " + "; ".join(t.loss))
     if t.loader_fixes:
-        parts.append("loader fixes (nothing lost): " + ", ".join(t.loader_fixes))
+        kept = "every event kept" if not t.loss else "see DATA LOSS"
+        parts.append(f"loader fixes ({kept}): " + ", ".join(t.loader_fixes))
     return "\n".join(parts)
 
 

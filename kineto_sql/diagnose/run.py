@@ -78,7 +78,20 @@ def diagnose_trace(tp, progress: Progress | None = None) -> TraceDiagnosis:
     fixes = tuple(f"{f.kind}: {f.count}" for f in tp.report.fixes)
     say(f"{Path(source).name}: {OP_TABLE}")
     return TraceDiagnosis(source, tp.rank, verdict, tuple(findings), tuple(silent), tuple(skipped), fixes,
-                          tuple(errors), _top_ops(tp))
+                          tuple(errors), _top_ops(tp), loss=tuple(tp.report.loss_sentences()),
+                          engine=tp.choice.kind, devices=_devices(tp))
+
+
+def _devices(tp) -> tuple[str, ...]:
+    """GPU models as the trace's deviceProperties name them (Kineto writes one entry per visible device)."""
+    props = (getattr(tp, "trace_metadata", None) or {}).get("deviceProperties") or []
+    out = []
+    for d in props if isinstance(props, list) else []:
+        if isinstance(d, dict) and d.get("name"):
+            memory = d.get("totalGlobalMem")
+            size = f", {memory / 2**30:.0f} GB" if isinstance(memory, (int, float)) and memory > 0 else ""
+            out.append(f"{d.get('id', len(out))}: {d['name']}{size}")
+    return tuple(out)
 
 
 def _top_ops(tp, limit: int = 10) -> tuple[dict, ...]:

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
+import time
 from pathlib import Path
 
 import orjson
@@ -15,13 +17,22 @@ from kineto_sql.sql_files import read_sql, sections
 from kineto_sql.sql_literals import bind
 from kineto_sql.sql_package import package_dir, package_modules
 
+log = logging.getLogger("kineto_sql.load")
+
 
 def prepare_file(path: Path, engine: EngineChoice | None = None) -> PreparedTrace:
+    started = time.perf_counter()
     raw = read_bytes(path)
+    log.info("read %s: %.1f MB of JSON", path.name, len(raw) / 1e6)
     if engine is not None:  # refuse up front, with the need and the cap, rather than die mid-load
         choice = engine.resolve(len(raw))
         memory.check(len(raw), choice.kind == "wasm64", choice.kind == "native", what=str(path))
-    return prepare(raw, path)
+    prepared = prepare(raw, path)
+    report = prepared.report
+    log.info("prepared %s: %d events, %d kinds of change, %d dropped (%.1fs)", path.name,
+             sum(report.events_by_phase.values()), len(report.fixes), report.dropped_count,
+             time.perf_counter() - started)
+    return prepared
 
 
 def rank_of(prepared: PreparedTrace, fallback: int | None) -> int | None:
@@ -50,6 +61,8 @@ def open_prepared(prepared: PreparedTrace, path: Path, engine: EngineChoice = En
         tp.rank = rank_of(prepared, rank_from_name)
         _add_ingest_tables(tp, prepared, path)
         _check_loss(tp, prepared, path, choice.allow_loss)
+        log.info("loaded %s into the %s engine: %d slices expected", path.name, choice.kind,
+                 prepared.report.expected_slices)
     except BaseException:
         tp.close()
         raise

@@ -1,0 +1,137 @@
+"""Output a pipe can use: CliRunner's stdout/stderr are not terminals, as in CI logs and `| less`.
+
+Tables never wrap an id and carry units in their headers, progress is plain log lines on stderr
+(`--quiet` silences them), every `--format json` output parses, and the text report reads right.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kineto_sql.cli.main import cli
+from kineto_sql.cli.output import header
+from kineto_sql.errors import QueryError
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "golden" / "traces"
+TRACE = GOLDEN / "gc_stall_planted.json.gz"
+OTHER = GOLDEN / "gc_stall_fixed.json.gz"
+RANKS = GOLDEN / "ddp_allreduce_planted"
+
+
+def _run(*args):
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    assert "Traceback" not in result.output, result.output
+    return result
+
+
+def test_tables_in_a_pipe_never_wrap_ids_and_carry_units():
+    rows = json.loads(_run("run", "reading.op_table", TRACE, "--format", "json").stdout)
+    table = _run("run", "reading.op_table", TRACE, "-q")
+    assert table.exit_code == 0
+    lines = table.stdout.splitlines()
+    longest = max((r["name"] for r in rows), key=len)
+    assert len(longest) > 60  # wider than a squeezed 80-column table would keep on one line
+    for row in rows:
+        assert any(row["name"] in line for line in lines), row["name"]
+    head = next(line for line in lines if "self_cpu_dur" in line)
+    assert "self_cpu_dur (ns)" in head and "self_device_pct (%)" in head and "calls (" not in head
+    listing = _run("list").stdout.splitlines()
+    assert any(line.split("│")[1].strip() == "catalog.activation_checkpoint_surprise" for line in listing
+               if line.count("│") > 2)
+
+
+def test_header_units():
+    assert [header(c) for c in ("dur", "ts", "impact_dur", "step_us", "gpu_busy_pct", "name", "end_ns")] == [
+        "dur (ns)", "ts (ns)", "impact_dur (ns)", "step_us (us)", "gpu_busy_pct (%)", "name", "end_ns (ns)"]
+
+
+def test_progress_is_plain_lines_on_stderr_and_quiet_silences_it():
+    result = _run("info", TRACE, "--format", "json")
+    assert result.exit_code == 0
+    stages = [line for line in result.stderr.splitlines() if line.startswith("kineto-sql: [")]
+    assert [line.split("] ")[1].split(" ")[0] for line in stages] == ["read", "prepared", "loaded"]
+    assert "1435 events" in stages[1] and "s]" in stages[0]
+    json.loads(result.stdout)
+    quiet = _run("info", TRACE, "--format", "json", "--quiet")
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+    diag = _run("diagnose", TRACE, "--format", "json")
+    assert any("catalog.gc_gil_stall" in line for line in diag.stderr.splitlines() if line.startswith("kineto-sql: ["))
+    assert _run("diagnose", TRACE, "--format", "json", "-q").stderr == ""
+
+
+@pytest.mark.parametrize("args", [
+    ("list", "--format", "json"),
+    ("info", TRACE, "--format", "json"),
+    ("info", RANKS, "--format", "json"),
+    ("sql", TRACE, "SELECT name, dur FROM slice LIMIT 3", "--format", "json"),
+    ("run", "reading.step_table", TRACE, "--format", "json"),
+    ("run", "catalog.straggler_rank", TRACE, "--format", "json"),   # not applicable: one rank
+    ("run", "catalog.compile_graph_breaks", TRACE, "--format", "json"),  # not applicable: no compile
+    ("diagnose", TRACE, "--format", "json"),
+    ("ranks", RANKS, "--format", "json"),
+    ("diff", TRACE, OTHER, "--format", "json"),
+], ids=lambda a: "-".join(str(x) for x in a[:2]) if isinstance(a, tuple) else str(a))
+def test_every_json_format_parses(args):
+    result = _run(*args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    if args[0] == "run" and args[1] in ("catalog.straggler_rank", "catalog.compile_graph_breaks"):
+        assert list(data) == ["not_applicable"] and "needs" in data["not_applicable"]
+
+
+def test_not_applicable_in_csv_keeps_stdout_empty():
+    result = _run("run", "catalog.straggler_rank", TRACE, "--format", "csv", "-q")
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr.startswith("not applicable: ")
+
+
+def test_text_report_reads_right():
+    text = _run("diagnose", TRACE, "-q").stdout
+    lines = text.splitlines()
+    start = lines.index("   reproduce (each line is one command):")
+    assert lines[start + 1].strip().startswith("kineto-sql run catalog.gc_gil_stall ")
+    assert lines[start + 2].strip() == "kineto-sql show catalog.gc_gil_stall --paste"
+    assert lines[start + 3].strip().startswith("kineto-sql open ")
+    assert " | kineto-sql" not in text
+    assert "top ops (reading.op_table): whole-trace totals over all 3 steps and outside them, not per step" in text
+    silent = next(line for line in lines if line.startswith("silent ("))
+    assert "catalog.sync_forcing_op" in silent and "catalog.memory_churn" in silent
+    assert "loader fixes (every event kept)" in text
+
+
+def test_text_report_says_loss_when_loaded_with_allow_loss(tmp_path):
+    path = tmp_path / "lossy.json"
+    path.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "name": "ProfilerStep#1", "cat": "user_annotation", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+        {"ph": "X", "name": "aten::mm", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
+        {"ph": "X", "name": "lost", "cat": "cpu_op", "pid": 1, "tid": 1, "dur": 20}]}))
+    assert _run("diagnose", path, "-q").exit_code == 2
+    result = _run("diagnose", path, "-q", "--allow-loss")
+    assert result.exit_code == 0
+    assert "DATA LOSS (loaded with --allow-loss): 1 event(s) dropped: ts is missing (event index 2)" in result.stdout
+    assert "every event kept" not in result.stdout
+    data = json.loads(_run("diagnose", path, "-q", "--allow-loss", "--format", "json").stdout)
+    assert data["traces"][0]["loss"] == ["1 event(s) dropped: ts is missing (event index 2)"]
+
+
+def test_diagnose_help_points_to_what_exists():
+    text = _run("diagnose", "--help").stdout
+    assert "docs/diagnose.md" not in text and "schema.json" in text
+    assert (ROOT / "kineto_sql" / "diagnose" / "schema.json").exists()
+
+
+def test_new_refuses_to_write_into_an_installed_copy(monkeypatch, tmp_path):
+    from kineto_sql import scaffold
+
+    fake = tmp_path / "lib" / "python3.11" / "site-packages" / "kineto_sql" / "queries" / "kineto"
+    fake.mkdir(parents=True)
+    monkeypatch.setattr(scaffold, "package_dir", lambda: fake)
+    with pytest.raises(QueryError, match="not run from a clone"):
+        scaffold.scaffold("catalog.my_rule")
+    assert not any(fake.iterdir())
+    result = _run("new", "catalog.my_rule")
+    assert result.exit_code == 2 and "clone the repository" in result.stderr
