@@ -121,10 +121,10 @@ def test_cli_sql_and_info_json(tmp_path):
     out = runner.invoke(cli, ["sql", str(path), "SELECT name, count(*) AS n FROM slice GROUP BY 1 ORDER BY 1",
                               "--format", "csv"])
     assert out.exit_code == 0, out.output
-    assert out.output.splitlines() == ["name,n", "cudaLaunchKernel,2", "k1,1", "k2,1"]
+    assert out.stdout.splitlines() == ["name,n", "cudaLaunchKernel,2", "k1,1", "k2,1"]
     info = runner.invoke(cli, ["info", str(path), "--format", "json"])
     assert info.exit_code == 0, info.output
-    doc = json.loads(info.output)
+    doc = json.loads(info.stdout)
     assert doc["conserved"] is True and doc["counts"]["slices"] == 4 and doc["expected_slices"] == 4
     assert {f["kind"] for f in doc["fixes"]} >= {"overlap_lane"}
     assert set(doc) >= {"source", "rank", "devices", "steps", "streams", "processes", "fixes", "events_by_phase"}
@@ -134,7 +134,7 @@ def test_cli_sql_and_info_json(tmp_path):
 def test_cli_info_on_a_rank_directory_reads_ranks_from_distributed_info():
     result = CliRunner().invoke(cli, ["info", str(CORPUS / "hta_sampled_2rank"), "--format", "json"])
     assert result.exit_code == 0, result.output
-    ranks = json.loads(result.output)
+    ranks = json.loads(result.stdout)
     assert [r["rank"] for r in ranks] == [0, 1]
     assert all(r["conserved"] for r in ranks)
 

