@@ -66,5 +66,7 @@ def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jo
         click.echo(f"wrote {output}", err=True)
     else:
         click.echo(text, nl=False)
-    if fail_on and diagnosis.has_finding_at(fail_on):
+    for failure in diagnosis.failed_ranks:
+        click.echo(f"error: rank file not loaded: {failure}", err=True)
+    if diagnosis.failed_ranks or (fail_on and diagnosis.has_finding_at(fail_on)):
         sys.exit(1)

@@ -12,6 +12,8 @@ from dataclasses import replace
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.output import console as output_console
 from kineto_sql.cli.output import emit_frame, emit_json, format_option, friendly_errors
+from kineto_sql.errors import KinetoSqlError
+from kineto_sql.fanout import RankFailure, all_failed
 from kineto_sql.loading.load import open_rank_dir, open_trace
 from kineto_sql.trace_info import TraceInfo, describe
 
@@ -34,11 +36,18 @@ def command(trace: Path, fmt: str, engine_kind: str, tp_shell: str | None):
     """
     choice = engine_choice(engine_kind, tp_shell)
     targets = open_rank_dir(trace) if trace.is_dir() else [(trace, None)]
-    infos = []
+    infos, failures = [], []
     # info exists to show a loss: load anyway, report it, then refuse below unless --allow-loss.
     for path, rank in targets:
-        with open_trace(path, replace(choice, allow_loss=True), rank_from_name=rank) as tp:
-            infos.append(describe(tp))
+        try:
+            with open_trace(path, replace(choice, allow_loss=True), rank_from_name=rank) as tp:
+                infos.append(describe(tp))
+        except KinetoSqlError as exc:
+            if not trace.is_dir():
+                raise
+            failures.append(RankFailure(str(path), str(exc)))  # a bad rank: the others are still described
+    if not infos:
+        raise all_failed(failures)
     if fmt == "json":
         emit_json(infos[0].to_json() if not trace.is_dir() else [i.to_json() for i in infos])
     elif fmt == "csv":
@@ -47,6 +56,10 @@ def command(trace: Path, fmt: str, engine_kind: str, tp_shell: str | None):
         for info in infos:
             _render(info)
     lossy = [i for i in infos if not i.conserved]
+    for failure in failures:
+        click.echo(f"error: rank file not loaded: {failure.sentence()}", err=True)
+    if failures:
+        raise SystemExit(1)
     if lossy and not choice.allow_loss:
         click.echo(f"error: {lossy[0].source}: loading it loses data ({'; '.join(lossy[0].loss_sentences()[:3])}); "
                    "pass --allow-loss to accept it", err=True)

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.output import emit_frame, emit_json, format_option, frame_records, friendly_errors
 from kineto_sql.cli.progress import stage
-from kineto_sql.errors import KinetoSqlError
+from kineto_sql.fanout import all_failed, fan_out
 
 
 def _progress() -> Progress:
@@ -50,18 +50,16 @@ def command(directory: Path, fmt: str, jobs: int, hta_compat: bool, threshold_pc
 
     choice = engine_choice(engine_kind, tp_shell)
     files = ranks.rank_files(directory)
-    results = []
     with _progress() as progress:
         task = progress.add_task(f"loading {len(files)} ranks", total=len(files))
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(ranks.run_rank, str(p), r, hta_compat, choice) for p, r in files]
-            for future in futures:
-                try:
-                    results.append(future.result())
-                except KinetoSqlError:
-                    raise
-                progress.advance(task)
-                stage(f"ranks: {len(results)} of {len(files)} loaded")
+
+        def done(_result):
+            progress.advance(task)
+            stage(f"ranks: {int(progress.tasks[0].completed)} of {len(files)} loaded")
+
+        results, failures = fan_out(ranks.run_rank, [(str(p), r, hta_compat, choice) for p, r in files], jobs, done)
+    if not results:
+        raise all_failed(failures)
     report = ranks.build_report(results, threshold_pct)
     verdict = report.verdict
     if fmt == "json":
@@ -74,11 +72,14 @@ def command(directory: Path, fmt: str, jobs: int, hta_compat: bool, threshold_pc
             "straggler": verdict.straggler,
             "straggler_quantity": verdict.quantity.column if verdict.quantity and verdict.straggler is not None else None,
             "narration": verdict.narration,
+            "failed_ranks": [{"path": f.path, "error": f.reason} for f in failures],
         })
+        _fail_on(failures)
         return
     if fmt == "csv":
         long = _long_frame(report)
         click.echo(long.to_csv(index=False), nl=False)
+        _fail_on(failures)
         return
     for key, _qid, title in ranks.ANALYSES:
         emit_frame(_rounded(report.tables[key]), fmt, title=title)
@@ -86,6 +87,15 @@ def command(directory: Path, fmt: str, jobs: int, hta_compat: bool, threshold_pc
     emit_frame(_rounded(report.distribution), fmt, title="Distribution across ranks")
     click.echo("")
     click.echo(verdict.narration)
+    _fail_on(failures)
+
+
+def _fail_on(failures) -> None:
+    """The good ranks are printed; each bad one is named on stderr and the command exits 1."""
+    for failure in failures:
+        click.echo(f"error: rank file not loaded: {failure.sentence()}", err=True)
+    if failures:
+        sys.exit(1)
 
 
 def _rounded(df: pd.DataFrame) -> pd.DataFrame:

@@ -9,7 +9,6 @@ furthest from the others in the direction that costs step time.
 from __future__ import annotations
 
 import math
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -91,6 +90,8 @@ class RanksReport:
     summary: pd.DataFrame | None = None
     distribution: pd.DataFrame | None = None
     verdict: StragglerVerdict | None = None
+    # Rank files that could not be loaded (kineto_sql.fanout.RankFailure): named, never fatal to the others.
+    failures: list = field(default_factory=list)
 
 
 def analysis_params(key: str, hta_compat: bool) -> dict[str, object]:
@@ -141,16 +142,15 @@ def rank_files(directory) -> list[tuple[Path, int | None]]:
 def run_ranks(directory, jobs: int = 1, hta_compat: bool = False, engine=None,
               on_done: Callable[[RankResult], None] | None = None) -> RanksReport:
     """Loads every rank of `directory` in worker processes (at most `jobs` at once) and builds the report."""
+    from kineto_sql.fanout import all_failed, fan_out
+
     files = rank_files(directory)
-    results: list[RankResult] = []
-    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(run_rank, str(p), r, hta_compat, engine) for p, r in files]
-        for future in as_completed(futures):
-            result = future.result()
-            results.append(result)
-            if on_done:
-                on_done(result)
-    return build_report(results)
+    results, failures = fan_out(run_rank, [(str(p), r, hta_compat, engine) for p, r in files], jobs, on_done)
+    if not results:
+        raise all_failed(failures)
+    report = build_report(results)
+    report.failures = failures
+    return report
 
 
 def build_report(results: list[RankResult], threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> RanksReport:

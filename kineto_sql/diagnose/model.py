@@ -155,6 +155,8 @@ class Diagnosis:
     traces: tuple[TraceDiagnosis, ...]
     ranks_summary: dict | None = None
     elapsed_s: float = 0.0
+    # Rank files of a directory that could not be loaded, one sentence each (the others are diagnosed).
+    failed_ranks: tuple[str, ...] = ()
 
     @property
     def worst_severity(self) -> str:
@@ -178,4 +180,5 @@ class Diagnosis:
             "traces": [t.to_json() for t in self.traces],
             "ranks_summary": self.ranks_summary,
             "elapsed_s": round(self.elapsed_s, 3),
+            "failed_ranks": list(self.failed_ranks),
         }

@@ -85,6 +85,8 @@ def render_text(d: Diagnosis, top: int = TOP) -> str:
         out.append("")
     if d.ranks_summary:
         out.append("across ranks: " + d.ranks_summary.get("narration", ""))
+    for failure in d.failed_ranks:
+        out.append(f"NOT LOADED: {failure}")
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -156,4 +158,9 @@ def render_markdown(d: Diagnosis, top: int = TOP) -> str:
         out.append("## Across ranks")
         out.append("")
         out.append(d.ranks_summary.get("narration", ""))
+    if d.failed_ranks:
+        out.append("")
+        out.append("## Rank files not loaded")
+        out.append("")
+        out.extend(f"- {failure}" for failure in d.failed_ranks)
     return "\n".join(out).rstrip() + "\n"

@@ -44,14 +44,16 @@ def detectors() -> list[catalog.QuerySpec]:
 def diagnose_path(target: Path, engine: EngineChoice = EngineChoice(), progress: Progress | None = None,
                   jobs: int = 1) -> Diagnosis:
     started = time.perf_counter()
+    failures = []
     if target.is_dir():
-        traces, summary = _diagnose_ranks(target, engine, progress, jobs)
+        traces, summary, failures = _diagnose_ranks(target, engine, progress, jobs)
     else:
         with open_trace(target, engine) as tp:
             traces = [diagnose_trace(tp, progress)]
         summary = None
     traces.sort(key=lambda t: (t.rank is None, t.rank))
-    return Diagnosis(str(target), tuple(traces), summary, time.perf_counter() - started)
+    return Diagnosis(str(target), tuple(traces), summary, time.perf_counter() - started,
+                     failed_ranks=tuple(f.sentence() for f in failures))
 
 
 def diagnose_trace(tp, progress: Progress | None = None) -> TraceDiagnosis:
@@ -316,21 +318,22 @@ def _diagnose_rank(path: str, rank_from_name: int | None, engine: EngineChoice):
 
 def _diagnose_ranks(target: Path, engine: EngineChoice, progress: Progress | None, jobs: int):
     """Every rank in worker processes (at most `jobs` resident), then the cross-rank straggler reading."""
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
     from kineto_sql import ranks
+    from kineto_sql.fanout import all_failed, fan_out
 
     files = open_rank_dir(target)
     say = progress or (lambda _: None)
-    traces, results = [], []
-    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(_diagnose_rank, str(path), rank, engine) for path, rank in files]
-        for done, future in enumerate(as_completed(futures), 1):
-            diagnosis, result = future.result()
-            traces.append(diagnosis)
-            results.append(result)
-            say(f"ranks: {done} of {len(files)} diagnosed")
-    return traces, _ranks_summary(ranks.build_report(results))
+    finished = []
+
+    def done(_pair):
+        finished.append(1)
+        say(f"ranks: {len(finished)} of {len(files)} diagnosed")
+
+    pairs, failures = fan_out(_diagnose_rank, [(str(path), rank, engine) for path, rank in files], jobs, done)
+    if not pairs:
+        raise all_failed(failures)
+    traces = [diagnosis for diagnosis, _ in pairs]
+    return traces, _ranks_summary(ranks.build_report([result for _, result in pairs])), failures
 
 
 def _ranks_summary(report) -> dict:
