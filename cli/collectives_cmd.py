@@ -1,7 +1,6 @@
 """`kineto-sql collectives DIR`: every collective call matched across ranks: latency, bandwidth, skew."""
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import click
@@ -9,6 +8,7 @@ import pandas as pd
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.output import emit_frame, emit_json, format_option, frame_records, friendly_errors
+from kineto_sql.fanout import all_failed, fan_out
 
 
 @click.command("collectives")
@@ -46,19 +46,20 @@ def command(directory: Path, fmt: str, jobs: int, slow_pct: float, slow_min_mib:
 
     choice = engine_choice(engine_kind, tp_shell)
     files = ranks.rank_files(directory)
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(collectives.rank_calls, str(p), r, choice) for p, r in files]
-        per_rank = [f.result() for f in futures]
+    per_rank, failures = fan_out(collectives.rank_calls, [(str(p), r, choice) for p, r in files], jobs)
+    if not per_rank:
+        raise all_failed(failures)
     thresholds = collectives.Thresholds(slow_pct, int(slow_min_mib * (1 << 20)), skew_min_us, skew_factor)
     report = collectives.build_report(per_rank, thresholds)
     findings = pd.DataFrame(report.findings, columns=["rule", "impact_us", "step", "collective", "seq", "evidence"])
     if fmt == "json":
         emit_json({"ranks": report.ranks, "headline": report.headline, "calls": frame_records(report.calls),
-                   "findings": frame_records(findings)})
-        return
+                   "findings": frame_records(findings),
+                   "failed_ranks": [{"path": f.path, "error": f.reason} for f in failures]})
+        return _fail_on(failures)
     if fmt == "csv":
         emit_frame(report.calls, fmt)
-        return
+        return _fail_on(failures)
     click.echo(report.headline)
     shown = _compact(report.calls if limit <= 0 else report.calls.head(limit))
     emit_frame(shown, fmt, title=f"Collective calls across {len(report.ranks)} ranks "
@@ -67,6 +68,15 @@ def command(directory: Path, fmt: str, jobs: int, slow_pct: float, slow_min_mib:
         click.echo("No collective is far below the link bandwidth, and no rank makes the others wait.")
     for f in findings.itertuples(index=False):
         click.echo(f"- [{f.rule}] {f.evidence} (about {f.impact_us / 1e3:.2f} ms)")
+    _fail_on(failures)
+
+
+def _fail_on(failures) -> None:
+    """The good ranks are reported; each bad one is named on stderr and the command exits 1."""
+    for failure in failures:
+        click.echo(f"error: rank file not loaded: {failure.sentence()}", err=True)
+    if failures:
+        raise SystemExit(1)
 
 
 def _compact(calls: pd.DataFrame) -> pd.DataFrame:

@@ -66,3 +66,11 @@ def test_every_rank_bad_is_one_sentence_and_exit_2(tmp_path):
     assert _errors(result) == [f"error: no rank could be loaded: {tmp_path / 'rank0.json'} is not valid JSON at line 1 "
                                "column 1 (byte 0): invalid literal, expected 'null' near 'not json'; "
                                "re-export the trace from torch.profiler (and 1 more rank file(s) failed)"]
+
+
+def test_collectives_directory_with_a_bad_rank(rank_dir):
+    result = CliRunner().invoke(cli, ["collectives", str(rank_dir), "--format", "json", "-q"])
+    assert result.exit_code == 1
+    out = json.loads(result.stdout)
+    assert out["ranks"] == [0, 1] and len(out["failed_ranks"]) == 1
+    assert len(_errors(result)) == 1 and "rank2.json.gz" in _errors(result)[0]
