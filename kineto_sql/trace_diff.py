@@ -1,13 +1,30 @@
-"""Trace diff: what changed between two traces, per op and per kernel.
+"""Trace diff: what changed between two traces, and why one is faster or slower.
 
-Each trace is summarised by the `hta.op_summary` query (one row per device and name: count, total and
-mean time); the two summaries are joined here with pandas. Like HTA's TraceDiff.compare_traces the
-comparison is by name (a renamed kernel shows as one disappeared and one appeared), and by default
-it compares the first profiler step of each trace.
+diff v2 (the default): each trace is summarised by the `reading.diff_side` query (per step: width, CPU /
+GPU busy, kernel total, GPU time by kernel class and idle; every op and kernel by call path). Both sides
+are reduced to one window: the mean per step over all steps (default), the median-width step, or one
+step number, so traces with different step counts compare. Then:
+
+- a headline sentence: median step before -> after, GPU busy, kernel total, host busy, the buckets that
+  moved most and the reason: host-side when the kernels did the same work (kernel total moved less than a
+  quarter of the step change) while GPU idle moved with the step; device-side when the kernel total moved
+  at least half of it; both otherwise.
+- rows ranked by time moved, status by time: increased / decreased when the per-step time moved by more
+  than `threshold_pct` of its before time and `min_us`; otherwise unchanged (a count change alone is not a
+  change that costs time). appeared / disappeared for names only on one side.
+- structural alignment: kernels are keyed by the call path of the op that launched them; kernels that
+  exist on one side only but share a call path with kernels on the other side only are the same work
+  renamed (another cuDNN / cuBLAS algorithm, a vendor library, a recompiled triton kernel) and pair into
+  one `renamed` row.
+
+The HTA-compatible diff (`hta.op_summary`: by name, the first step, status by count, like HTA's
+TraceDiff.compare_traces) stays available as `SummaryOptions` / `diff_summaries`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import re
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -81,3 +98,280 @@ def status_counts(diff: pd.DataFrame) -> dict[str, int]:
 
 def _safe_div(total: pd.Series, count: pd.Series) -> pd.Series:
     return total.where(count > 0) / count.where(count > 0)
+
+
+# ---------------------------------------------------------------------------------------------- v2
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    """Which window to compare and when a row counts as changed."""
+
+    # all: mean per step over every step; median: the median-width step; step: ProfilerStep#`step`.
+    window: str = "all"
+    step: int | None = None
+    threshold_pct: float = 5.0
+    min_us: float = 10.0
+
+
+@dataclass(frozen=True)
+class Side:
+    """One trace, as the worker brings it back: the reading.diff_side rows."""
+
+    path: str
+    rows: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class Window:
+    """One side reduced to its window: per-step means (ns) of the window quantities and buckets."""
+
+    steps: tuple
+    median_step_ns: float
+    totals: dict
+    buckets: dict
+    rows: pd.DataFrame  # kind, path, key, count, dur (per-step means)
+
+
+@dataclass
+class DiffReport:
+    before: Window
+    after: Window
+    rows: pd.DataFrame
+    headline: str
+    step_change_pct: float | None
+    status_counts: dict = field(default_factory=dict)
+
+
+STATUSES_V2 = ("appeared", "disappeared", "renamed", "increased", "decreased", "unchanged")
+
+
+def side_file(path, engine=None) -> Side:
+    """Loads a trace, runs reading.diff_side and closes it (the unit of work of a diff worker process)."""
+    from kineto_sql.engine.processor import EngineChoice
+    from kineto_sql.loading.load import open_trace
+    from kineto_sql.runner import run_query
+
+    tp = open_trace(path, engine or EngineChoice())
+    try:
+        return Side(str(path), run_query(tp, "reading.diff_side").df)
+    finally:
+        tp.close()
+
+
+def reduce_window(rows: pd.DataFrame, options: DiffOptions = DiffOptions()) -> Window:
+    """The side's window: which steps, and per-step means of everything launched or run in them."""
+    rows = rows.copy()
+    rows["step"] = rows["step"].astype("Int64")
+    widths = rows[(rows["kind"] == "window") & (rows["key"] == "width")]
+    stepped = widths.dropna(subset=["step"])
+    if stepped.empty:
+        chosen: tuple = (None,)
+        sel = rows[rows["step"].isna()]
+    else:
+        if options.window == "step":
+            if options.step not in set(stepped["step"].astype(int)):
+                from kineto_sql.errors import KinetoSqlError
+
+                have = ", ".join(str(int(s)) for s in sorted(stepped["step"]))
+                raise KinetoSqlError(f"ProfilerStep#{options.step} is not in the trace (steps: {have})")
+            chosen = (options.step,)
+        elif options.window == "median":
+            ordered = stepped.sort_values(["dur", "step"]).reset_index(drop=True)
+            chosen = (int(ordered.loc[(len(ordered) - 1) // 2, "step"]),)
+        else:
+            chosen = tuple(int(s) for s in sorted(stepped["step"]))
+        sel = rows[rows["step"].isin(chosen)]
+    n = len(chosen)
+    sel_widths = sel[(sel["kind"] == "window") & (sel["key"] == "width")]["dur"]
+    median = float(sel_widths.median()) if len(sel_widths) else float("nan")
+    per = sel.groupby(["kind", "path", "key"], dropna=False)[["count", "dur"]].sum().reset_index()
+    per["count"] = per["count"] / n
+    per["dur"] = per["dur"] / n
+    win = per[per["kind"] == "window"].set_index("key")["dur"].to_dict()
+    buckets = per[per["kind"] == "bucket"].set_index("key")["dur"].to_dict()
+    items = per[per["kind"].isin(["cpu", "gpu"])].reset_index(drop=True)
+    return Window(chosen, median, win, buckets, items)
+
+
+def diff_windows(before: Window, after: Window, options: DiffOptions = DiffOptions(),
+                 device: str | None = None) -> pd.DataFrame:
+    """Rows per (device, call path, name), per-step times in us, ranked by time moved; renamed kernels paired."""
+    key = ["kind", "path", "key"]
+    b = before.rows.rename(columns={"count": "before_count", "dur": "before_ns"})
+    a = after.rows.rename(columns={"count": "after_count", "dur": "after_ns"})
+    m = b.merge(a, on=key, how="outer", indicator=True)
+    m["path"] = m["path"].fillna("")
+    for c in ("before_count", "after_count", "before_ns", "after_ns"):
+        m[c] = m[c].fillna(0.0)
+    m["status"] = m["_merge"].astype(str).map({"left_only": "disappeared", "right_only": "appeared", "both": "both"})
+    m = m.drop(columns="_merge")
+    m = _pair_renamed(m)
+    m["diff_ns"] = m["after_ns"] - m["before_ns"]
+    moved = m["diff_ns"].abs() > [max(options.min_us * 1e3, options.threshold_pct / 100.0 * b_ns)
+                                  for b_ns in m["before_ns"]]
+    both = m["status"] == "both"
+    m.loc[both & moved & (m["diff_ns"] > 0), "status"] = "increased"
+    m.loc[both & moved & (m["diff_ns"] < 0), "status"] = "decreased"
+    m.loc[m["status"] == "both", "status"] = "unchanged"
+    out = pd.DataFrame({
+        "device": m["kind"].str.upper(),
+        "status": m["status"],
+        "name": m["key"],
+        "path": m["path"],
+        "before_count": m["before_count"],
+        "after_count": m["after_count"],
+        "before_us": m["before_ns"] / 1e3,
+        "after_us": m["after_ns"] / 1e3,
+        "diff_us": m["diff_ns"] / 1e3,
+        "diff_pct": [100.0 * d / bn if bn > 0 else math.nan for d, bn in zip(m["diff_ns"], m["before_ns"])],
+    })
+    if device:
+        out = out[out["device"] == device.upper()]
+    order = out["diff_us"].abs().sort_values(ascending=False, kind="stable").index
+    return out.loc[order].reset_index(drop=True)
+
+
+def _pair_renamed(m: pd.DataFrame) -> pd.DataFrame:
+    """GPU rows only on one side, under a call path that has rows only on the other side: one renamed row."""
+    gpu_one_side = (m["kind"] == "gpu") & m["status"].isin(["appeared", "disappeared"]) & (m["path"] != "")
+    groups = m[gpu_one_side].groupby("path")
+    drop, add = [], []
+    for path, g in groups:
+        gone, new = g[g["status"] == "disappeared"], g[g["status"] == "appeared"]
+        if gone.empty or new.empty:
+            continue
+        drop.extend(g.index)
+        name = (f"{_names(gone['key'])} -> {_names(new['key'])}")
+        add.append({"kind": "gpu", "path": path, "key": name, "status": "renamed",
+                    "before_count": gone["before_count"].sum(), "after_count": new["after_count"].sum(),
+                    "before_ns": gone["before_ns"].sum(), "after_ns": new["after_ns"].sum()})
+    if not drop:
+        return m
+    return pd.concat([m.drop(index=drop), pd.DataFrame(add)], ignore_index=True)
+
+
+def _names(names: pd.Series) -> str:
+    names = sorted(set(names))
+    return names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} more)"
+
+
+def _fmt_ms(ns: float) -> str:
+    return f"{ns / 1e6:.1f} ms" if abs(ns) >= 1e6 else f"{ns / 1e3:.0f} us"
+
+
+def _delta(before: float, after: float) -> str:
+    d = after - before
+    pct = f" ({100.0 * d / before:+.0f}%)" if before else ""
+    return f"{_fmt_ms(before)} -> {_fmt_ms(after)}{pct}"
+
+
+def headline(before: Window, after: Window, rows: pd.DataFrame, options: DiffOptions = DiffOptions()) -> str:
+    """One sentence (or three): what changed and why it is faster or slower."""
+    sb, sa = before.median_step_ns, after.median_step_ns
+    if not (sb == sb and sa == sa) or sb <= 0:
+        return "No step width on one side: nothing to compare."
+    pct = 100.0 * (sa - sb) / sb
+    label = "median step" if len(before.steps) > 1 or len(after.steps) > 1 else "step"
+    if abs(pct) < options.threshold_pct:
+        verdict = f"No material change ({pct:+.1f}%, under the {options.threshold_pct:g}% threshold)"
+    else:
+        verdict = f"AFTER is {abs(pct):.1f}% {'faster' if pct < 0 else 'slower'}"
+    tb, ta = before.totals, after.totals
+    parts = [f"{label} {_delta(sb, sa)}"]
+    for key, name in (("gpu_busy", "GPU busy"), ("kernel_total", "kernel total"), ("cpu_busy", "host busy")):
+        if key in tb or key in ta:
+            parts.append(f"{name} {_delta(tb.get(key, 0.0), ta.get(key, 0.0))}")
+    moved = sorted(((k, after.buckets.get(k, 0.0) - before.buckets.get(k, 0.0))
+                    for k in set(before.buckets) | set(after.buckets)), key=lambda kv: -abs(kv[1]))
+    moved = [(k, d) for k, d in moved if abs(d) >= options.min_us * 1e3][:3]
+    text = f"{verdict}: " + ", ".join(parts) + " per step."
+    if moved:
+        text += " Moved most: " + ", ".join(f"{k} {d / 1e6:+.1f} ms" for k, d in moved) + "."
+    text += " " + _reason(before, after, rows, pct, options)
+    return text
+
+
+def _reason(before: Window, after: Window, rows: pd.DataFrame, pct: float, options: DiffOptions) -> str:
+    d_width = after.totals.get("width", 0.0) - before.totals.get("width", 0.0)
+    d_kernel = after.totals.get("kernel_total", 0.0) - before.totals.get("kernel_total", 0.0)
+    d_idle = after.buckets.get("gpu_idle", 0.0) - before.buckets.get("gpu_idle", 0.0)
+    cpu = rows[(rows["device"] == "CPU") & (rows["status"] != "unchanged")]
+    top_cpu = cpu.iloc[0] if len(cpu) else None
+    host_hint = (f"; the largest host change is {short_name(top_cpu['name'], 60)} {top_cpu['diff_us'] / 1e3:+.1f} ms"
+                 if top_cpu is not None else "")
+    if abs(pct) < options.threshold_pct or d_width == 0:
+        return "Why: nothing moved the step beyond the threshold" + host_hint + "."
+    gain = "saving" if d_width < 0 else "loss"
+    has_gpu = before.totals.get("kernel_total", 0.0) > 0 or after.totals.get("kernel_total", 0.0) > 0
+    if not has_gpu:
+        return f"Why: a CPU-only trace, so the {gain} is host time" + host_hint + "."
+    if abs(d_kernel) <= 0.25 * abs(d_width) and d_idle * d_width > 0:
+        return (f"Why: the GPU did the same work (kernel total {d_kernel / 1e6:+.1f} ms) while GPU idle moved "
+                f"{d_idle / 1e6:+.1f} ms per step: the {gain} is host-side" + host_hint + ".")
+    if d_kernel * d_width > 0 and abs(d_kernel) >= 0.5 * abs(d_width):
+        kernel_buckets = sorted(((k, after.buckets.get(k, 0.0) - before.buckets.get(k, 0.0))
+                                 for k in set(before.buckets) | set(after.buckets) if k != "gpu_idle"),
+                                key=lambda kv: kv[1] if d_width < 0 else -kv[1])
+        top = kernel_buckets[0] if kernel_buckets else ("kernels", d_kernel)
+        return (f"Why: the kernels themselves took {d_kernel / 1e6:+.1f} ms per step, most in {top[0]} "
+                f"({top[1] / 1e6:+.1f} ms): the {gain} is device-side.")
+    return (f"Why: both sides moved: kernel total {d_kernel / 1e6:+.1f} ms and GPU idle {d_idle / 1e6:+.1f} ms "
+            "per step" + host_hint + ".")
+
+
+def build_diff(before: Side, after: Side, options: DiffOptions = DiffOptions(), device: str | None = None) -> DiffReport:
+    b, a = reduce_window(before.rows, options), reduce_window(after.rows, options)
+    rows = diff_windows(b, a, options, device)
+    sb, sa = b.median_step_ns, a.median_step_ns
+    change = 100.0 * (sa - sb) / sb if sb == sb and sa == sa and sb > 0 else None
+    counts = rows["status"].value_counts()
+    return DiffReport(b, a, rows, headline(b, a, rows, options), change,
+                      {s: int(counts.get(s, 0)) for s in STATUSES_V2})
+
+
+_PARAMS = re.compile(r"(?<=[\w>])\((?:[^()]|\([^()]*\))*\)\s*$")
+_NAMESPACE = re.compile(r"\b[A-Za-z_]\w*::")
+
+
+def short_name(name: str, width: int = 48) -> str:
+    """A kernel or op name that fits `width` columns. Only names too long are touched, in this order:
+    `void` and the parameter list go, then namespaces, then template arguments fold to the first one that
+    names something (`vectorized_elementwise_kernel<CUDAFunctor_add<int>, ...>`), then the tail is cut."""
+    text = str(name).strip()
+    if text.startswith("void "):
+        text = text[5:]
+    if len(text) <= width:
+        return text
+    text = _PARAMS.sub("", text).strip() or text
+    if len(text) > width:
+        text = _NAMESPACE.sub("", text)
+    if len(text) > width and "<" in text:
+        head, _, rest = text.partition("<")
+        args = _template_args(rest)
+        named = next((a for a in args if re.search(r"[A-Za-z_]", a) and a not in ("true", "false")), None)
+        text = f"{head}<{named}, ...>" if named and len(args) > 1 else f"{head}<{named or '...'}>"
+        if len(text) > width:
+            text = f"{head}<...>"
+    if len(text) > width:
+        text = text[: width - 3] + "..."
+    return text
+
+
+def _template_args(rest: str) -> list[str]:
+    """Top-level comma-separated arguments of `a, b<c, d>, e>...` (the text after the first `<`)."""
+    args, depth, cur = [], 0, []
+    for ch in rest:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            if depth == 0:
+                break
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    args.append("".join(cur).strip())
+    return [a for a in args if a]
