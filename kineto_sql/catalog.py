@@ -36,7 +36,9 @@ DOC_SECTIONS = {"signature": "what it looks like in the trace", "confirming": "w
                 "example": "the name of a case of its test file that fires", "fix": "what to change"}
 # Written by `kineto-sql lint --update-lock`, never by hand (kineto_sql/versions.py).
 LOCK_KEYS = ("locked", "lib", "cases")
-OPTIONAL_KEYS = DETECTOR_KEYS + ("catalog_row",) + LOCK_KEYS
+# claims: the step-ledger buckets (reading.step_ledger) a detector's impact is drawn from, e.g.
+#   `idle.sync, host.sync_read`; `busy.*` names a whole kind; `cold` is the cold windows' time.
+OPTIONAL_KEYS = DETECTOR_KEYS + ("catalog_row", "claims") + LOCK_KEYS
 KNOWN_KEYS = REQUIRED_KEYS + OPTIONAL_KEYS
 
 _HEADER_LINE = re.compile(r"^--\s?(?P<key>[a-z_]+):\s*(?P<value>.*?)\s*$")
@@ -101,6 +103,7 @@ class QuerySpec:
     example: str | None = None
     catalog_rows: tuple[str, ...] = ()
     header: dict = field(default_factory=dict, compare=False, repr=False)
+    claims: tuple[str, ...] = ()
 
     @property
     def id_version(self) -> str:
@@ -362,8 +365,12 @@ def parse_query_file(path: Path, root: Path | None = None) -> tuple[QuerySpec | 
         params=params, signature=value("signature"), confirming=value("confirming"), fix=value("fix"),
         path=path, sql=text, entrypoint=entrypoint, module=".".join((PACKAGE,) + rel.parts), status=status,
         cost=value("cost"), false_positives=value("false_positives"), example=value("example"),
-        catalog_rows=catalog_rows, header={k: v for k, (_, v) in fields.items()})
+        catalog_rows=catalog_rows, claims=_claims(value("claims")), header={k: v for k, (_, v) in fields.items()})
     return spec, problems
+
+
+def _claims(text: str | None) -> tuple[str, ...]:
+    return tuple(c.strip() for c in (text or "").split(",") if c.strip())
 
 
 def load_catalog(root: Path | None = None) -> Catalog:

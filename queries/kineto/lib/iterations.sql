@@ -1,0 +1,308 @@
+-- version: 1
+-- locked: 1 9f42c55f93e7c48b
+-- lib: lib.dataloader@1 lib.event_categories@1 lib.steps@1
+
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.dataloader;
+
+-- Iteration windows, the unit every step-time reading is made of. In order of preference, per process:
+--
+-- 1. `profiler_step`: the CPU ProfilerStep#N windows (kineto.lib.steps) of every process that has them.
+-- 2. Inferred from a marker that repeats at least twice in the process that does most of the host work
+--    (inference servers, et_replay, harnesses without a schedule). Markers, first that repeats wins:
+--    `dataloader` (a DataLoader __next__ starts each training iteration), `optimizer_step`
+--    (Optimizer.step#... ends one: the window runs from the end of the previous one, the first from the
+--    capture start), `module_forward` (the outermost `nn.Module: ...` frame, with_modules/with_stack),
+--    `record_function` (TorchRec-style `## name ##` annotations), `execute_model` (vLLM / sglang model
+--    runners), `annotation` (the user annotation that repeats most often at its outermost depth).
+--    Start markers make windows from one start to the next; the last runs to the end of the capture.
+-- 3. `capture`: the whole capture as one window (first to last event of any kind, device work included),
+--    for the process with the most host events.
+--
+-- The first of at least two windows of a process is cold (`is_cold`) when it is wider than 1.5x the median
+-- of the others: that extra time is first-iteration work (allocator warm-up, cudnn autotuning, lazy module
+-- and kernel loading, compilation), not the steady state. GC time inside the window is not counted as
+-- width for this test: a GC pause in the first step is a GC pause, not a cold start.
+CREATE OR REPLACE PERFETTO TABLE kineto_iterations(
+  -- Window id, unique in the trace, in time order per process.
+  id LONG,
+  -- Process whose iteration this is.
+  upid JOINID(process.id),
+  -- Window start.
+  ts TIMESTAMP,
+  -- Window width.
+  dur DURATION,
+  -- Iteration number: N of ProfilerStep#N, else 1, 2, ... in time order.
+  step LONG,
+  -- profiler_step, dataloader, optimizer_step, module_forward, record_function, execute_model, annotation
+  -- or capture.
+  source STRING,
+  -- The marker the windows were cut at (ProfilerStep#N, the marker name, or NULL for the capture).
+  marker STRING,
+  -- First iteration that is wider than 1.5x the median of the others (GC time excluded): cold start.
+  is_cold BOOL
+) AS
+WITH
+  host AS (
+    SELECT
+      s.id,
+      s.ts,
+      s.dur,
+      s.name,
+      s.category,
+      s.depth,
+      c.event_class,
+      t.upid
+    FROM slice AS s
+    JOIN kineto_event_categories AS c
+      ON c.category = s.category
+    JOIN thread_track AS tt
+      ON tt.id = s.track_id
+    JOIN thread AS t
+      USING (utid)
+    WHERE
+      c.event_class IN ('cpu_op', 'python', 'runtime')
+      AND s.dur >= 0
+  ),
+  main_process AS (
+    SELECT upid
+    FROM host
+    WHERE
+      upid IS NOT NULL
+    GROUP BY upid
+    ORDER BY count(*) DESC, upid
+    LIMIT 1
+  ),
+  has_steps AS (
+    SELECT EXISTS (SELECT 1 FROM kineto_steps) AS yes
+  ),
+  capture AS (
+    SELECT min(ts) AS ts, max(ts + dur) AS end_ts
+    FROM slice
+    WHERE
+      dur >= 0
+  ),
+  -- candidate markers of the main process: (kind, priority, name, ts, end_ts, anchor: start or end)
+  candidates AS (
+    SELECT 'dataloader' AS kind, 1 AS priority, d.name, d.ts, d.ts + d.dur AS end_ts, 'start' AS anchor, 0 AS depth
+    FROM kineto_dataloader AS d
+    WHERE
+      d.upid = (SELECT upid FROM main_process)
+    UNION ALL
+    SELECT 'optimizer_step', 2, h.name, h.ts, h.ts + h.dur, 'end', h.depth
+    FROM host AS h
+    WHERE
+      h.upid = (SELECT upid FROM main_process)
+      AND h.event_class = 'cpu_op'
+      AND h.name GLOB 'Optimizer.step#*'
+    UNION ALL
+    SELECT 'module_forward', 3, h.name, h.ts, h.ts + h.dur, 'start', h.depth
+    FROM host AS h
+    WHERE
+      h.upid = (SELECT upid FROM main_process)
+      AND h.event_class = 'python'
+      AND h.name GLOB 'nn.Module: *'
+    UNION ALL
+    SELECT 'record_function', 4, h.name, h.ts, h.ts + h.dur, 'start', h.depth
+    FROM host AS h
+    WHERE
+      h.upid = (SELECT upid FROM main_process)
+      AND h.event_class = 'cpu_op'
+      AND h.name GLOB '## * ##'
+    UNION ALL
+    SELECT 'execute_model', 5, h.name, h.ts, h.ts + h.dur, 'start', h.depth
+    FROM host AS h
+    WHERE
+      h.upid = (SELECT upid FROM main_process)
+      AND h.event_class IN ('cpu_op', 'python')
+      AND h.name GLOB '*execute_model*'
+    UNION ALL
+    SELECT 'annotation', 6, h.name, h.ts, h.ts + h.dur, 'start', h.depth
+    FROM host AS h
+    WHERE
+      h.upid = (SELECT upid FROM main_process)
+      AND h.category = 'user_annotation'
+      AND NOT h.name GLOB 'ProfilerStep#*'
+      AND NOT h.name GLOB 'enumerate(DataLoader)#*'
+      AND NOT h.name GLOB 'Optimizer.*'
+  ),
+  -- per (kind, name): only the outermost occurrences count (a marker nested in a same-name marker is a
+  -- recursion or a sub-call, not a new iteration); a kind's windows come from one name
+  outermost AS (
+    SELECT *
+    FROM (
+      SELECT d.*, min(d.depth) OVER (PARTITION BY d.kind, d.name) AS min_depth
+      FROM candidates AS d
+    )
+    WHERE
+      depth = min_depth
+  ),
+  named AS (
+    SELECT
+      kind,
+      priority,
+      CASE WHEN kind IN ('dataloader', 'optimizer_step') THEN kind ELSE name END AS group_name,
+      count(*) AS n,
+      sum(end_ts - ts) AS total
+    FROM outermost
+    GROUP BY 1, 2, 3
+  ),
+  chosen AS (
+    SELECT kind, group_name
+    FROM named
+    WHERE
+      n >= 2
+      AND NOT (SELECT yes FROM has_steps)
+    ORDER BY priority, n DESC, total DESC, group_name
+    LIMIT 1
+  ),
+  marks AS (
+    SELECT DISTINCT o.kind, o.name, o.ts, o.end_ts, o.anchor
+    FROM outermost AS o
+    JOIN chosen AS ch
+      ON ch.kind = o.kind
+      AND ch.group_name = CASE WHEN o.kind IN ('dataloader', 'optimizer_step') THEN o.kind ELSE o.name END
+  ),
+  anchored AS (
+    SELECT
+      kind,
+      name,
+      anchor,
+      CASE WHEN anchor = 'start' THEN ts ELSE end_ts END AS at_ts
+    FROM marks
+  ),
+  inferred AS (
+    -- start markers: from one start to the next, the last to the capture end
+    SELECT
+      a.kind AS source,
+      a.name AS marker,
+      a.at_ts AS ts,
+      coalesce(lead(a.at_ts) OVER (ORDER BY a.at_ts), (SELECT end_ts FROM capture)) AS end_ts
+    FROM anchored AS a
+    WHERE
+      a.anchor = 'start'
+    UNION ALL
+    -- end markers: from the previous end (the capture start for the first) to this end
+    SELECT
+      a.kind,
+      a.name,
+      coalesce(lag(a.at_ts) OVER (ORDER BY a.at_ts), (SELECT ts FROM capture)),
+      a.at_ts
+    FROM anchored AS a
+    WHERE
+      a.anchor = 'end'
+  ),
+  windows AS (
+    SELECT
+      st.upid,
+      st.ts,
+      st.dur,
+      st.step,
+      'profiler_step' AS source,
+      'ProfilerStep#' || st.step AS marker
+    FROM kineto_steps AS st
+    UNION ALL
+    SELECT
+      (SELECT upid FROM main_process),
+      i.ts,
+      i.end_ts - i.ts,
+      row_number() OVER (ORDER BY i.ts),
+      i.source,
+      i.marker
+    FROM inferred AS i
+    WHERE
+      i.end_ts > i.ts
+    UNION ALL
+    SELECT
+      (SELECT upid FROM main_process),
+      c.ts,
+      c.end_ts - c.ts,
+      1,
+      'capture',
+      NULL
+    FROM capture AS c
+    WHERE
+      NOT (SELECT yes FROM has_steps)
+      AND NOT EXISTS (SELECT 1 FROM chosen)
+      AND c.end_ts > c.ts
+  ),
+  numbered AS (
+    SELECT
+      row_number() OVER (ORDER BY upid, ts) AS id,
+      w.*
+    FROM windows AS w
+  ),
+  -- GC time per window, by one sorted pass over windows and GC slices of the same process
+  gc_events AS (
+    SELECT t.upid, s.ts, s.dur
+    FROM slice AS s
+    JOIN thread_track AS tt
+      ON tt.id = s.track_id
+    JOIN thread AS t
+      USING (utid)
+    WHERE
+      s.name = 'Python GC'
+      AND s.dur > 0
+  ),
+  gc_swept AS (
+    SELECT
+      u.*,
+      max(u.w_id) OVER (PARTITION BY u.upid ORDER BY u.ts, u.is_gc ROWS UNBOUNDED PRECEDING) AS in_id,
+      max(u.w_end) OVER (PARTITION BY u.upid ORDER BY u.ts, u.is_gc ROWS UNBOUNDED PRECEDING) AS in_end
+    FROM (
+      SELECT upid, ts, dur, id AS w_id, ts + dur AS w_end, 0 AS is_gc FROM numbered
+      UNION ALL
+      SELECT upid, ts, dur, NULL, NULL, 1 FROM gc_events
+    ) AS u
+  ),
+  gc_per_window AS (
+    SELECT in_id AS id, sum(dur) AS gc_dur
+    FROM gc_swept
+    WHERE
+      is_gc = 1
+      AND in_id IS NOT NULL
+      AND ts < in_end
+    GROUP BY in_id
+  ),
+  ranked AS (
+    SELECT
+      n.*,
+      n.dur - coalesce(g.gc_dur, 0) AS width,
+      row_number() OVER (PARTITION BY n.upid ORDER BY n.ts) AS rn,
+      count(*) OVER (PARTITION BY n.upid) AS cnt
+    FROM numbered AS n
+    LEFT JOIN gc_per_window AS g
+      USING (id)
+  ),
+  -- median width of the windows after the first, per process (mean of the two middles when even)
+  rest AS (
+    SELECT
+      upid,
+      width,
+      row_number() OVER (PARTITION BY upid ORDER BY width) AS k,
+      count(*) OVER (PARTITION BY upid) AS m
+    FROM ranked
+    WHERE
+      rn > 1
+  ),
+  rest_median AS (
+    SELECT upid, avg(width) AS median_width
+    FROM rest
+    WHERE
+      k IN ((m + 1) / 2, (m + 2) / 2)
+    GROUP BY upid
+  )
+SELECT
+  r.id,
+  r.upid,
+  r.ts,
+  r.dur,
+  r.step,
+  r.source,
+  r.marker,
+  (r.rn = 1 AND r.cnt >= 2 AND r.width > 1.5 * m.median_width) AS is_cold
+FROM ranked AS r
+LEFT JOIN rest_median AS m
+  USING (upid)
+ORDER BY r.id;

@@ -1,0 +1,267 @@
+-- version: 1
+-- locked: 1 a93b7d78dda599d1
+-- lib: lib.event_categories@1 lib.kernels@1
+
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.kernels;
+
+-- The one rule table that says what a CUDA / HIP / MTIA runtime or driver call does to the host. Matched
+-- with GLOB on the exact name, lowest priority first; a call no rule matches is `other`.
+--
+-- Classes and why:
+-- * `launch`: puts kernels on a stream and returns (cudaLaunchKernel*, cuLaunchKernel*, cudaGraphLaunch,
+--   hip*LaunchKernel, hipGraphLaunch, MTIA's job submit). Its host time is issue overhead.
+-- * `stream_sync` / `device_sync` / `event_sync`: the host blocks until the stream / device / event is done
+--   (cudaStreamSynchronize, cudaDeviceSynchronize, cuCtxSynchronize, cudaEventSynchronize, hip alike).
+--   cudaStreamWaitEvent is a device-side wait (the host returns at once) and cudaEventQuery /
+--   cudaStreamQuery poll without blocking: both are `other`.
+-- * `blocking_copy`: a copy or set the host waits for (cudaMemcpy, cudaMemcpy2D, cudaMemcpyToSymbol,
+--   cuMemcpyDtoH / HtoD without Async, hipMemcpy, hipMemcpyWithStream, cudaMemset): the CUDA runtime
+--   docs ("API synchronization behavior") say these return after the transfer.
+-- * `async_copy`: cudaMemcpyAsync / cudaMemsetAsync and kin. These are asynchronous only between device
+--   memory and pinned host memory; `kineto_runtime_calls` upgrades one to `blocking_copy` per call (see
+--   there), because a DtoH copy into pageable memory returns only after the copy completed, and a pageable
+--   HtoD copy first synchronizes the stream (same docs).
+-- * `malloc` / `free`: device or pinned allocation (cudaMalloc*, cudaHostAlloc, cuMemAlloc*, cuMemCreate,
+--   hipMalloc*, hipHostMalloc; cudaFree*, cuMemFree*, hipFree*). cudaFree also synchronizes the device,
+--   which is why a free-heavy step (no caching allocator) stalls.
+-- * `occupancy_query`: cudaOccupancy* / cuOccupancy* / hipOccupancy* and cudaFuncGetAttributes: per-launch
+--   queries some libraries issue; pure host cost.
+-- * `profiler_flush`: calls the profiler itself makes (CUPTI activity flush); the final device synchronize
+--   of a capture is judged in context by guide.profiler_flush_sync, not by name.
+-- * `other`: everything else (event record / query, stream capture queries, attribute getters, INVALID).
+CREATE OR REPLACE PERFETTO TABLE _kineto_runtime_call_rules(
+  -- GLOB pattern over the exact call name.
+  pattern STRING,
+  -- launch, stream_sync, device_sync, event_sync, blocking_copy, async_copy, malloc, free,
+  -- occupancy_query, profiler_flush or other.
+  class STRING,
+  -- Lower wins when several rules match.
+  priority LONG
+) AS
+WITH rules(pattern, class, priority) AS (
+  VALUES
+    -- exact names first: they beat the prefix patterns below
+    ('cudaMemcpy', 'blocking_copy', 1),
+    ('cudaMemcpy2D', 'blocking_copy', 1),
+    ('cudaMemcpy3D', 'blocking_copy', 1),
+    ('cudaMemcpyPeer', 'blocking_copy', 1),
+    ('cudaMemcpyToSymbol', 'blocking_copy', 1),
+    ('cudaMemcpyFromSymbol', 'blocking_copy', 1),
+    ('cudaMemset', 'blocking_copy', 1),
+    ('cudaMemset2D', 'blocking_copy', 1),
+    ('hipMemcpy', 'blocking_copy', 1),
+    ('hipMemcpy2D', 'blocking_copy', 1),
+    ('hipMemcpyWithStream', 'blocking_copy', 1),
+    ('hipMemcpyDtoH', 'blocking_copy', 1),
+    ('hipMemcpyHtoD', 'blocking_copy', 1),
+    ('hipMemcpyDtoD', 'blocking_copy', 1),
+    ('hipMemset', 'blocking_copy', 1),
+    ('cuMemcpy', 'blocking_copy', 1),
+    ('cuMemcpyDtoH*', 'blocking_copy', 2),
+    ('cuMemcpyHtoD*', 'blocking_copy', 2),
+    ('cuMemcpyDtoD*', 'blocking_copy', 2),
+    ('cuMemcpy2D*', 'blocking_copy', 2),
+    ('cu*Memcpy*Async*', 'async_copy', 1),
+    ('cuda*Memcpy*Async*', 'async_copy', 1),
+    ('cuda*Memset*Async*', 'async_copy', 1),
+    ('cuMemset*Async*', 'async_copy', 1),
+    ('hip*Memcpy*Async*', 'async_copy', 1),
+    ('hip*Memset*Async*', 'async_copy', 1),
+    ('cudaStreamSynchronize*', 'stream_sync', 1),
+    ('cuStreamSynchronize*', 'stream_sync', 1),
+    ('hipStreamSynchronize*', 'stream_sync', 1),
+    ('cudaDeviceSynchronize*', 'device_sync', 1),
+    ('cudaThreadSynchronize*', 'device_sync', 1),
+    ('cuCtxSynchronize*', 'device_sync', 1),
+    ('hipDeviceSynchronize*', 'device_sync', 1),
+    ('cudaEventSynchronize*', 'event_sync', 1),
+    ('cuEventSynchronize*', 'event_sync', 1),
+    ('hipEventSynchronize*', 'event_sync', 1),
+    ('cudaLaunch*', 'launch', 3),
+    ('cuLaunch*', 'launch', 3),
+    ('cudaGraphLaunch*', 'launch', 2),
+    ('cuGraphLaunch*', 'launch', 2),
+    ('hipGraphLaunch*', 'launch', 2),
+    ('hip*LaunchKernel*', 'launch', 3),
+    ('hipLaunch*', 'launch', 3),
+    ('runFunction*', 'launch', 3),
+    ('cudaMalloc*', 'malloc', 2),
+    ('cudaHostAlloc*', 'malloc', 2),
+    ('cuMemAlloc*', 'malloc', 2),
+    ('cuMemCreate*', 'malloc', 2),
+    ('cuMemHostAlloc*', 'malloc', 2),
+    ('hipMalloc*', 'malloc', 2),
+    ('hipHostMalloc*', 'malloc', 2),
+    ('hipExtMalloc*', 'malloc', 2),
+    ('cudaFree*', 'free', 2),
+    ('cuMemFree*', 'free', 2),
+    ('cuMemRelease*', 'free', 2),
+    ('hipFree*', 'free', 2),
+    ('hipHostFree*', 'free', 2),
+    ('cudaOccupancy*', 'occupancy_query', 2),
+    ('cuOccupancy*', 'occupancy_query', 2),
+    ('hipOccupancy*', 'occupancy_query', 2),
+    ('cudaFuncGetAttributes*', 'occupancy_query', 2),
+    ('hipFuncGetAttributes*', 'occupancy_query', 2),
+    ('cuptiActivityFlush*', 'profiler_flush', 2)
+)
+SELECT
+  pattern,
+  class,
+  priority
+FROM rules;
+
+-- Every runtime / driver call, classified once. Other modules and queries read `class` and `blocks_host`
+-- instead of matching call names.
+--
+-- An `async_copy` call blocks the host (class becomes `blocking_copy`) when its own copy activity says
+-- pageable host memory (`Memcpy DtoH (Device -> Pageable)`, `Memcpy HtoD (Pageable -> Device)`), or,
+-- when the activity names no memory kind, when the call returned only after its copy had finished on the
+-- device (call end >= copy end): an asynchronous call returns before the DMA it queued completes, so a call
+-- that outlived its copy waited for it.
+CREATE OR REPLACE PERFETTO TABLE kineto_runtime_calls(
+  -- Slice id of the call.
+  id JOINID(slice.id),
+  -- Call start.
+  ts TIMESTAMP,
+  -- Call duration (host time inside the runtime).
+  dur DURATION,
+  -- Call name, e.g. cudaLaunchKernel.
+  name STRING,
+  -- Thread of the call.
+  utid JOINID(thread.id),
+  -- Process of the call.
+  upid JOINID(process.id),
+  -- Runtime correlation id (`args.correlation`).
+  correlation LONG,
+  -- Class from _kineto_runtime_call_rules, with async copies that blocked upgraded to blocking_copy.
+  class STRING,
+  -- The class the name alone gives (before the per-call copy decision).
+  name_class STRING,
+  -- True when the host waits in the call for device work: syncs and blocking copies.
+  blocks_host BOOL,
+  -- For copies with a recorded activity: HtoD, DtoH, DtoD, HtoH, PtoP or set (memset); else NULL.
+  copy_direction STRING,
+  -- For copies with a recorded activity: true when host memory is pageable.
+  pageable BOOL,
+  -- End of the call's copy activity on the device (NULL without one).
+  copy_end_ts TIMESTAMP
+) AS
+WITH
+  calls AS (
+    SELECT
+      s.id,
+      s.ts,
+      s.dur,
+      s.name,
+      t.utid,
+      t.upid,
+      extract_arg(s.arg_set_id, 'args.correlation') AS correlation
+    FROM slice AS s
+    JOIN kineto_event_categories AS c
+      ON c.category = s.category
+    JOIN thread_track AS tt
+      ON tt.id = s.track_id
+    JOIN thread AS t
+      USING (utid)
+    WHERE
+      c.event_class = 'runtime'
+  ),
+  -- distinct names are few: classify each once, not once per call
+  names AS (
+    SELECT
+      n.name,
+      coalesce(
+        (
+          SELECT r.class
+          FROM _kineto_runtime_call_rules AS r
+          WHERE
+            n.name GLOB r.pattern
+          ORDER BY r.priority, length(r.pattern) DESC
+          LIMIT 1
+        ),
+        'other'
+      ) AS name_class
+    FROM (SELECT DISTINCT name FROM calls) AS n
+  ),
+  copies AS (
+    SELECT
+      k.correlation,
+      CASE
+        WHEN k.kind = 'memset' THEN 'set'
+        WHEN k.name GLOB '*HtoD*' THEN 'HtoD'
+        WHEN k.name GLOB '*DtoH*' THEN 'DtoH'
+        WHEN k.name GLOB '*DtoD*' THEN 'DtoD'
+        WHEN k.name GLOB '*HtoH*' THEN 'HtoH'
+        WHEN k.name GLOB '*PtoP*' THEN 'PtoP'
+      END AS copy_direction,
+      k.name GLOB '*Pageable*' AS pageable,
+      k.ts + k.dur AS copy_end_ts
+    FROM kineto_kernels AS k
+    WHERE
+      k.kind IN ('memcpy', 'memset')
+      AND k.correlation IS NOT NULL
+  ),
+  -- calls and copies meet by correlation in one sorted pass (no join per row)
+  joined AS (
+    SELECT
+      u.*,
+      max(u.c_dir) OVER (PARTITION BY u.correlation) AS copy_direction,
+      max(u.c_pageable) OVER (PARTITION BY u.correlation) AS pageable,
+      max(u.c_end) OVER (PARTITION BY u.correlation) AS copy_end_ts
+    FROM (
+      SELECT
+        ca.id, ca.ts, ca.dur, ca.name, ca.utid, ca.upid, ca.correlation,
+        NULL AS c_dir, NULL AS c_pageable, NULL AS c_end, 1 AS is_call
+      FROM calls AS ca
+      UNION ALL
+      SELECT
+        NULL, NULL, NULL, NULL, NULL, NULL, co.correlation,
+        co.copy_direction, co.pageable, co.copy_end_ts, 0
+      FROM copies AS co
+    ) AS u
+  ),
+  -- calls meet their name's class in one sorted pass (no join per row)
+  with_name_class AS (
+    SELECT
+      u.*,
+      max(u.nc) OVER (PARTITION BY u.name) AS name_class
+    FROM (
+      SELECT j.*, NULL AS nc FROM joined AS j WHERE j.is_call = 1
+      UNION ALL
+      SELECT
+        NULL, NULL, NULL, n.name, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, n.name_class
+      FROM names AS n
+    ) AS u
+  ),
+  classified AS (
+    SELECT
+      w.*,
+      CASE
+        WHEN w.name_class = 'async_copy' AND (
+          (w.pageable AND w.copy_direction IN ('DtoH', 'HtoD'))
+          OR (w.pageable IS NULL AND w.copy_end_ts IS NOT NULL AND w.ts + w.dur >= w.copy_end_ts)
+        ) THEN 'blocking_copy'
+        ELSE w.name_class
+      END AS class
+    FROM with_name_class AS w
+    WHERE
+      w.is_call = 1
+  )
+SELECT
+  id,
+  ts,
+  dur,
+  name,
+  utid,
+  upid,
+  correlation,
+  class,
+  name_class,
+  class IN ('stream_sync', 'device_sync', 'event_sync', 'blocking_copy') AS blocks_host,
+  copy_direction,
+  pageable,
+  copy_end_ts
+FROM classified
+ORDER BY ts;

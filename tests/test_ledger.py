@@ -1,0 +1,171 @@
+"""The step-time ledger (reading.step_ledger), its windows (kineto.lib.iterations), the runtime-call
+vocabulary (kineto.lib.runtime_calls) and the verdict (reading.verdict): exact rows on builder traces,
+and on every golden and corpus trace the buckets of each window sum to the window exactly."""
+from __future__ import annotations
+
+import pytest
+
+from kineto_sql.runner import run_query
+from tests.conftest import corpus_id, corpus_traces, needs_corpus
+from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
+from tests.query_support import golden_trace_paths, load_trace  # noqa: F401  (fixture)
+
+US = 1_000
+GEMM = "volta_sgemm_128x64_nn"
+ELEMENTWISE = "void at::native::vectorized_elementwise_kernel<4>()"
+
+
+def ledger(tp) -> dict[tuple[int, str], int]:
+    df = run_query(tp, "reading.step_ledger").df
+    return {(int(r.step), r.bucket): int(r.dur) for r in df.itertuples()}
+
+
+def verdict(tp) -> dict:
+    return run_query(tp, "reading.verdict").df.iloc[0].to_dict()
+
+
+def short_sync_then_long_gap() -> KinetoTrace:
+    """A 6 us cudaStreamSynchronize opens a 2.25 ms GPU idle gap that the host spends elsewhere."""
+    return KinetoTrace([
+        ProfilerStep(4, ts_us=0, dur_us=3000),
+        CpuOp("aten::mm", ts_us=0, dur_us=20), Launch(1, ts_us=5, dur_us=5), Kernel(1, ts_us=10, dur_us=90, name=GEMM),
+        CpuOp("aten::item", ts_us=99, dur_us=9), Launch(2, ts_us=100, dur_us=6, name="cudaStreamSynchronize"),
+        CpuOp("aten::add", ts_us=2340, dur_us=20), Launch(3, ts_us=2345, dur_us=5),
+        Kernel(3, ts_us=2352, dur_us=48, name=ELEMENTWISE),
+    ])
+
+
+def test_sync_claims_only_the_idle_that_overlaps_it(load_trace):
+    got = ledger(load_trace(short_sync_then_long_gap()))
+    assert got == {
+        (4, "busy.gemm"): 90 * US,
+        (4, "busy.elementwise"): 48 * US,
+        (4, "idle.sync"): 6 * US,                 # not the 2252 us gap the sync opened
+        (4, "idle.launch"): 10 * US + 12 * US,    # before the first kernel and inside aten::add before its kernel
+        (4, "idle.host_compute"): 2 * US + 2232 * US + 600 * US,
+    }
+    assert sum(got.values()) == 3000 * US
+
+
+def test_pageable_dtoh_async_copy_is_a_blocking_copy(load_trace):
+    t = KinetoTrace([
+        ProfilerStep(4, ts_us=0, dur_us=1000),
+        CpuOp("aten::to", ts_us=190, dur_us=320),
+        Launch(5, ts_us=200, dur_us=300, name="cudaMemcpyAsync"),
+        Kernel(5, ts_us=210, dur_us=20, name="Memcpy DtoH (Device -> Pageable)", cat="gpu_memcpy"),
+        Launch(6, ts_us=600, dur_us=10, name="cudaMemcpyAsync"),
+        Kernel(6, ts_us=620, dur_us=20, name="Memcpy HtoD (Pinned -> Device)", cat="gpu_memcpy"),
+    ])
+    tp = load_trace(t)
+    calls = tp.query("INCLUDE PERFETTO MODULE kineto.lib.runtime_calls; "
+                     "SELECT correlation, class, name_class, blocks_host, copy_direction, pageable "
+                     "FROM kineto_runtime_calls ORDER BY ts").as_pandas_dataframe()
+    assert calls.values.tolist() == [[5, "blocking_copy", "async_copy", 1, "DtoH", 1],
+                                     [6, "async_copy", "async_copy", 0, "HtoD", 0]]
+    got = ledger(tp)
+    assert got[(4, "idle.blocking_copy")] == 300 * US - 20 * US   # the call, minus its own copy on the device
+    assert got[(4, "busy.copy_dtoh")] == 20 * US and got[(4, "busy.copy_htod")] == 20 * US
+    assert "idle.sync" not in {b for _, b in got}
+
+
+def test_dataloader_wait_at_a_quarter_of_the_step(load_trace):
+    t = KinetoTrace([
+        ProfilerStep(4, ts_us=0, dur_us=1000),
+        CpuOp("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", ts_us=0, dur_us=250, cat="user_annotation"),
+        CpuOp("aten::mm", ts_us=255, dur_us=10), Launch(1, ts_us=256, dur_us=4),
+        Kernel(1, ts_us=260, dur_us=740, name=GEMM),
+    ])
+    got = ledger(load_trace(t))
+    assert got == {(4, "idle.dataloader"): 250 * US, (4, "idle.host_compute"): 5 * US,
+                   (4, "idle.launch"): 5 * US, (4, "busy.gemm"): 740 * US}
+
+
+def test_collectives_split_exposed_and_overlapped(load_trace):
+    nccl = "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"
+    t = KinetoTrace([
+        ProfilerStep(4, ts_us=0, dur_us=700),
+        Launch(1, ts_us=1, dur_us=2), Kernel(1, ts_us=100, dur_us=200, name=nccl, stream=20),
+        Launch(2, ts_us=3, dur_us=2), Kernel(2, ts_us=300, dur_us=200, name=GEMM),
+        Launch(3, ts_us=5, dur_us=2), Kernel(3, ts_us=400, dur_us=200, name=nccl, stream=20),
+    ])
+    tp = load_trace(t)
+    got = ledger(tp)
+    assert got[(4, "busy.comm_exposed")] == 200 * US + 100 * US
+    assert got[(4, "busy.comm_overlapped")] == 100 * US
+    assert got[(4, "busy.gemm")] == 100 * US
+    v = verdict(tp)
+    # exposed 300 of 700 us (43%) is over 30% and above the idle 0-100 + 600-700 us (29%): communication-bound
+    assert v["comm_pct"] == pytest.approx(100 * 300 / 700, abs=0.01)
+    assert v["regime"] == "communication-bound"
+    assert v["sentence"].startswith("communication-bound: ")
+
+
+def test_iterations_from_record_function_markers_without_profiler_step(load_trace):
+    t = KinetoTrace()
+    for i, (start, width) in enumerate([(0, 5000), (5000, 1000), (6000, 1000), (7000, 1200)]):
+        t.add(CpuOp("## forward ##", ts_us=start, dur_us=width - 100, cat="user_annotation"),
+              CpuOp("aten::mm", ts_us=start + 10, dur_us=20), Launch(i + 1, ts_us=start + 15, dur_us=5),
+              Kernel(i + 1, ts_us=start + 30, dur_us=50, name=GEMM))
+    tp = load_trace(t)
+    rows = tp.query("INCLUDE PERFETTO MODULE kineto.lib.iterations; "
+                    "SELECT step, source, marker, ts, dur, is_cold FROM kineto_iterations ORDER BY ts"
+                    ).as_pandas_dataframe()
+    assert rows.source.unique().tolist() == ["record_function"]
+    assert rows.step.tolist() == [1, 2, 3, 4]
+    # start markers: one start to the next; the last runs to the end of the capture (7000 + 1100 us)
+    assert (rows.dur // US).tolist() == [5000, 1000, 1000, 1100]
+    assert rows.is_cold.tolist() == [1, 0, 0, 0]       # 5000 > 1.5 x median(1000, 1000, 1100)
+    v = verdict(tp)
+    assert v["window_source"] == "record_function" and v["windows"] == 3 and v["cold_windows"] == 1
+    assert v["median_window_dur"] == 1000 * US
+    assert "inferred (record_function)" in v["sentence"] and "1 cold window of 5.000 ms kept apart" in v["sentence"]
+
+
+def test_median_of_an_even_number_of_windows_is_the_mean_of_the_two_middles(load_trace):
+    t = KinetoTrace()
+    ts = 0
+    for i, width in enumerate([1000, 1200, 1400, 1600]):
+        t.add(ProfilerStep(i + 1, ts_us=ts, dur_us=width), Launch(i + 1, ts_us=ts + 1, dur_us=2),
+              Kernel(i + 1, ts_us=ts + 5, dur_us=width - 10, name=GEMM))
+        ts += width
+    v = verdict(load_trace(t))
+    assert v["windows"] == 4 and v["cold_windows"] == 0
+    assert v["median_window_dur"] == 1300 * US
+    assert v["regime"] == "device-bound"
+
+
+def test_whole_capture_is_one_window_and_cpu_only_gets_a_host_ledger(load_trace):
+    t = KinetoTrace([
+        CpuOp("aten::mm", ts_us=0, dur_us=600),
+        CpuOp("aten::_local_scalar_dense", ts_us=700, dur_us=100),
+        CpuOp("aten::add", ts_us=900, dur_us=100),
+    ])
+    tp = load_trace(t)
+    got = ledger(tp)
+    assert got == {(1, "host.ops"): 700 * US, (1, "host.sync_read"): 100 * US, (1, "host.unattributed"): 200 * US}
+    v = verdict(tp)
+    assert v["window_source"] == "capture" and v["device_count"] == 0 and v["regime"] == "host-bound"
+    assert "no device activity was recorded" in v["sentence"]
+
+
+def _assert_ledger_sums(tp, label):
+    df = run_query(tp, "reading.step_ledger").df
+    assert not df.empty, f"{label}: no ledger rows"
+    sums = df.groupby(["window_id", "device"], dropna=False).agg(total=("dur", "sum"), width=("window_dur", "first"))
+    bad = sums[sums.total != sums.width]
+    assert bad.empty, f"{label}: buckets do not sum to the window: {bad.head()}"
+    windows = tp.query("INCLUDE PERFETTO MODULE kineto.lib.iterations; SELECT count(*) AS n FROM kineto_iterations"
+                       ).as_pandas_dataframe().n[0]
+    assert df.window_id.nunique() == windows, f"{label}: a window has no ledger"
+    assert (df.dur > 0).all()
+
+
+@pytest.mark.parametrize("path", golden_trace_paths(), ids=lambda p: p.name)
+def test_ledger_sums_to_every_window_on_golden(path, loaded):
+    _assert_ledger_sums(loaded(path), path.name)
+
+
+@needs_corpus
+@pytest.mark.parametrize("path", corpus_traces(), ids=corpus_id)
+def test_ledger_sums_to_every_window_on_the_corpus(path, loaded):
+    _assert_ledger_sums(loaded(path), corpus_id(path))
