@@ -90,18 +90,6 @@ def normalize(sql: str) -> str:
     return "".join(out)
 
 
-def split_final_statement(sql: str) -> tuple[str, str]:
-    """(everything before the last statement, the last statement). Semicolons inside strings, quoted
-    identifiers and comments do not count; the last statement comes back without comments or its `;`."""
-    masked = mask(sql)
-    cuts = [-1] + [m.start() for m in re.finditer(";", masked)]
-    for cut in reversed(cuts):
-        tail = strip_comments(sql[cut + 1:]).strip().rstrip(";").strip()
-        if tail:
-            return (sql[:cut + 1] if cut >= 0 else ""), tail
-    return sql, ""
-
-
 @dataclass(frozen=True)
 class Statement:
     """One statement: its text (comments kept), the line it starts on, and the comment lines just above."""

@@ -24,10 +24,8 @@ def test_split_statements_ignores_semicolons_in_strings_and_comments():
     assert statements[0].doc == "-- header; with a semicolon"
 
 
-def test_final_statement_and_normalize():
-    setup, final = sql_text.split_final_statement(SQL)
-    assert final == "SELECT 2 AS ':not_a_param', :value AS v"
-    assert setup.endswith("FROM t;")
+def test_normalize_and_strip_comments():
+    assert sql_text.strip_comments(SQL).splitlines()[0] == """SELECT 'a;b' AS "x;y", `q;`"""
     assert sql_text.normalize("SELECT  1 -- x\n ,  'a  b'") == "SELECT 1 , 'a  b'"
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from kineto_sql.ui.links import (ADD_DEBUG_SLICE_TRACK, FINDINGS_TABLE, RUN_QUERY, RUN_QUERY_AND_SHOW_TAB, Command,
                                  ViewerLink, encode_commands, findings_commands, parse_viewer_url, zoom_window)
-from kineto_sql.ui.session import served_name, split_final_statement, strip_comments
+from kineto_sql.ui.session import served_name, strip_comments
 
 BASE = "http://127.0.0.1:4321"
 TRACE = BASE + "/kineto-sql/tok/run 1.pt.trace.json"
@@ -80,17 +80,6 @@ def test_findings_commands():
     assert commands[2].args == (f"SELECT * FROM {FINDINGS_TABLE}",)
     assert [c.id for c in findings_commands("", "SELECT 1", "t", tab=False)] == [RUN_QUERY, ADD_DEBUG_SLICE_TRACK]
     assert findings_commands("", "SELECT 1", "t")[0].args[0].startswith("CREATE OR REPLACE")
-
-
-def test_split_final_statement():
-    bundle = ("-- kineto-sql x@1\nCREATE OR REPLACE PERFETTO TABLE a AS SELECT ';' AS s, \"x;y\" AS q; -- ;\n"
-              "/* ; */\nSELECT * FROM kineto_x(1, 'a;b');\n-- trailing ;\n")
-    setup, final = split_final_statement(bundle)
-    assert final == "SELECT * FROM kineto_x(1, 'a;b')"
-    assert setup.endswith("AS q;") and setup.startswith("-- kineto-sql")
-    assert split_final_statement("SELECT 1") == ("", "SELECT 1")
-    assert split_final_statement("SELECT 1; -- x\n") == ("", "SELECT 1")
-    assert split_final_statement("SELECT 'it''s;'") == ("", "SELECT 'it''s;'")
 
 
 def test_strip_comments_keeps_strings():

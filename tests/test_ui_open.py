@@ -17,11 +17,11 @@ from kineto_sql.catalog import load_catalog
 from kineto_sql.engine.processor import EngineChoice, KinetoTraceProcessor
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.loading.load import prepare_file
-from kineto_sql.paste import paste_bundle
+from kineto_sql.paste import paste_bundle, paste_parts
 from kineto_sql.runner import entrypoint_call, resolve_params, run_query
 from kineto_sql.sql_package import package_dir, package_modules
 from kineto_sql.ui.links import ADD_DEBUG_SLICE_TRACK, RUN_QUERY, RUN_QUERY_AND_SHOW_TAB, parse_viewer_url
-from kineto_sql.ui.session import ingest_tables_sql, plan_open, serve, split_final_statement
+from kineto_sql.ui.session import ingest_tables_sql, plan_open, serve
 from tests.conftest import CORPUS, needs_corpus
 
 SMALL = CORPUS / "hta_critical_path_cuda_event_sync.json.gz"
@@ -90,12 +90,13 @@ def test_open_query_with_params():
         plan_open(SMALL, query=spec.id, params={"no_such_param": "1"})
 
 
-def test_bundles_end_with_the_entrypoint_call():
-    """--finding splits the bundle into its definitions and the final SELECT; that SELECT is the runner's."""
+def test_bundles_are_setup_and_the_entrypoint_call():
+    """--finding takes the bundle's definitions and its call as two parts; the call is the runner's."""
     for spec in load_catalog().specs:
-        setup, final = split_final_statement(paste_bundle(spec))
-        assert final == entrypoint_call(spec, resolve_params(spec, None)), spec.id
-        assert setup.strip()
+        bundle = paste_parts(spec)
+        assert bundle.call == entrypoint_call(spec, resolve_params(spec, None)), spec.id
+        assert bundle.setup.strip() and paste_bundle(spec) == bundle.text
+        assert bundle.text.rstrip().endswith(bundle.call + ";")
 
 
 def _detector_with_findings(loaded, traces):

@@ -16,7 +16,7 @@ from kineto_sql.errors import KinetoSqlError
 from kineto_sql.loading.load import _add_ingest_tables, prepare_file, rank_of
 from kineto_sql.loading.prepare import PreparedTrace
 from kineto_sql.sql_files import sections
-from kineto_sql.sql_text import split_final_statement, strip_comments
+from kineto_sql.sql_text import strip_comments
 from kineto_sql.ui.links import (RUN_QUERY, RUN_QUERY_AND_SHOW_TAB, Command, ViewerLink, findings_commands,
                                  zoom_window)
 from kineto_sql.ui.server import UiServer
@@ -114,12 +114,12 @@ def plan_open(path, query: str | None = None, finding: str | None = None, params
     path = Path(path)
     spec = bundle = None
     if query or finding:  # check the query and its parameters before reading the trace
-        from kineto_sql.paste import paste_bundle
+        from kineto_sql.paste import paste_parts
 
         spec = _get_spec(query or finding)
         if finding and spec.kind != "detector":
             raise KinetoSqlError(f"{spec.id} is a {spec.kind} query, not a detector: use --query {spec.id}")
-        bundle = paste_bundle(spec, params or None)
+        bundle = paste_parts(spec, params or None)
     if prepared is None:
         prepared = prepare_file(path)
     plan = OpenPlan(trace_path=path, trace_name=served_name(path), data=prepared.data)
@@ -128,7 +128,7 @@ def plan_open(path, query: str | None = None, finding: str | None = None, params
         return plan
     plan.query_id = spec.id
     if query:
-        plan.commands.append(Command(RUN_QUERY_AND_SHOW_TAB, (bundle,)))
+        plan.commands.append(Command(RUN_QUERY_AND_SHOW_TAB, (bundle.text,)))
         return plan
 
     plan.finding = found = _run_detector_here(path, prepared, spec, params, engine)
@@ -136,10 +136,7 @@ def plan_open(path, query: str | None = None, finding: str | None = None, params
         plan.notes.append(f"{spec.id} does not apply to this trace: {found.not_applicable}; "
                           "opening the trace without it")
         return plan
-    setup, final = split_final_statement(bundle)
-    if not final.lower().lstrip("( \n").startswith(("select", "with")):
-        raise KinetoSqlError(f"the paste bundle of {spec.id} does not end with a SELECT; cannot show its findings")
-    plan.commands += findings_commands(setup, final, f"kineto-sql: {spec.id}")
+    plan.commands += findings_commands(bundle.setup, bundle.call, f"kineto-sql: {spec.id}")
     if found.count == 0:
         plan.notes.append(f"{spec.id} is silent on this trace: no findings (its track and tab stay empty)")
         return plan
