@@ -61,14 +61,12 @@ def entrypoint_call(spec: QuerySpec, values: Mapping[str, object]) -> str:
 
 def capabilities(tp) -> dict[str, Capability]:
     """What the loaded trace contains (kineto.lib.capabilities), cached on the processor."""
-    cached = getattr(tp, "_kineto_capabilities", None)
+    cached = getattr(tp, "capabilities", None)
     if cached is None:
         df = tp.df(_CAPABILITIES_SQL)
         cached = {row.name: Capability(row.name, bool(row.present), str(row.detail)) for row in df.itertuples()}
-        try:
-            tp._kineto_capabilities = cached
-        except AttributeError:
-            pass
+        if hasattr(tp, "capabilities"):
+            tp.capabilities = cached
     return cached
 
 

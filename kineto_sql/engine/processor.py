@@ -10,6 +10,7 @@ import io
 import os
 import re
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 from perfetto.common.exceptions import PerfettoException
@@ -62,13 +63,25 @@ def _one_sentence(message: str) -> str:
         return f"{cause} (at {source}line {where['line']} col {where['col']})"
     return cause
 
+if TYPE_CHECKING:
+    from kineto_sql.loading.loaded import LoadedTrace
+
 
 class KinetoTraceProcessor(TraceProcessor):
-    """A perfetto TraceProcessor whose backend is chosen by `EngineChoice`; loads prepared bytes."""
+    """A perfetto TraceProcessor whose backend is chosen by `EngineChoice`; loads prepared bytes.
+
+    `loaded` is what the load produced (kineto_sql.loading.loaded.LoadedTrace), attached once by
+    `open_trace`; `path`, `report`, `trace_metadata` and `rank` read it. `capabilities` caches the runner's
+    kineto_capabilities rows of this trace."""
+
+    loaded: "LoadedTrace | None"
+    capabilities: dict | None
 
     def __init__(self, choice: EngineChoice, sql_package: tuple[str, dict[str, str]] | None = None,
                  sql_package_dir: Path | None = None):
         self.choice = choice
+        self.loaded = None
+        self.capabilities = None
         self._package = sql_package
         if choice.kind == "native":
             packages = [str(sql_package_dir)] if sql_package_dir else None
@@ -107,6 +120,32 @@ class KinetoTraceProcessor(TraceProcessor):
     def df(self, sql: str):
         """The rows of `sql` as a pandas DataFrame."""
         return self.query(sql).as_pandas_dataframe()
+
+    def attach(self, loaded: "LoadedTrace") -> None:
+        if self.loaded is not None:
+            raise RuntimeError("this processor already holds a loaded trace")
+        self.loaded = loaded
+
+    def _loaded(self) -> "LoadedTrace":
+        if self.loaded is None:
+            raise RuntimeError("no trace loaded through open_trace in this processor")
+        return self.loaded
+
+    @property
+    def path(self) -> Path:
+        return self._loaded().path
+
+    @property
+    def report(self):
+        return self._loaded().report
+
+    @property
+    def trace_metadata(self) -> dict:
+        return self._loaded().metadata
+
+    @property
+    def rank(self) -> int | None:
+        return self._loaded().rank
 
     @property
     def heap_bytes(self) -> int | None:

@@ -11,6 +11,7 @@ import orjson
 from kineto_sql.engine import memory
 from kineto_sql.engine.processor import EngineChoice, KinetoTraceProcessor
 from kineto_sql.errors import DataLossError
+from kineto_sql.loading.loaded import LoadedTrace
 from kineto_sql.loading.prepare import PreparedTrace, prepare
 from kineto_sql.loading.source import read_bytes, trace_files_in
 from kineto_sql.sql_files import read_sql, sections
@@ -43,7 +44,8 @@ def rank_of(prepared: PreparedTrace, fallback: int | None) -> int | None:
 
 
 def open_trace(path, engine: EngineChoice = EngineChoice(), rank_from_name: int | None = None) -> KinetoTraceProcessor:
-    """Loads one trace file into a fresh engine. The returned processor carries `.report`, `.trace_metadata`, `.rank`."""
+    """Loads one trace file into a fresh engine. The returned processor carries the load as `.loaded`
+    (a LoadedTrace: path, report, metadata, rank)."""
     path = Path(path)
     prepared = prepare_file(path, engine)
     return open_prepared(prepared, path, engine, rank_from_name)
@@ -55,11 +57,8 @@ def open_prepared(prepared: PreparedTrace, path: Path, engine: EngineChoice = En
     tp = KinetoTraceProcessor(choice, sql_package=("kineto", package_modules()), sql_package_dir=package_dir())
     try:
         tp.load_bytes(prepared.data)
-        tp.path = path
-        tp.report = prepared.report
-        tp.trace_metadata = prepared.metadata
-        tp.rank = rank_of(prepared, rank_from_name)
-        _add_ingest_tables(tp, prepared, path)
+        tp.attach(LoadedTrace(path, prepared.report, prepared.metadata, rank_of(prepared, rank_from_name)))
+        _add_ingest_tables(tp, prepared, path, tp.rank)
         _check_loss(tp, prepared, path, choice.allow_loss)
         log.info("loaded %s into the %s engine: %d slices expected", path.name, choice.kind,
                  prepared.report.expected_slices)
@@ -84,10 +83,10 @@ def open_rank_dir(directory) -> list[tuple[Path, int | None]]:
     return [(f.path, f.rank_from_name) for f in trace_files_in(Path(directory))]
 
 
-def _add_ingest_tables(tp: KinetoTraceProcessor, prepared: PreparedTrace, path: Path) -> None:
+def _add_ingest_tables(tp, prepared: PreparedTrace, path: Path, rank: int | None) -> None:
     facts = dict(prepared.metadata)
     facts["kineto_sql.source"] = str(path)
-    facts["kineto_sql.rank"] = tp.rank
+    facts["kineto_sql.rank"] = rank
     facts["kineto_sql.ts_offset_ns"] = prepared.report.ts_offset_ns
     facts["kineto_sql.expected_slices"] = prepared.report.expected_slices
     report = [dataclasses.asdict(f) for f in prepared.report.fixes]

@@ -68,8 +68,7 @@ def served_name(path: Path) -> str:
 class _SqlCapture:
     """Stands in for the engine to capture the loader's ingest-table SQL (so it is never copied here)."""
 
-    def __init__(self, rank):
-        self.rank = rank
+    def __init__(self):
         self.statements: list[str] = []
 
     def query(self, sql: str):
@@ -78,8 +77,8 @@ class _SqlCapture:
 
 def ingest_tables_sql(prepared: PreparedTrace, path: Path) -> str:
     """The SQL the loader runs after ingest (kineto_metadata, kineto_ingest_report) for this trace."""
-    capture = _SqlCapture(rank_of(prepared, None))
-    _add_ingest_tables(capture, prepared, path)
+    capture = _SqlCapture()
+    _add_ingest_tables(capture, prepared, path, rank_of(prepared, None))
     return ";\n".join(strip_comments(s).strip().rstrip(";") for s in capture.statements)
 
 
