@@ -60,14 +60,13 @@ def entrypoint_call(spec: QuerySpec, values: Mapping[str, object]) -> str:
 
 
 def capabilities(tp) -> dict[str, Capability]:
-    """What the loaded trace contains (kineto.lib.capabilities), cached on the processor."""
-    cached = getattr(tp, "capabilities", None)
-    if cached is None:
+    """What the loaded trace contains (kineto.lib.capabilities), cached in the processor's `cache`."""
+    cache = getattr(tp, "cache", {})
+    if "capabilities" not in cache:
         df = tp.df(_CAPABILITIES_SQL)
-        cached = {row.name: Capability(row.name, bool(row.present), str(row.detail)) for row in df.itertuples()}
-        if hasattr(tp, "capabilities"):
-            tp.capabilities = cached
-    return cached
+        cache["capabilities"] = {row.name: Capability(row.name, bool(row.present), str(row.detail))
+                                 for row in df.itertuples()}
+    return cache["capabilities"]
 
 
 def missing_needs(tp, spec: QuerySpec) -> str | None:
@@ -83,16 +82,12 @@ def missing_needs(tp, spec: QuerySpec) -> str | None:
 
 
 def trace_device_name(tp) -> str:
-    """The trace's GPU model from deviceProperties ('' when absent), cached on the processor."""
-    cached = getattr(tp, "_kineto_device_name", None)
-    if cached is None:
+    """The trace's GPU model from deviceProperties ('' when absent), cached in the processor's `cache`."""
+    cache = getattr(tp, "cache", {})
+    if "device_name" not in cache:
         df = tp.df(_DEVICE_NAME_SQL)
-        cached = str(df.name[0]) if len(df) and df.name[0] is not None else ""
-        try:
-            tp._kineto_device_name = cached
-        except AttributeError:
-            pass
-    return cached
+        cache["device_name"] = str(df.name[0]) if len(df) and df.name[0] is not None else ""
+    return cache["device_name"]
 
 
 def fill_trace_params(tp, spec: QuerySpec, values: dict[str, object]) -> dict[str, object]:

@@ -71,17 +71,17 @@ class KinetoTraceProcessor(TraceProcessor):
     """A perfetto TraceProcessor whose backend is chosen by `EngineChoice`; loads prepared bytes.
 
     `loaded` is what the load produced (kineto_sql.loading.loaded.LoadedTrace), attached once by
-    `open_trace`; `path`, `report`, `trace_metadata` and `rank` read it. `capabilities` caches the runner's
-    kineto_capabilities rows of this trace."""
+    `open_trace`; `path`, `report`, `trace_metadata` and `rank` read it. `cache` holds facts the runner
+    derives once per trace (its kineto_capabilities rows, its device model)."""
 
     loaded: "LoadedTrace | None"
-    capabilities: dict | None
+    cache: dict[str, object]
 
     def __init__(self, choice: EngineChoice, sql_package: tuple[str, dict[str, str]] | None = None,
                  sql_package_dir: Path | None = None):
         self.choice = choice
         self.loaded = None
-        self.capabilities = None
+        self.cache = {}
         self._package = sql_package
         if choice.kind == "native":
             packages = [str(sql_package_dir)] if sql_package_dir else None
