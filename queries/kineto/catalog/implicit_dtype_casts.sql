@@ -1,26 +1,36 @@
 -- id: catalog.implicit_dtype_casts
--- version: 1
+-- version: 2
 -- kind: detector
--- title: Implicit dtype casts: fp32 GEMMs and the casts feeding them in an otherwise bf16/fp16 run
+-- title: Implicit dtype casts: fp32 GEMMs and the casts feeding them in a bf16/fp16 run; float64 tensors cast every step
 -- source: seed 000 section 3, major fault "Implicit dtype casts"; seed section 5 exercise 4 (cast hunt)
 -- signature: aten::to / aten::_to_copy / aten::copy_ casts bracketing matmuls; fp32 GEMMs in a bf16 or
---   fp16 run (record_shapes `Input type`), their kernels without tensor-core tags.
+--   fp16 run (record_shapes `Input type`), their kernels without tensor-core tags; in any run (fp32
+--   included) a float64 tensor cast down to float32 / bf16 / fp16 inside the step (aten::copy_ from
+--   `double`, a source of at least one dimension).
 -- confirming: per step, fp32 GEMM ops next to low-precision GEMM ops (dtype from record_shapes), the
---   up-casts (low precision -> float) that feed them, and the fp32 GEMM kernels lacking tensor-core names.
+--   up-casts (low precision -> float) that feed them, and the fp32 GEMM kernels lacking tensor-core names;
+--   per step the float64 casts and their time (`cause` says which of the two a row is).
 -- cost: an fp32 GEMM in a bf16/fp16 run runs without tensor cores (several times slower) and the casts around
---   it add copies and kernels. impact_dur is the fp32 GEMM time plus the up-cast time.
+--   it add copies and kernels. impact_dur is the fp32 GEMM time plus the up-cast time. A float64 tensor
+--   in a float32 model (numpy's default dtype, torch.tensor on Python floats, set_default_dtype) is cast
+--   back every step, and whatever runs on it before the cast runs in float64, 1/2 to 1/64 of the fp32 rate
+--   on GPUs; impact_dur of such a row is the cast time (what the leak costs at least).
 -- false_positives: a layer kept in fp32 on purpose (loss, norm statistics, a final projection for stability)
---   looks the same.
+--   looks the same. Python scalars (`x * 0.5`) are wrapped as 0-dim double tensors and cast inside the op:
+--   a source without dimensions is not counted; nor are promotions up to float64 (float64 metric states).
+--   A float64 tensor cast down on purpose (a float64 reference computation) fires too.
 -- example: fp32_gemm_in_bf16_run
--- fix: fix the autocast scope (no autocast(enabled=False) islands, no .float() inside the region); keep
+-- fix: (rows carry the fix for their cause) fix the autocast scope (no autocast(enabled=False) islands, no .float() inside the region); keep
 --   master-weight casts out of the hot loop; cast once, outside the step.
 -- needs: steps, cpu_ops
 -- status: stable
 -- catalog_row: major.implicit_dtype_casts
 -- default min_fp32_gemms: 1
--- locked: 1 e5f1382e7e519cca
+-- default min_f64_casts: 1
+-- locked: 2 01cbddadd4d8e7d0
 -- lib: lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1 lib.kernels@1 lib.launches@1 lib.steps@1
--- cases: fp32_gemm_in_bf16_run=24d5b547 pure_fp32_run_is_silent=7c9f5379
+-- cases: fp32_gemm_in_bf16_run=b82b041c pure_fp32_run_is_silent=7c9f5379
+--   float64_cast_every_step_in_fp32_run=560aa6d1 wrapped_scalars_are_not_float64_tensors=75afe423
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
@@ -57,11 +67,14 @@ WHERE
   o.name IN ('aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm', 'aten::addbmm')
   AND o.step IS NOT NULL;
 
--- One row per step running fp32 GEMMs next to bf16/fp16 ones.
+-- One row per step and cause: fp32 GEMMs next to bf16/fp16 ones; float64 tensors cast inside the step.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_implicit_dtype_casts(
   -- A step fires with at least this many fp32 GEMMs (when it also runs bf16/fp16 GEMMs: a pure fp32 run is a
   -- choice, not a cast leak)
-  min_fp32_gemms LONG
+  min_fp32_gemms LONG,
+  -- A step fires with at least this many float64 -> float32/bf16/fp16 casts of tensors (any run: one
+  -- float64 tensor per step is a leak an expert removes, whatever the model's dtype)
+  min_f64_casts LONG
 )
 RETURNS TABLE(
   -- First fp32 GEMM start.
@@ -90,7 +103,15 @@ RETURNS TABLE(
   -- Kernels launched by the fp32 GEMMs (NULL without GPU work).
   fp32_kernel_count LONG,
   -- Of them, kernels whose names carry no tensor-core tag (NULL without GPU work).
-  no_tensor_core_kernel_count LONG
+  no_tensor_core_kernel_count LONG,
+  -- fp32_gemm_in_low_precision_run or float64_casts.
+  cause STRING,
+  -- float64 -> float32/bf16/fp16 casts of tensors in the step.
+  f64_cast_count LONG,
+  -- Their summed time (aten::copy_, where the cast happens).
+  f64_cast_dur DURATION,
+  -- The fix for this cause.
+  fix STRING
 ) AS
 WITH
   g AS (
@@ -148,40 +169,111 @@ WITH
   ),
   has_gpu AS (
     SELECT EXISTS (SELECT 1 FROM kineto_kernels) AS yes
+  ),
+  -- The cast itself is an aten::copy_ (under aten::to / aten::_to_copy, or a direct .copy_()): Input
+  -- type [0] is the destination, [1] the source. A 0-dim source (no `Input Dims[1][0]`) is a Python
+  -- scalar wrapped as a double and is left out. Only casts down from float64 count: a float64 tensor
+  -- feeding a float32 model. Promotions up to float64 (a metric accumulating into a float64 state, as
+  -- TorchRec's RecMetrics do, or a .double() for a numerically delicate reduction) are deliberate.
+  f64 AS (
+    SELECT o.step, min(o.ts) AS ts, max(o.ts + o.dur) AS end_ts, count(*) AS n, sum(o.dur) AS d
+    FROM kineto_cpu_ops AS o
+    WHERE
+      o.name = 'aten::copy_'
+      AND o.step IS NOT NULL
+      AND extract_arg(o.arg_set_id, 'args.Input Dims[1][0]') IS NOT NULL
+      AND extract_arg(o.arg_set_id, 'args.Input type[1]') = 'double'
+      AND extract_arg(o.arg_set_id, 'args.Input type[0]') IN ('float', 'c10::BFloat16', 'c10::Half')
+    GROUP BY o.step
+  ),
+  mixed_rows AS (
+    SELECT
+      g.ts,
+      g.end_ts - g.ts AS dur,
+      g.fp32_dur + coalesce(c.d, 0) AS impact_dur,
+      g.step,
+      printf(
+        'Step %d runs %d fp32 GEMMs next to %d %s GEMMs, fed by %d up-casts to float (%.3f ms of casts, %.3f ms of fp32 GEMM)%s.',
+        g.step,
+        g.fp32_n,
+        g.low_n,
+        g.low_dtype,
+        coalesce(c.n, 0),
+        coalesce(c.d, 0) / 1e6,
+        g.fp32_dur / 1e6,
+        CASE
+          WHEN k.n IS NULL THEN ''
+          ELSE printf('; %d of their %d kernels carry no tensor-core tag', k.no_tc, k.n)
+        END
+      ) AS evidence,
+      g.fp32_n AS fp32_gemm_count,
+      g.low_n AS low_precision_gemm_count,
+      g.low_dtype AS low_precision_dtype,
+      coalesce(c.n, 0) AS upcast_count,
+      coalesce(c.d, 0) AS upcast_dur,
+      g.fp32_dur AS fp32_gemm_dur,
+      CASE WHEN (SELECT yes FROM has_gpu) THEN coalesce(k.n, 0) END AS fp32_kernel_count,
+      CASE WHEN (SELECT yes FROM has_gpu) THEN coalesce(k.no_tc, 0) END AS no_tensor_core_kernel_count,
+      'fp32_gemm_in_low_precision_run' AS cause,
+      0 AS f64_cast_count,
+      0 AS f64_cast_dur,
+      'Fix the autocast scope (no autocast(enabled=False) islands, no .float() inside the region); keep master-weight casts out of the hot loop; cast once, outside the step.' AS fix
+    FROM g
+    LEFT JOIN casts AS c
+      USING (step)
+    LEFT JOIN kern AS k
+      USING (step)
+    WHERE
+      g.fp32_n >= $min_fp32_gemms
+      AND g.low_n >= 1
+  ),
+  f64_rows AS (
+    SELECT
+      f.ts,
+      f.end_ts - f.ts AS dur,
+      f.d AS impact_dur,
+      f.step,
+      printf(
+        'Step %d casts float64 tensors %d times (%.3f ms in aten::copy_): a float64 tensor enters the step and is converted every iteration, and whatever ran on it before ran in float64.',
+        f.step, f.n, f.d / 1e6
+      ) AS evidence,
+      0 AS fp32_gemm_count,
+      0 AS low_precision_gemm_count,
+      NULL AS low_precision_dtype,
+      0 AS upcast_count,
+      0 AS upcast_dur,
+      0 AS fp32_gemm_dur,
+      NULL AS fp32_kernel_count,
+      NULL AS no_tensor_core_kernel_count,
+      'float64_casts' AS cause,
+      f.n AS f64_cast_count,
+      f.d AS f64_cast_dur,
+      'Create the tensor as float32 where it is made: np.float32 arrays (numpy defaults to float64), torch.tensor(..., dtype=torch.float32) or torch.from_numpy(a.astype(np.float32)) once outside the loop, no torch.set_default_dtype(torch.float64); on a GPU float64 math runs at 1/2 to 1/64 of the fp32 rate.' AS fix
+    FROM f64 AS f
+    WHERE
+      f.n >= $min_f64_casts
   )
 SELECT
-  g.ts,
-  g.end_ts - g.ts AS dur,
-  g.fp32_dur + coalesce(c.d, 0) AS impact_dur,
-  g.step,
-  printf(
-    'Step %d runs %d fp32 GEMMs next to %d %s GEMMs, fed by %d up-casts to float (%.3f ms of casts, %.3f ms of fp32 GEMM)%s.',
-    g.step,
-    g.fp32_n,
-    g.low_n,
-    g.low_dtype,
-    coalesce(c.n, 0),
-    coalesce(c.d, 0) / 1e6,
-    g.fp32_dur / 1e6,
-    CASE
-      WHEN k.n IS NULL THEN ''
-      ELSE printf('; %d of their %d kernels carry no tensor-core tag', k.no_tc, k.n)
-    END
-  ) AS evidence,
-  g.fp32_n AS fp32_gemm_count,
-  g.low_n AS low_precision_gemm_count,
-  g.low_dtype AS low_precision_dtype,
-  coalesce(c.n, 0) AS upcast_count,
-  coalesce(c.d, 0) AS upcast_dur,
-  g.fp32_dur AS fp32_gemm_dur,
-  CASE WHEN (SELECT yes FROM has_gpu) THEN coalesce(k.n, 0) END AS fp32_kernel_count,
-  CASE WHEN (SELECT yes FROM has_gpu) THEN coalesce(k.no_tc, 0) END AS no_tensor_core_kernel_count
-FROM g
-LEFT JOIN casts AS c
-  USING (step)
-LEFT JOIN kern AS k
-  USING (step)
-WHERE
-  g.fp32_n >= $min_fp32_gemms
-  AND g.low_n >= 1
-ORDER BY g.ts;
+  ts,
+  dur,
+  impact_dur,
+  step,
+  evidence,
+  fp32_gemm_count,
+  low_precision_gemm_count,
+  low_precision_dtype,
+  upcast_count,
+  upcast_dur,
+  fp32_gemm_dur,
+  fp32_kernel_count,
+  no_tensor_core_kernel_count,
+  cause,
+  f64_cast_count,
+  f64_cast_dur,
+  fix
+FROM (
+  SELECT * FROM mixed_rows
+  UNION ALL
+  SELECT * FROM f64_rows
+)
+ORDER BY ts, cause;
