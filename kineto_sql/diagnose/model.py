@@ -1,7 +1,7 @@
 """What a diagnosis is made of: a verdict on the step, ranked findings, and what was skipped and why.
 
-Frozen dataclasses, serialised by `to_json()` into the documented schema (docs/diagnose.md,
-kineto_sql/diagnose/schema.json). Keys are stable: CI jobs gate on them.
+Frozen dataclasses, serialised by `to_json()` into the documented schema (kineto_sql/diagnose/schema.json).
+Keys are stable: CI jobs gate on them.
 """
 from __future__ import annotations
 
