@@ -1,11 +1,13 @@
 -- id: catalog.compile_graph_breaks
--- version: 1
+-- version: 2
 -- kind: detector
 -- title: torch.compile graph breaks: eager islands between compiled regions
 -- source: seed 000 section 3, minor fault "torch.compile regions"
 -- signature: a `Torch-Compiled Region: N/M` running inside another compiled region's call (the resume
 --   function dynamo builds after a graph break; `torch_dynamo_resume_in_*` frames with stacks), with eager
---   ATen ops between the compiled graphs.
+--   ATen ops between the compiled graphs; or, without any nested region, eager ATen ops inside a
+--   `Torch-Compiled Region` but outside every `## Call CompiledFxGraph` / CompiledFunction (an eager island:
+--   dynamo ran part of the frame eagerly, a fallback op, or a backend that compiles nothing).
 -- confirming: per step: compiled calls, nested (resumed) regions = graph breaks, distinct frame ids, and
 --   the eager ATen ops outside every `## Call CompiledFxGraph` inside the compiled call.
 -- cost: every break ends a compiled graph: the ops between graphs run eagerly (one launch each, no fusion),
@@ -21,9 +23,11 @@
 -- status: stable
 -- catalog_row: minor.torch_compile_graph_break
 -- default min_breaks: 1
--- locked: 1 fe3a41d61b616479
+-- default min_eager_ops: 1
+-- locked: 2 789a0004c05ace37
 -- lib: lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1 lib.steps@1
--- cases: nested_region_is_a_break_1=b9d7267a nested_region_is_a_break_2=c946fc87
+-- cases: nested_region_is_a_break_1=3b3905cc nested_region_is_a_break_2=c946fc87
+--   eager_island_without_nested_region=28b8fbc0 eager_ops_outside_the_region_are_silent=b9536933
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
@@ -71,10 +75,13 @@ SELECT
   ) AS outer_id
 FROM regions AS r;
 
--- One row per step with graph breaks.
+-- One row per step with graph breaks or eager islands.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_compile_graph_breaks(
   -- Graph breaks (resumed regions) per step that fire.
-  min_breaks LONG
+  min_breaks LONG,
+  -- Eager ATen ops inside a compiled region but outside its compiled graphs that fire on their own, with
+  -- no nested region (a compiled region should run nothing but its graphs).
+  min_eager_ops LONG
 )
 RETURNS TABLE(
   -- First compiled call start in the step.
@@ -96,7 +103,11 @@ RETURNS TABLE(
   -- Eager ATen ops inside the compiled calls but outside the compiled graphs.
   eager_op_count LONG,
   -- Their summed time (outermost eager ops only).
-  eager_dur DURATION
+  eager_dur DURATION,
+  -- graph_break (regions resumed inside another) or eager_island (eager ops in a region, no resume).
+  cause STRING,
+  -- The fix for this cause.
+  fix STRING
 ) AS
 WITH
   outer_calls AS (
@@ -161,7 +172,7 @@ SELECT
   coalesce(e.d, 0) AS impact_dur,
   p.step,
   printf(
-    'Step %d: %d graph breaks in %d compiled calls (%d distinct compiled regions); %d eager ATen ops (%.3f ms) run between the compiled graphs.',
+    'Step %d: %d graph breaks in %d compiled calls (%d distinct compiled regions); %d eager ATen ops (%.3f ms) run inside the compiled calls but outside their compiled graphs.',
     p.step,
     p.break_count,
     p.compiled_call_count,
@@ -173,10 +184,16 @@ SELECT
   p.break_count,
   p.distinct_regions,
   coalesce(e.n, 0) AS eager_op_count,
-  coalesce(e.d, 0) AS eager_dur
+  coalesce(e.d, 0) AS eager_dur,
+  CASE WHEN p.break_count >= $min_breaks THEN 'graph_break' ELSE 'eager_island' END AS cause,
+  CASE
+    WHEN p.break_count >= $min_breaks THEN 'TORCH_LOGS=graph_breaks to name each break; remove .item()/print/data-dependent python control flow from the compiled function, or torch._dynamo.allow_in_graph / custom ops for the offending call.'
+    ELSE 'The region runs ATen ops outside its compiled graphs: TORCH_LOGS=graph_breaks,perf_hints names what dynamo left eager (an unsupported op, a fallback kernel, a .item() it skipped); check the backend (inductor compiles, eager / aot_eager do not); register the op as a custom op or move it out of the compiled function.'
+  END AS fix
 FROM per_step AS p
 LEFT JOIN eager_step AS e
   USING (step)
 WHERE
   p.break_count >= $min_breaks
+  OR coalesce(e.n, 0) >= $min_eager_ops
 ORDER BY p.ts;
