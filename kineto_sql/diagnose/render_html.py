@@ -14,6 +14,7 @@ from kineto_sql.diagnose.model import Diagnosis, TraceDiagnosis
 from kineto_sql.diagnose.narrate import ms, pct
 
 _TEMPLATE = Template(importlib.resources.files("kineto_sql").joinpath("diagnose/report.html").read_text())
+CAPTURE_VALIDITY = "catalog.capture_validity"
 _COLORS = {"high": "#c62828", "medium": "#ef6c00", "low": "#f9a825", "info": "#607d8b"}
 
 
@@ -133,6 +134,16 @@ def _loading_html(t: TraceDiagnosis) -> str:
     return f"<div class='loading'><h3>Loading</h3>{head}{fixes}</div>"
 
 
+def _capture_html(t: TraceDiagnosis) -> str:
+    """A warning about the capture itself (catalog.capture_validity) goes above every number it makes suspect."""
+    found = [f for f in t.findings if f.query_id == CAPTURE_VALIDITY]
+    if not found:
+        return ""
+    items = "".join(f"<li>{html.escape(e)}</li>" for f in found for e in f.evidence)
+    return (f"<div class='capture {found[0].severity}'><b>Capture warning ({found[0].severity}):</b> the numbers "
+            f"below may be wrong because of how the trace was recorded.<ul>{items}</ul></div>")
+
+
 def _rules_html(t: TraceDiagnosis) -> str:
     silent = ", ".join(f"<code>{html.escape(q)}</code>" for q in t.silent) or "none"
     skipped = "".join(f"<li><code>{html.escape(s.query_id)}</code>: {html.escape(s.reason)}</li>" for s in t.skipped)
@@ -201,7 +212,7 @@ def render_html(d: Diagnosis) -> str:
         head = (f"<h2>{html.escape(t.source)}{rank}</h2><div class='verdict'><b>{html.escape(v.regime)}</b>: "
                 f"{steps}{html.escape(v.regime_reason)}.</div>")
         plots = "".join(f"<div class='plot'>{p}</div>" for p in _step_plots(t) + _findings_plot(t) + _ops_plot(t))
-        sections.append(f"<section id='{_anchor(t)}'>{head}{_loading_html(t)}{_steps_table(t)}"
+        sections.append(f"<section id='{_anchor(t)}'>{head}{_capture_html(t)}{_loading_html(t)}{_steps_table(t)}"
                         f"<div class='plots'>{plots}</div>{_ops_table(t)}{_findings_html(t)}{_rules_html(t)}</section>")
     ranks = ""
     rank_plots = _ranks_plot(d)
