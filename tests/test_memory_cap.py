@@ -28,7 +28,7 @@ def test_capped_below_the_engine_reservation_refuses_in_one_sentence():
     done = _kineto_sql(["prlimit", f"--as={3 * GIB}"], "info", str(SMALL))
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
-    lines = done.stderr.strip().splitlines()
+    lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("kineto-sql: [")]
     assert len(lines) == 1
     assert lines[0].startswith("error: loading ") and "needs about 4." in lines[0]
     assert "capped at 3.0 GiB (ulimit -v / prlimit --as)" in lines[0]
