@@ -135,3 +135,15 @@ def test_new_refuses_to_write_into_an_installed_copy(monkeypatch, tmp_path):
     assert not any(fake.iterdir())
     result = _run("new", "catalog.my_rule")
     assert result.exit_code == 2 and "clone the repository" in result.stderr
+
+
+def test_markdown_report_names_the_capture_and_the_loss(tmp_path):
+    path = tmp_path / "lossy.json"
+    path.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "name": "ProfilerStep#1", "cat": "user_annotation", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+        {"ph": "X", "name": "lost", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": "soon", "dur": 20}],
+        "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-40GB", "totalGlobalMem": 42_505_273_344}]}))
+    text = _run("diagnose", path, "-q", "--allow-loss", "--format", "markdown").stdout
+    assert "Capture: 0: NVIDIA A100-SXM4-40GB, 40 GB; engine wasm." in text
+    assert ("**DATA LOSS** (loaded with --allow-loss): 1 event(s) dropped: ts is a string that is not a number "
+            "(event index 1)") in text

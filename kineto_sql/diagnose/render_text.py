@@ -122,6 +122,11 @@ def render_markdown(d: Diagnosis, top: int = TOP) -> str:
         rank = f" (rank {t.rank})" if t.rank is not None else ""
         out.append(f"## `{t.source}`{rank}")
         out.append("")
+        out.append(f"Capture: {'; '.join(t.devices) or 'no GPU in deviceProperties'}; engine {t.engine or 'n/a'}.")
+        out.append("")
+        if t.loss:
+            out.append("**DATA LOSS** (loaded with --allow-loss): " + "; ".join(t.loss))
+            out.append("")
         v = t.verdict
         out.append(f"**Verdict: {v.regime}.** {v.regime_reason}.")
         if v.steps:
