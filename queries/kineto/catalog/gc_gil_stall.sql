@@ -113,9 +113,14 @@ WITH
       s.name = 'Python GC'
       OR (s.category = 'python_function' AND (s.name GLOB '*gc.collect*' OR s.name GLOB '<built-in method collect of module gc*'))
   ),
+  gc_steps AS (
+    SELECT id, step FROM _kineto_steps_of!(gc)
+  ),
   gc_in_step AS (
-    SELECT g.ts, g.dur, _kineto_step_at!(g.upid, g.ts) AS step
+    SELECT g.ts, g.dur, gs.step
     FROM gc AS g
+    LEFT JOIN gc_steps AS gs
+      USING (id)
   ),
   gc_step AS (
     SELECT step, count(*) AS n, sum(dur) AS d, max(dur) AS mx, min(ts) AS first_ts
@@ -129,11 +134,20 @@ WITH
       lead(ts) OVER (PARTITION BY upid ORDER BY ts) - (ts + dur) AS dur
     FROM _kineto_catalog_host_activity
   ),
-  gaps AS (
-    SELECT g.ts, g.dur, _kineto_step_at!(g.upid, g.ts) AS step
+  gaps_numbered AS (
+    SELECT row_number() OVER () AS id, g.upid, g.ts, g.dur
     FROM gaps_raw AS g
     WHERE
       g.dur > 0
+  ),
+  gap_steps AS (
+    SELECT id, step FROM _kineto_steps_of!(gaps_numbered)
+  ),
+  gaps AS (
+    SELECT g.ts, g.dur, gs.step
+    FROM gaps_numbered AS g
+    LEFT JOIN gap_steps AS gs
+      USING (id)
   ),
   gap_step AS (
     SELECT

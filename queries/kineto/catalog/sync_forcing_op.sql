@@ -72,6 +72,13 @@ WITH
   has_runtime AS (
     SELECT EXISTS (SELECT 1 FROM runtime_calls) AS yes
   ),
+  optimizer_steps AS MATERIALIZED (
+    SELECT a.upid, a.ts, a.dur
+    FROM kineto_cpu_ops AS a
+    WHERE
+      a.is_annotation
+      AND a.name GLOB 'Optimizer.step#*'
+  ),
   blocking AS (
     SELECT
       r.id,
@@ -132,11 +139,9 @@ WITH
       -- .item(): not a device sync on any machine, so reads inside Optimizer.step are left out.
       AND NOT EXISTS (
         SELECT 1
-        FROM kineto_cpu_ops AS a
+        FROM optimizer_steps AS a
         WHERE
           a.upid = o.upid
-          AND a.is_annotation
-          AND a.name GLOB 'Optimizer.step#*'
           AND o.ts >= a.ts
           AND o.ts < a.ts + a.dur
       )
@@ -153,6 +158,9 @@ WITH
     SELECT * FROM blocking
     UNION ALL
     SELECT * FROM host_reads
+  ),
+  steps_of AS (
+    SELECT id, step FROM _kineto_steps_of!(events)
   )
 SELECT
   e.id,
@@ -162,8 +170,10 @@ SELECT
   e.source,
   e.op_name,
   e.upid,
-  _kineto_step_at!(e.upid, e.ts) AS step
-FROM events AS e;
+  so.step
+FROM events AS e
+LEFT JOIN steps_of AS so
+  USING (id);
 
 -- One row per step (or one for the whole trace when it has no ProfilerStep) holding at least
 -- `min_per_step` host sync points.

@@ -53,24 +53,25 @@ RETURNS TABLE(
 ) AS
 WITH
   frames AS (
-    SELECT st.step, count(*) AS n
-    FROM kineto_steps AS st
-    JOIN slice AS s
-      ON s.ts >= st.ts
-      AND s.ts < st.ts + st.dur
-    WHERE
-      s.category = 'python_function'
-    GROUP BY st.step
+    SELECT w.step, count(*) AS n
+    FROM _kineto_step_windows_of!((
+      SELECT s.id, s.ts FROM slice AS s WHERE s.category = 'python_function'
+    )) AS w
+    GROUP BY w.step
+  ),
+  -- Arg sets holding a Call stack, once (an IN over the args table is probed per slice).
+  stacked_sets AS MATERIALIZED (
+    SELECT DISTINCT arg_set_id FROM args WHERE key = 'args.Call stack'
   ),
   stacked AS (
-    SELECT st.step, count(*) AS n
-    FROM kineto_steps AS st
-    JOIN slice AS s
-      ON s.ts >= st.ts
-      AND s.ts < st.ts + st.dur
-    WHERE
-      s.arg_set_id IN (SELECT arg_set_id FROM args WHERE key = 'args.Call stack')
-    GROUP BY st.step
+    SELECT w.step, count(*) AS n
+    FROM _kineto_step_windows_of!((
+      SELECT s.id, s.ts
+      FROM slice AS s
+      JOIN stacked_sets AS a
+        USING (arg_set_id)
+    )) AS w
+    GROUP BY w.step
   ),
   rows AS (
     SELECT

@@ -87,6 +87,9 @@ WITH
       OR s.name = 'AOTDispatcher Runtime Wrapper Prologue'
       OR (s.name GLOB '## Call CompiledFxGraph*' AND s.category != 'gpu_user_annotation')
   ),
+  region_steps AS (
+    SELECT id, step FROM _kineto_steps_of!(regions)
+  ),
   pieces AS (
     SELECT
       r.*,
@@ -160,8 +163,10 @@ WITH
           AND l.ts >= r.ts
           AND l.ts < r.ts + r.dur
       ) AS device_dur,
-      _kineto_step_at!(r.upid, r.ts) AS step
+      rs.step
     FROM regions AS r
+    LEFT JOIN region_steps AS rs
+      USING (id)
   ),
   read AS (
     SELECT

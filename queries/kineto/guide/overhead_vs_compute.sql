@@ -24,6 +24,7 @@ INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
+INCLUDE PERFETTO MODULE kineto.lib.host_slices;
 
 -- Self CPU rows: CPU ops and annotations (self time) and runtime calls (their duration).
 CREATE OR REPLACE PERFETTO TABLE _kineto_guide_ovc_cpu(
@@ -57,21 +58,15 @@ SELECT
 FROM kineto_cpu_ops AS o
 UNION ALL
 SELECT
-  _kineto_step_at!(t.upid, s.ts) AS step,
-  s.name,
-  s.dur AS self_dur,
-  s.dur,
+  h.step,
+  h.name,
+  h.dur AS self_dur,
+  h.dur,
   FALSE AS is_aten,
   FALSE AS is_outer
-FROM slice AS s
-JOIN kineto_event_categories AS c
-  ON c.category = s.category
-JOIN thread_track AS tt
-  ON tt.id = s.track_id
-JOIN thread AS t
-  USING (utid)
+FROM kineto_host_slices AS h
 WHERE
-  c.event_class = 'runtime';
+  h.event_class = 'runtime';
 
 -- Self device rows: each device activity charged to the op its launch call sits in.
 CREATE OR REPLACE PERFETTO TABLE _kineto_guide_ovc_device(

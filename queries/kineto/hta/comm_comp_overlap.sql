@@ -14,6 +14,7 @@
 -- (HTA returns NaN there).
 
 INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
+INCLUDE PERFETTO MODULE intervals.intersect;
 
 -- One row: how much of the merged communication time overlaps merged compute time.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_comm_comp_overlap(
@@ -37,14 +38,21 @@ WITH ev AS MATERIALIZED (
   SELECT ts, end_ts, kernel_type FROM kineto_hta_gpu_events($hta_compat)
   WHERE kernel_type IN ('COMPUTATION', 'COMMUNICATION')
 ),
-merged AS (
-  SELECT k, ts, end_ts FROM _kineto_hta_merge!((SELECT kernel_type AS k, ts, end_ts FROM ev))
+merged AS MATERIALIZED (
+  SELECT row_number() OVER () AS id, k, ts, end_ts
+  FROM _kineto_hta_merge!((SELECT kernel_type AS k, ts, end_ts FROM ev))
 ),
+-- Communication x computation overlap: one interval intersection of the two merged sets (each is
+-- disjoint), not a join of every pair.
 inter AS (
-  SELECT SUM(MIN(a.end_ts, b.end_ts) - MAX(a.ts, b.ts)) AS overlap_ns
-  FROM merged a
-  JOIN merged b ON a.ts < b.end_ts AND b.ts < a.end_ts
-  WHERE a.k = 'COMMUNICATION' AND b.k = 'COMPUTATION'
+  SELECT SUM(ii.dur) AS overlap_ns
+  FROM _interval_intersect!(
+    (
+      (SELECT id, ts, end_ts - ts AS dur FROM merged WHERE k = 'COMMUNICATION'),
+      (SELECT id, ts, end_ts - ts AS dur FROM merged WHERE k = 'COMPUTATION')
+    ),
+    ()
+  ) AS ii
 ),
 tot AS (
   SELECT

@@ -5,6 +5,7 @@
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.host_tree;
+INCLUDE PERFETTO MODULE kineto.lib.host_slices;
 
 -- Host-side operators: ATen ops (`cpu_op`, 2021 `Operator`) and record_function / user annotations
 -- (`user_annotation`, including ProfilerStep#N and Optimizer.step#...). Python frames are not ops (see
@@ -53,7 +54,7 @@ SELECT
   h.parent_id,
   t.utid,
   t.upid,
-  _kineto_step_at!(t.upid, s.ts) AS step,
+  hs.step,
   extract_arg(s.arg_set_id, 'args.External id') AS external_id,
   s.arg_set_id
 FROM slice AS s
@@ -65,6 +66,11 @@ JOIN thread AS t
   USING (utid)
 JOIN kineto_host_tree AS h
   ON h.id = s.id
+JOIN kineto_host_slices AS hs
+  ON hs.id = s.id
 WHERE
   c.event_class = 'cpu_op'
 ORDER BY s.ts;
+
+-- Queries join ops by id (parent, launching op): index it (the table is in time order).
+CREATE OR REPLACE PERFETTO INDEX _kineto_cpu_ops_id ON kineto_cpu_ops(id);

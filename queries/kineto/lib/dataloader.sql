@@ -59,6 +59,9 @@ WITH
     SELECT * FROM annotations
     UNION ALL
     SELECT * FROM frames
+  ),
+  steps_of AS (
+    SELECT id, step FROM _kineto_steps_of!(calls)
   )
 SELECT
   c.id,
@@ -85,6 +88,8 @@ SELECT
     ELSE 'unknown'
   END AS iter_kind,
   c.upid,
-  _kineto_step_at!(c.upid, c.ts) AS step
+  so.step
 FROM calls AS c
+LEFT JOIN steps_of AS so
+  USING (id)
 ORDER BY c.ts;

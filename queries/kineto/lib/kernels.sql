@@ -129,3 +129,9 @@ FROM acts AS a
 JOIN named AS n
   USING (id)
 ORDER BY a.ts;
+
+-- Queries join device activities by correlation (their launch) and by id (flows): index both.
+CREATE OR REPLACE PERFETTO INDEX _kineto_kernels_correlation ON kineto_kernels(correlation);
+
+-- By id.
+CREATE OR REPLACE PERFETTO INDEX _kineto_kernels_id ON kineto_kernels(id);

@@ -5,6 +5,7 @@
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.host_slices;
 
 -- Device activities grouped by correlation id: what one runtime call put on the device (one kernel, or
 -- hundreds for a CUDA/HIP graph launch).
@@ -54,7 +55,8 @@ JOIN kineto_kernels AS k
 JOIN slice AS r
   ON r.id = f.slice_out
 WHERE
-  extract_arg(r.arg_set_id, 'args.correlation') = k.correlation;
+  extract_arg(r.arg_set_id, 'args.correlation') = k.correlation
+ORDER BY launch_id;
 
 -- Runtime calls that launch device work: kernel launches (cudaLaunchKernel, cuLaunchKernel,
 -- hipLaunchKernel, hipExtModuleLaunchKernel...), async copies and sets, graph launches, and any other
@@ -141,17 +143,11 @@ WITH
   with_op AS (
     SELECT
       l.*,
-      (
-        SELECT a.id
-        FROM ancestor_slice(l.id) AS a
-        JOIN kineto_event_categories AS c
-          ON c.category = a.category
-        WHERE
-          c.event_class = 'cpu_op'
-        ORDER BY a.depth DESC
-        LIMIT 1
-      ) AS op_id
+      hs.op_id,
+      hs.step
     FROM launches AS l
+    JOIN kineto_host_slices AS hs
+      USING (id)
   )
 SELECT
   w.id,
@@ -163,7 +159,7 @@ SELECT
   w.correlation,
   w.op_id,
   op.name AS op_name,
-  _kineto_step_at!(w.upid, w.ts) AS step,
+  w.step,
   coalesce(w.gpu_count, 0) AS gpu_count,
   w.gpu_first_id,
   w.gpu_ts,
@@ -177,3 +173,9 @@ LEFT JOIN slice AS op
 LEFT JOIN _kineto_confirmed_launch_flows AS fc
   ON fc.launch_id = w.id
 ORDER BY w.ts;
+
+-- Queries join launches by correlation (kernels), id and op: index them.
+CREATE OR REPLACE PERFETTO INDEX _kineto_launches_correlation ON kineto_launches(correlation);
+
+-- By id.
+CREATE OR REPLACE PERFETTO INDEX _kineto_launches_id ON kineto_launches(id);

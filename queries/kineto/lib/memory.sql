@@ -98,6 +98,17 @@ WITH
         OR s.name GLOB 'hipHostMalloc*'
         OR s.name GLOB 'hipHostFree*'
       )
+  ),
+  located AS (
+    SELECT e.*, t.utid, t.upid
+    FROM events AS e
+    JOIN thread_track AS tt
+      ON tt.id = e.track_id
+    JOIN thread AS t
+      USING (utid)
+  ),
+  steps_of AS (
+    SELECT id, step FROM _kineto_steps_of!(located)
   )
 SELECT
   e.id,
@@ -112,12 +123,10 @@ SELECT
   e.device_type,
   e.device,
   e.parent_id,
-  t.utid,
-  t.upid,
-  _kineto_step_at!(t.upid, e.ts) AS step
-FROM events AS e
-JOIN thread_track AS tt
-  ON tt.id = e.track_id
-JOIN thread AS t
-  USING (utid)
+  e.utid,
+  e.upid,
+  so.step
+FROM located AS e
+LEFT JOIN steps_of AS so
+  USING (id)
 ORDER BY e.ts;

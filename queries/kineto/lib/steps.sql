@@ -3,6 +3,7 @@
 -- lib: lib.event_categories@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE intervals.intersect;
 
 -- CPU-side `ProfilerStep#N` windows: one row per step slice that `torch.profiler`'s `prof.step()`
 -- writes on the host. The copy Kineto puts on a GPU stream (category `gpu_user_annotation`) is not a
@@ -41,8 +42,9 @@ WHERE
   AND c.event_class = 'cpu_op'
 ORDER BY s.ts;
 
--- The step number whose window (same process) contains the timestamp, or NULL. Internal helper for
--- the other lib modules; purely syntactic, so it costs one small lookup per row.
+-- The step number whose window (same process) contains the timestamp, or NULL: one lookup over the
+-- steps table per row, so its cost grows with events x steps. For a table of events use
+-- `_kineto_steps_of` (one interval intersection); keep this for a handful of rows.
 CREATE OR REPLACE PERFETTO MACRO _kineto_step_at(
   -- Process (upid) of the event.
   upid_expr Expr,
@@ -59,4 +61,55 @@ RETURNS Expr AS
     AND $ts_expr < st.ts + st.dur
   ORDER BY st.ts DESC
   LIMIT 1
+);
+
+-- The step each event starts in, for a whole table of events at once: the CPU ProfilerStep#N window of
+-- the event's process with st.ts <= ts < st.ts + st.dur (where windows of one process overlap, the
+-- latest-starting one, as `_kineto_step_at`). One interval intersection (Perfetto's interval tree,
+-- O((events + steps) log)), instead of a scan of the steps table per event. `events` needs columns
+-- `id` (unique), `upid` and `ts`; events outside every window get no row (LEFT JOIN it on id).
+CREATE OR REPLACE PERFETTO MACRO _kineto_steps_of(
+  -- Table or subquery with columns id, upid, ts.
+  events TableOrSubquery
+)
+RETURNS TableOrSubquery AS
+(
+  SELECT
+    ii.id_0 AS id,
+    st.step,
+    max(st.ts) AS step_ts
+  FROM _interval_intersect!(
+    (
+      (SELECT e.id, e.ts, 1 AS dur, e.upid FROM $events AS e WHERE e.upid IS NOT NULL AND e.ts IS NOT NULL),
+      (SELECT s.id, s.ts, s.dur, s.upid FROM kineto_steps AS s WHERE s.dur > 0 AND s.upid IS NOT NULL)
+    ),
+    (upid)
+  ) AS ii
+  JOIN kineto_steps AS st
+    ON st.id = ii.id_1
+  GROUP BY ii.id_0
+);
+
+-- Every (event, step) pair where the event starts inside the step's CPU ProfilerStep#N window, in any
+-- process (an event inside two overlapping windows pairs with both): one interval intersection instead
+-- of a join of every event against every window. `events` needs columns `id` and `ts`.
+CREATE OR REPLACE PERFETTO MACRO _kineto_step_windows_of(
+  -- Table or subquery with columns id, ts.
+  events TableOrSubquery
+)
+RETURNS TableOrSubquery AS
+(
+  SELECT
+    ii.id_0 AS id,
+    st.id AS step_id,
+    st.step
+  FROM _interval_intersect!(
+    (
+      (SELECT e.id, e.ts, 1 AS dur FROM $events AS e WHERE e.ts IS NOT NULL),
+      (SELECT s.id, s.ts, s.dur FROM kineto_steps AS s WHERE s.dur > 0)
+    ),
+    ()
+  ) AS ii
+  JOIN kineto_steps AS st
+    ON st.id = ii.id_1
 );

@@ -1,0 +1,124 @@
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.steps;
+
+-- Host-side slices with their thread and process, materialized once for the step intersection and the
+-- public table below.
+CREATE OR REPLACE PERFETTO TABLE _kineto_host_slice_rows(
+  -- Slice id.
+  id LONG,
+  -- Start.
+  ts TIMESTAMP,
+  -- Duration.
+  dur DURATION,
+  -- Slice name.
+  name STRING,
+  -- Raw category.
+  category STRING,
+  -- Event class.
+  event_class STRING,
+  -- Depth on its track.
+  depth LONG,
+  -- Perfetto's parent on the slice's track.
+  parent_id LONG,
+  -- Thread.
+  utid LONG,
+  -- Process.
+  upid LONG
+) AS
+SELECT
+  s.id,
+  s.ts,
+  s.dur,
+  s.name,
+  s.category,
+  c.event_class,
+  s.depth,
+  s.parent_id,
+  tt.utid,
+  t.upid
+FROM slice AS s
+JOIN kineto_event_categories AS c
+  ON c.category = s.category
+JOIN thread_track AS tt
+  ON tt.id = s.track_id
+JOIN thread AS t
+  USING (utid)
+WHERE
+  c.event_class IN ('cpu_op', 'python', 'runtime')
+ORDER BY s.id;
+
+-- Step of each host slice (slices outside every step window have no row).
+CREATE OR REPLACE PERFETTO TABLE _kineto_host_slice_steps(
+  -- Slice id.
+  id LONG,
+  -- Step number.
+  step LONG
+) AS
+SELECT id, step
+FROM _kineto_steps_of!(_kineto_host_slice_rows)
+ORDER BY id;
+
+-- Every host-side slice (ATen ops and annotations, python frames, runtime calls) once, with its step
+-- and, for runtime calls, the op it was called from: built once per trace (one interval intersection
+-- for the steps) so that queries join it by id instead of looking steps up per row. Ordered by id:
+-- a join on id is a binary search.
+CREATE OR REPLACE PERFETTO TABLE kineto_host_slices(
+  -- Slice id.
+  id JOINID(slice.id),
+  -- Start.
+  ts TIMESTAMP,
+  -- Duration.
+  dur DURATION,
+  -- Slice name.
+  name STRING,
+  -- Raw category.
+  category STRING,
+  -- cpu_op, python or runtime (kineto_event_categories).
+  event_class STRING,
+  -- Depth on its track.
+  depth LONG,
+  -- Thread the slice sits on (an overlap lane keeps its own utid).
+  utid JOINID(thread.id),
+  -- Process of that thread.
+  upid JOINID(process.id),
+  -- Step number N of the CPU ProfilerStep#N window (same process) the slice starts in, or NULL.
+  step LONG,
+  -- For runtime calls: the innermost enclosing CPU op or annotation (the op that made the call), or
+  -- NULL; NULL for ops and python frames.
+  op_id LONG
+) AS
+SELECT
+  h.id,
+  h.ts,
+  h.dur,
+  h.name,
+  h.category,
+  h.event_class,
+  h.depth,
+  h.utid,
+  h.upid,
+  so.step,
+  CASE
+    WHEN h.event_class != 'runtime' THEN NULL
+    -- Almost always the direct parent; otherwise walk up (python frames may sit in between).
+    WHEN pc.event_class = 'cpu_op' THEN h.parent_id
+    WHEN h.parent_id IS NULL THEN NULL
+    ELSE (
+      SELECT a.id
+      FROM ancestor_slice(h.id) AS a
+      JOIN kineto_event_categories AS ac
+        ON ac.category = a.category
+      WHERE
+        ac.event_class = 'cpu_op'
+      ORDER BY a.depth DESC
+      LIMIT 1
+    )
+  END AS op_id
+FROM _kineto_host_slice_rows AS h
+LEFT JOIN _kineto_host_slice_steps AS so
+  USING (id)
+LEFT JOIN slice AS p
+  ON p.id = h.parent_id
+LEFT JOIN kineto_event_categories AS pc
+  ON pc.category = p.category
+ORDER BY h.id;
