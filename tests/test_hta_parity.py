@@ -89,7 +89,7 @@ def test_comm_comp_overlap(traces, set_name, rank):
 
 @pytest.mark.parametrize("set_name,rank", SET_RANKS)
 def test_idle_time_breakdown_and_interval_stats(traces, set_name, rank):
-    got = q(traces(set_name, rank), "hta.idle_time_breakdown", consecutive_kernel_delay_us=30.0)
+    got = q(traces(set_name, rank), "hta.idle_time_breakdown", consecutive_kernel_delay=30_000)
     got = got.set_index(["stream", "idle_category"])
     totals = anchor(set_name, "idle_time_breakdown.csv")
     stats = anchor(set_name, "idle_time_interval_stats.csv")
@@ -175,8 +175,8 @@ def test_kernel_breakdown_top_default_names_and_correct_stats(traces, set_name, 
 
 @pytest.mark.parametrize("set_name,rank", SET_RANKS)
 def test_kernel_launch_stats(traces, set_name, rank):
-    got = q(traces(set_name, rank), "hta.kernel_launch_stats", runtime_cutoff_us=50.0,
-            launch_delay_cutoff_us=100.0).iloc[0]
+    got = q(traces(set_name, rank), "hta.kernel_launch_stats", runtime_cutoff=50_000,
+            launch_delay_cutoff=100_000).iloc[0]
     want = anchor(set_name, "cuda_kernel_launch_stats_summary.csv").set_index("rank").loc[rank]
     assert got.launches == want.n_launches
     assert got.short_kernels == want["short_kernels(cpu_dur<=50 & gpu_dur<cpu_dur)"]

@@ -59,7 +59,7 @@ def test_gap_attribution_rows(load_trace):
 
 
 def test_gap_attribution_threshold(load_trace):
-    df = run_query(load_trace(gap_trace()), "reading.gap_attribution", {"min_gap_us": 100}).df
+    df = run_query(load_trace(gap_trace()), "reading.gap_attribution", {"min_gap": "100us"}).df
     assert list(df.cause) == ["input", "sync", "none"]
 
 

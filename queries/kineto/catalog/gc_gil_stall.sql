@@ -1,5 +1,5 @@
 -- id: catalog.gc_gil_stall
--- version: 1
+-- version: 2
 -- kind: detector
 -- title: GC / GIL stall: Python garbage collection pausing every thread inside steps
 -- source: seed 000 section 3, major fault "GC / GIL stall"
@@ -16,10 +16,10 @@
 -- needs: steps, cpu_ops
 -- status: stable
 -- catalog_row: major.gc_gil_stall, major.gc_stall
--- default min_gc_ms: 1
--- default min_gap_ms: 5
+-- default min_gc: 1ms
+-- default min_gap: 5ms
 -- default gaps_without_gc: FALSE
--- locked: 1 790b6ae1308bb0a9
+-- locked: 2 c23fb8d04ac0d7ae
 -- lib: lib.event_categories@1 lib.steps@1
 -- cases: at_threshold_1=a9d81d9b at_threshold_2=b71ae947 gap_without_gc_only_on_request_1=32766a18
 --   gap_without_gc_only_on_request_2=25c79bcc
@@ -71,10 +71,10 @@ GROUP BY upid, grp;
 
 -- One row per step with GC stalls (or, with gaps_without_gc, long all-thread gaps).
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_gc_gil_stall(
-  -- GC time per step that fires, ms.
-  min_gc_ms DOUBLE,
+  -- GC time per step that fires.
+  min_gc DURATION,
   -- An all-thread gap at least this long is reported (and, with gaps_without_gc, fires on its own)
-  min_gap_ms DOUBLE,
+  min_gap DURATION,
   -- Also fire on gaps with no GC evidence. Off by default: pure-Python work (bookkeeping, tokenization)
   -- leaves the same gap with GC off (the golden fixed twin does)
   gaps_without_gc BOOL
@@ -96,7 +96,7 @@ RETURNS TABLE(
   gc_dur DURATION,
   -- Longest GC event.
   gc_max_dur DURATION,
-  -- All-thread gaps of at least min_gap_ms in the step.
+  -- All-thread gaps of at least min_gap in the step.
   gap_count LONG,
   -- Longest all-thread gap in the step.
   gap_max_dur DURATION
@@ -152,9 +152,9 @@ WITH
   gap_step AS (
     SELECT
       step,
-      sum(dur >= $min_gap_ms * 1e6) AS n,
+      sum(dur >= $min_gap) AS n,
       max(dur) AS mx,
-      sum(CASE WHEN dur >= $min_gap_ms * 1e6 THEN dur ELSE 0 END) AS total
+      sum(CASE WHEN dur >= $min_gap THEN dur ELSE 0 END) AS total
     FROM gaps
     GROUP BY step
   ),
@@ -186,10 +186,10 @@ WITH
 SELECT
   coalesce(CASE WHEN r.gc_count > 0 THEN r.first_ts END, r.gap_ts) AS ts,
   CASE WHEN r.gc_count > 0 THEN r.gc_max_dur ELSE r.gap_max_dur END AS dur,
-  CASE WHEN r.gc_dur >= $min_gc_ms * 1e6 THEN r.gc_dur ELSE coalesce(r.gap_total, 0) END AS impact_dur,
+  CASE WHEN r.gc_dur >= $min_gc THEN r.gc_dur ELSE coalesce(r.gap_total, 0) END AS impact_dur,
   r.step,
   CASE
-    WHEN r.gc_dur >= $min_gc_ms * 1e6 THEN printf(
+    WHEN r.gc_dur >= $min_gc THEN printf(
       'Step %d: %d Python GC pauses, %.3f ms (%.1f%% of the step, longest %.3f ms); longest all-thread gap with no op or CUDA API activity %.3f ms.',
       r.step,
       r.gc_count,
@@ -202,7 +202,7 @@ SELECT
       'Step %d: %d all-thread gaps of at least %.1f ms with no op or CUDA API activity (longest %.3f ms) and no GC events recorded: GC or GIL contention is one candidate; record_python_gc_info=True or py-spy confirms.',
       r.step,
       r.gap_count,
-      $min_gap_ms,
+      $min_gap / 1e6,
       coalesce(r.gap_max_dur, 0) / 1e6
     )
   END AS evidence,
@@ -213,6 +213,6 @@ SELECT
   r.gap_max_dur
 FROM rows AS r
 WHERE
-  r.gc_dur >= $min_gc_ms * 1e6
+  r.gc_dur >= $min_gc
   OR ($gaps_without_gc AND r.gap_count > 0)
 ORDER BY r.step;

@@ -1,5 +1,5 @@
 -- id: catalog.optimizer_step_dominance
--- version: 1
+-- version: 2
 -- kind: detector
 -- title: Optimizer step dominance: thousands of tiny per-parameter ops after backward
 -- source: seed 000 section 3, major fault "Optimizer step dominance"
@@ -19,8 +19,8 @@
 -- catalog_row: major.optimizer_step_dominance
 -- default min_share_pct: 25
 -- default min_small_ops: 500
--- default max_op_us: 50
--- locked: 1 5e5a8833c438c100
+-- default max_op: 50us
+-- locked: 2 350fca01bd5a6796
 -- lib: lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1 lib.steps@1
 -- cases: at_threshold_1=57326a72 at_threshold_2=2736479f fused_is_silent=a94f2b5b
 
@@ -37,8 +37,8 @@ CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_optimizer_step_dominance(
   -- And runs at least this many ops (seed: thousands of tiny per-param ops; a fused / foreach step runs a
   -- handful)
   min_small_ops LONG,
-  -- An op shorter than this (us) is tiny.
-  max_op_us DOUBLE
+  -- An op shorter than this is tiny.
+  max_op DURATION
 )
 RETURNS TABLE(
   -- Optimizer step start.
@@ -57,7 +57,7 @@ RETURNS TABLE(
   share_pct DOUBLE,
   -- ATen ops inside the optimizer step.
   op_count LONG,
-  -- Of them shorter than max_op_us.
+  -- Of them shorter than max_op.
   small_op_count LONG,
   -- aten::_foreach_* / aten::_fused_* ops inside (0 = foreach and fused both off).
   foreach_fused_count LONG,
@@ -87,7 +87,7 @@ WITH
     SELECT
       opt_id,
       count(*) AS op_count,
-      sum(dur < $max_op_us * 1000) AS small_op_count,
+      sum(dur < $max_op) AS small_op_count,
       sum(name GLOB 'aten::_foreach_*' OR name GLOB 'aten::_fused_*') AS foreach_fused_count
     FROM inside
     GROUP BY opt_id
@@ -115,7 +115,7 @@ SELECT
     100.0 * a.dur / max(st.dur, 1),
     c.op_count,
     c.small_op_count,
-    $max_op_us,
+    $max_op / 1e3,
     t.top_ops,
     CASE WHEN c.foreach_fused_count = 0 THEN 'no foreach / fused kernels: per-parameter loop' ELSE c.foreach_fused_count || ' foreach / fused ops' END
   ) AS evidence,

@@ -1,5 +1,5 @@
 -- id: catalog.small_op_storm
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Eager small-op storm: hundreds of tiny ATen ops per step, the host launching as fast as it can
 -- source: seed 000 section 3, major fault "Eager small-op storm"
@@ -17,12 +17,12 @@
 -- needs: steps, cpu_ops
 -- status: stable
 -- catalog_row: major.eager_small_op_storm
--- default max_op_us: 50
+-- default max_op: 50us
 -- default min_small_ops: 1000
 -- default min_launch_ratio: 0.5
 -- default max_gpu_busy_pct: 80
 -- default min_cpu_self_pct: 10
--- locked: 2 ff9f545992a194f3
+-- locked: 3 8ddcae65f7ebdd91
 -- lib: lib.cpu_ops@1 lib.device_busy@1 lib.event_categories@1 lib.host_tree@1 lib.kernels@1 lib.launches@1
 --   lib.steps@1 lib.stream_busy@1
 -- cases: at_threshold_1=efec92ec at_threshold_2=a904a466 compute_bound_gpu_is_silent=4dba9e0d
@@ -35,8 +35,8 @@ INCLUDE PERFETTO MODULE kineto.lib.device_busy;
 
 -- One row per step with a small-op storm.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_small_op_storm(
-  -- An ATen op shorter than this (us) is small (seed: sub-50 us)
-  max_op_us DOUBLE,
+  -- An ATen op shorter than this is small (seed: sub-50 us).
+  max_op DURATION,
   -- A step fires with at least this many small ops, nested ATen calls included (seed: hundreds of
   -- python-level ops per step, each dispatching ~3-4 ATen events; the golden eager storm has 1391 vs 25
   -- compiled, plain small-MLP training steps 350-650)
@@ -65,7 +65,7 @@ RETURNS TABLE(
   evidence STRING,
   -- ATen ops (not annotations) in the step.
   op_count LONG,
-  -- Of them shorter than max_op_us.
+  -- Of them shorter than max_op.
   small_op_count LONG,
   -- Summed self time of the small ops.
   small_op_self_dur DURATION,
@@ -85,8 +85,8 @@ WITH
     SELECT
       o.step,
       count(*) AS op_count,
-      sum(o.dur < $max_op_us * 1000) AS small_op_count,
-      sum(CASE WHEN o.dur < $max_op_us * 1000 THEN max(o.self_dur, 0) ELSE 0 END) AS small_op_self_dur
+      sum(o.dur < $max_op) AS small_op_count,
+      sum(CASE WHEN o.dur < $max_op THEN max(o.self_dur, 0) ELSE 0 END) AS small_op_self_dur
     FROM kineto_cpu_ops AS o
     WHERE
       NOT o.is_annotation
@@ -170,7 +170,7 @@ SELECT
     j.step,
     j.op_count,
     j.small_op_count,
-    $max_op_us,
+    $max_op / 1e3,
     CASE
       WHEN j.gpu_busy_dur IS NULL THEN printf(' (%.3f ms of small-op self time in a %.3f ms step; CPU-only capture)', j.small_op_self_dur / 1e6, j.dur / 1e6)
       ELSE printf(

@@ -1,5 +1,5 @@
 -- id: catalog.with_stack_overhead
--- version: 1
+-- version: 2
 -- kind: detector
 -- title: with_stack overhead: a capture with Python stack tracing, whose step times are inflated
 -- source: seed 000 section 3, minor fault "with_stack overhead"
@@ -17,9 +17,9 @@
 -- needs: steps
 -- status: stable
 -- catalog_row: minor.with_stack_overhead
--- default frame_cost_us: 1
+-- default frame_cost: 1us
 -- default min_overhead_pct: 20
--- locked: 1 11330916ea935599
+-- locked: 2 53642864ad0d69d8
 -- lib: lib.event_categories@1 lib.steps@1
 -- cases: threshold_1=da4767bd threshold_2=9f6a89ee
 
@@ -27,8 +27,8 @@ INCLUDE PERFETTO MODULE kineto.lib.steps;
 
 -- One row per step whose estimated stack-tracing overhead is material.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_with_stack_overhead(
-  -- Estimated tracing cost per recorded python frame or stacked op, us.
-  frame_cost_us DOUBLE,
+  -- Estimated tracing cost per recorded python frame or stacked op.
+  frame_cost DURATION,
   -- An estimated overhead at or above this % of the step fires (a fifth of the step: timing from such a
   -- capture is misleading; light stacks, ~500 frames in a 7 ms step, stay under)
   min_overhead_pct DOUBLE
@@ -80,7 +80,7 @@ WITH
       st.step,
       coalesce(f.n, 0) AS python_frame_count,
       coalesce(k.n, 0) AS stacked_op_count,
-      (coalesce(f.n, 0) + coalesce(k.n, 0)) * $frame_cost_us * 1000 AS est
+      (coalesce(f.n, 0) + coalesce(k.n, 0)) * $frame_cost AS est
     FROM kineto_steps AS st
     LEFT JOIN frames AS f
       USING (step)
@@ -98,7 +98,7 @@ SELECT
     r.python_frame_count,
     CASE WHEN r.stacked_op_count > 0 THEN printf(' and %d ops with Call stack args', r.stacked_op_count) ELSE '' END,
     r.est / 1e6,
-    $frame_cost_us,
+    $frame_cost / 1e3,
     100.0 * r.est / max(r.dur, 1),
     r.dur / 1e6
   ) AS evidence,

@@ -1,14 +1,14 @@
 -- id: guide.overhead_vs_compute
--- version: 1
+-- version: 2
 -- kind: guide
 -- title: Overhead-bound or compute-bound: self CPU total vs self device total, per step and per op
 -- source: seed 001 "Identifying Bottlenecks: Overhead-Bound vs. Compute-Bound"
 -- needs: steps, cpu_ops
 -- status: stable
 -- default overhead_ratio: 3
--- default small_op_us: 50
+-- default small_op: 50us
 -- default top_ops: 10
--- locked: 1 4417156ccc0b2f29
+-- locked: 2 8142945dc9bf244f
 -- lib: lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1 lib.kernels@1 lib.launches@1 lib.steps@1
 
 -- Self CPU = self time of CPU ops, annotations and runtime calls (torch key_averages' Self CPU total);
@@ -16,7 +16,7 @@
 -- device activity: self CPU >= overhead_ratio x self device reads overhead-bound (the CPU spends more
 -- time preparing and launching than the GPU computing; increase the work per op or fuse), otherwise
 -- compute-bound. A CPU-only trace has no device column; there the share of outermost ATen calls (the
--- calls user code makes) shorter than small_op_us stands in: 50 % or more (the median call is small)
+-- calls user code makes) shorter than small_op stands in: 50 % or more (the median call is small)
 -- reads overhead-bound (per-op dispatch dominates).
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -92,7 +92,7 @@ CREATE OR REPLACE PERFETTO FUNCTION kineto_guide_overhead_vs_compute(
   -- Self CPU at least this many times self device time reads overhead-bound.
   overhead_ratio DOUBLE,
   -- Without device activity, outermost ATen calls shorter than this count as overhead-sized.
-  small_op_us DOUBLE,
+  small_op DURATION,
   -- Op rows to list (by self CPU plus self device time)
   top_ops LONG
 )
@@ -111,7 +111,7 @@ RETURNS TABLE(
   self_device_dur DURATION,
   -- self_cpu_dur / self_device_dur, NULL without device time.
   cpu_device_ratio DOUBLE,
-  -- Share of calls shorter than small_op_us (trace and step rows: outermost ATen calls; op rows: the
+  -- Share of calls shorter than small_op (trace and step rows: outermost ATen calls; op rows: the
   -- op's calls), %.
   small_call_pct DOUBLE,
   -- overhead-bound or compute-bound; op rows also `cpu-only op` (no device time in a GPU trace) and, in
@@ -132,7 +132,7 @@ WITH
       count(*) AS calls,
       sum(self_dur) AS self_cpu,
       sum(is_outer) AS outer_calls,
-      sum(is_outer AND dur < $small_op_us * 1000) AS small_calls
+      sum(is_outer AND dur < $small_op) AS small_calls
     FROM _kineto_guide_ovc_cpu
     UNION ALL
     SELECT
@@ -142,7 +142,7 @@ WITH
       count(*),
       sum(self_dur),
       sum(is_outer),
-      sum(is_outer AND dur < $small_op_us * 1000)
+      sum(is_outer AND dur < $small_op)
     FROM _kineto_guide_ovc_cpu
     WHERE
       step IS NOT NULL
@@ -155,7 +155,7 @@ WITH
       count(*),
       sum(self_dur),
       count(*),
-      sum(dur < $small_op_us * 1000)
+      sum(dur < $small_op)
     FROM _kineto_guide_ovc_cpu
     WHERE
       NOT name GLOB 'ProfilerStep#*'
@@ -253,7 +253,7 @@ SELECT
       self_cpu / 1e6,
       coalesce(small_pct, 0),
       CASE level WHEN 'op' THEN 'its calls' ELSE 'outermost ATen calls' END,
-      $small_op_us,
+      $small_op / 1e3,
       CASE reading
         WHEN 'overhead-bound' THEN 'per-call dispatch overhead dominates (overhead-bound; larger work per op or fusion)'
         WHEN 'small calls' THEN 'most calls are overhead-sized'

@@ -1,19 +1,19 @@
 -- id: hta.idle_time_breakdown
--- version: 1
+-- version: 2
 -- kind: hta
 -- title: Idle-time breakdown per stream: host wait, kernel wait and other, with interval statistics
 -- source: seed 000 section 4-5 (HTA idle-time attribution); research/peers.md 1.3
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- default consecutive_kernel_delay_us: 30
--- locked: 1 6e55b4568181f611
+-- default consecutive_kernel_delay: 30us
+-- locked: 2 2cefb1d3b20df453
 -- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@1
 
 -- Per stream, events (kernel, memcpy, memset) in start order: the gap before each event is
 --   host_wait   when its launching runtime call started after the previous event on the stream ended
 --               (the CPU did not enqueue fast enough),
---   kernel_wait when not host wait and the gap is below consecutive_kernel_delay_us,
+--   kernel_wait when not host wait and the gap is below consecutive_kernel_delay,
 --   other       otherwise (for example waiting on another stream).
 -- The first event of a stream has no gap. This is per-stream idle, not GPU idle: summed over streams
 -- it can exceed the temporal breakdown's idle time. Statistics are HTA's describe(): count, mean,
@@ -26,9 +26,9 @@ CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_idle_time_breakdown(
   -- TRUE = HTA 0.5.0's event set (the last ProfilerStep and the GPU work it launched dropped when there are
   -- 2+ steps); FALSE = the whole trace.
   hta_compat BOOL,
-  -- A gap shorter than this (us) that is not host wait is kernel wait (HTA's consecutive_kernel_delay; its
-  -- docs say ns but it compares trace units, i.e. us)
-  consecutive_kernel_delay_us DOUBLE
+  -- A gap shorter than this that is not host wait is kernel wait (HTA's consecutive_kernel_delay, 30 us; its
+  -- docs say ns but it compares trace units, i.e. us).
+  consecutive_kernel_delay DURATION
 )
 RETURNS TABLE(
   -- CUDA stream.
@@ -82,7 +82,7 @@ classified AS (
     (ts - prev_end) / 1e3 AS gap_us,
     CASE
       WHEN runtime_ts > prev_end THEN 'host_wait'
-      WHEN (ts - prev_end) / 1e3 < $consecutive_kernel_delay_us THEN 'kernel_wait'
+      WHEN (ts - prev_end) < $consecutive_kernel_delay THEN 'kernel_wait'
       ELSE 'other'
     END AS idle_category
   FROM gaps

@@ -1,14 +1,14 @@
 -- id: hta.kernel_launch_stats
--- version: 1
+-- version: 2
 -- kind: hta
 -- title: CUDA kernel launch statistics: launch delay, short kernels, runtime and launch-delay outliers
 -- source: seed 000 section 4 (HTA); research/peers.md 1.5 (CudaKernelAnalysis.cuda_kernel_launch_stats)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- default runtime_cutoff_us: 50
--- default launch_delay_cutoff_us: 100
--- locked: 1 616963c9b4c54467
+-- default runtime_cutoff: 50us
+-- default launch_delay_cutoff: 100us
+-- locked: 2 37bfbbab584d3986
 -- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@1
 
 -- Per launch (runtime call joined to its GPU event by args.correlation): cpu = the call's duration,
@@ -26,18 +26,18 @@ CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_kernel_launch_stats(
   hta_compat BOOL,
   -- A launch call longer than this is a runtime outlier; a kernel shorter than its launch call that took at
   -- most this long is a short kernel.
-  runtime_cutoff_us DOUBLE,
+  runtime_cutoff DURATION,
   -- A launch delay above this is a launch-delay outlier.
-  launch_delay_cutoff_us DOUBLE
+  launch_delay_cutoff DURATION
 )
 RETURNS TABLE(
   -- Launches joined to a GPU event.
   launches LONG,
-  -- Launches whose kernel ran shorter than the launch call (call <= runtime_cutoff_us).
+  -- Launches whose kernel ran shorter than the launch call (call <= runtime_cutoff).
   short_kernels LONG,
-  -- Launch calls longer than runtime_cutoff_us.
+  -- Launch calls longer than runtime_cutoff.
   runtime_outliers LONG,
-  -- Launches with launch delay above launch_delay_cutoff_us.
+  -- Launches with launch delay above launch_delay_cutoff.
   launch_delay_outliers LONG,
   -- Sum of launch-call durations, us.
   cpu_sum_us DOUBLE,
@@ -86,9 +86,9 @@ median AS (
 )
 SELECT
   COUNT(*) AS launches,
-  SUM(IIF(cpu_us <= $runtime_cutoff_us AND gpu_us < cpu_us, 1, 0)) AS short_kernels,
-  SUM(IIF(cpu_us > $runtime_cutoff_us, 1, 0)) AS runtime_outliers,
-  SUM(IIF(delay_us > $launch_delay_cutoff_us, 1, 0)) AS launch_delay_outliers,
+  SUM(IIF(cpu_us <= $runtime_cutoff / 1e3 AND gpu_us < cpu_us, 1, 0)) AS short_kernels,
+  SUM(IIF(cpu_us > $runtime_cutoff / 1e3, 1, 0)) AS runtime_outliers,
+  SUM(IIF(delay_us > $launch_delay_cutoff / 1e3, 1, 0)) AS launch_delay_outliers,
   SUM(cpu_us) AS cpu_sum_us,
   SUM(gpu_us) AS gpu_sum_us,
   AVG(delay_us) AS launch_delay_mean_us,

@@ -1,3 +1,7 @@
+-- version: 1
+-- locked: 1 4bcf8622dc7953e2
+-- lib: lib.event_categories@1 lib.steps@1
+
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 
 -- Python garbage-collection passes: Kineto's `Python GC` events (record_python_gc_info, torch >= 2.4)

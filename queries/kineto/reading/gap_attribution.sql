@@ -1,13 +1,13 @@
 -- id: reading.gap_attribution
--- version: 1
+-- version: 2
 -- kind: reading
 -- title: GPU gap attribution: every device idle gap inside a step, with what the CPU side was doing
 -- source: seed 000 section 2, reading order step 3
 -- needs: gpu, steps, cpu_ops
 -- status: stable
--- default min_gap_us: 20
+-- default min_gap: 20us
 -- default busy_pct: 50
--- locked: 1 a7226e0d01e4667a
+-- locked: 2 00ea08e08af09d30
 -- lib: lib.device_busy@1 lib.event_categories@1 lib.gpu_idle@1 lib.kernels@1 lib.launches@1 lib.steps@1
 --   lib.stream_busy@1
 
@@ -137,10 +137,10 @@ GROUP BY upid, grp
 ORDER BY ts;
 
 -- One row per device idle gap piece (a gap clipped to one CPU ProfilerStep window) of at least
--- min_gap_us, with its cause and the evidence for it.
+-- min_gap, with its cause and the evidence for it.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_gap_attribution(
-  -- Report device idle gaps (per device, clipped to a step) at least this long, us.
-  min_gap_us DOUBLE,
+  -- Report device idle gaps (per device, clipped to a step) at least this long.
+  min_gap DURATION,
   -- A gap the host spent at least this % inside ops / runtime calls is launch-bound.
   busy_pct DOUBLE
 )
@@ -193,7 +193,7 @@ WITH
       ts + dur AS end_ts
     FROM pieces
     WHERE
-      dur >= $min_gap_us * 1000
+      dur >= $min_gap
   ),
   marked AS (
     SELECT

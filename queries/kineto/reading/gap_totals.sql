@@ -1,15 +1,15 @@
 -- id: reading.gap_totals
--- version: 1
+-- version: 2
 -- kind: reading
 -- title: GPU gap totals: device idle time per step and cause (input, sync, launch, none)
 -- source: seed 000 section 2, reading order step 3
 -- needs: gpu, steps, cpu_ops
 -- status: stable
--- default min_gap_us: 20
+-- default min_gap: 20us
 -- default busy_pct: 50
--- locked: 1 a3ac8efc9cd83170
+-- locked: 2 7b7333ab9a618adf
 -- lib: lib.device_busy@1 lib.event_categories@1 lib.gpu_idle@1 lib.kernels@1 lib.launches@1 lib.steps@1
---   lib.stream_busy@1 reading.gap_attribution@1
+--   lib.stream_busy@1 reading.gap_attribution@2
 
 -- Sums reading.gap_attribution per (step, device, cause); the cause with the most idle time in a step
 -- is the step's main host-side fault.
@@ -19,8 +19,8 @@ INCLUDE PERFETTO MODULE kineto.reading.gap_attribution;
 
 -- One row per (step, device, cause) with at least one gap.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_gap_totals(
-  -- Count device idle gaps (clipped to a step) at least this long, us.
-  min_gap_us DOUBLE,
+  -- Count device idle gaps (clipped to a step) at least this long.
+  min_gap DURATION,
   -- A gap the host spent at least this % inside ops / runtime calls is launch-bound.
   busy_pct DOUBLE
 )
@@ -47,7 +47,7 @@ RETURNS TABLE(
 WITH
   gaps AS (
     SELECT *
-    FROM kineto_reading_gap_attribution($min_gap_us, $busy_pct)
+    FROM kineto_reading_gap_attribution($min_gap, $busy_pct)
   ),
   totals AS (
     SELECT
