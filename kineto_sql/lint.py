@@ -85,6 +85,9 @@ def lint_file(path: Path, root: Path, spec: QuerySpec | None) -> list[Problem]:
             problems.append(Problem(path, 1, f"path segment {part!r} must be a lowercase SQL identifier that is not a "
                                              "keyword (module names are kineto.<area>.<name>); rename the file"))
     is_lib = parts[0] == "lib"
+    if is_lib and not re.match(r"^--\s?version:\s*[1-9][0-9]*\s*$", text.split("\n", 1)[0]):
+        problems.append(Problem(path, 1, "a lib module starts with its own `-- version: N` line (then a blank "
+                                         f"line); then run `kineto-sql lint --update-lock lib.{parts[-1]}`"))
     module = ".".join((PACKAGE,) + parts)
     public_name = f"{PACKAGE}_" + "_".join(parts[1:] if is_lib else parts)
     internal_prefix = "_kineto_" if is_lib else f"_{PACKAGE}_{parts[0]}_"

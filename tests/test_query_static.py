@@ -238,3 +238,12 @@ def test_duration_params_are_ns_with_optional_units(raw, ns):
 def test_duration_params_refuse_what_is_not_a_duration(raw):
     with pytest.raises(QueryError, match="wants a DURATION value"):
         coerce_value("DURATION", raw)
+
+
+def test_a_lib_module_without_its_version_line_is_a_problem(tmp_path):
+    root = tmp_path / "kineto"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "names.sql").write_text("-- Names.\nCREATE OR REPLACE PERFETTO TABLE kineto_names(\n  -- A name.\n"
+                                            "  name STRING\n) AS\nSELECT name FROM slice;\n")
+    assert any("a lib module starts with its own `-- version: N` line" in p.message
+               for p in lint.lint(root, check_lock=False))
