@@ -24,6 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "golden" / "traces" / "guide_matmul_size_fixed.json.gz"
 CORPUS = ROOT.parent / "shared" / "corpus" / "hta_critical_path_alexnet.json.gz"
 FIELDS = ("ph", "ts", "dur", "pid", "tid", "name", "cat", "args", "id", "s", "bp", "bind_id")
+# Kineto's top-level fields, which the loader reads itself (Perfetto ignores them).
+TOP_LEVEL = ("deviceProperties", "distributedInfo", "schemaVersion", "baseTimeNanoseconds", "traceName",
+             "displayTimeUnit", "record_shapes", "with_stack")
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.function_scoped_fixture])
@@ -56,7 +59,7 @@ def mutated_document(draw, base: dict) -> dict:
     doc = copy.deepcopy(base)
     events = doc["traceEvents"]
     for _ in range(draw(st.integers(1, 4))):
-        kind = draw(st.sampled_from(["set", "delete_key", "duplicate", "move", "delete", "non_object"]))
+        kind = draw(st.sampled_from(["set", "delete_key", "duplicate", "move", "delete", "non_object", "top_level"]))
         i = draw(st.integers(0, len(events) - 1))
         e = events[i]
         if kind == "set" and isinstance(e, dict):
@@ -71,6 +74,11 @@ def mutated_document(draw, base: dict) -> dict:
             events.pop(i)
         elif kind == "non_object":
             events[i] = draw(st.sampled_from([None, 1, "x", [], True]))
+        elif kind == "top_level":
+            key = draw(st.sampled_from(TOP_LEVEL))
+            doc[key] = draw(st.one_of(VALUES, st.lists(st.dictionaries(
+                st.sampled_from(["id", "name", "totalGlobalMem", "rank", "world_size"]), VALUES, max_size=3),
+                max_size=2)))
     return doc
 
 
@@ -80,8 +88,9 @@ def _invoke(args) -> object:
         f"{args}: {type(result.exception).__name__}: {result.exception}")
     assert "Traceback" not in result.output
     assert result.exit_code in (0, 2), (args, result.exit_code, result.output[-500:])
+    error = next((line for line in result.stderr.splitlines() if line.startswith("error: ")), "")
     event(f"{args[0]}{' --allow-loss' if '--allow-loss' in args else ''}: exit {result.exit_code}"
-          + (f" ({result.stderr.split(':', 2)[-1][:40].strip()}...)" if result.exit_code else ""))
+          + (f" ({error.rsplit('/', 1)[-1][:60]}...)" if result.exit_code else ""))
     if result.exit_code == 2:
         errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
         assert len(errors) == 1, result.stderr

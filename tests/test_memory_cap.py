@@ -60,3 +60,27 @@ def test_estimate_model():
     assert small.address_space - memory._vm_size() == pytest.approx(5 * 100_000_000 + 0x104000000, rel=0.01)
     big = memory.estimate(2 * 10**9, memory64=True)
     assert big.address_space - memory._vm_size() == pytest.approx(10e9 + 16e9 + 4 * GIB, rel=0.01)
+
+
+def test_a_cgroup_v1_limit_is_a_cap(monkeypatch, tmp_path):
+    group = tmp_path / "memory" / "job"
+    group.mkdir(parents=True)
+    (group / "memory.limit_in_bytes").write_text(str(2 * GIB))
+    (group / "memory.usage_in_bytes").write_text(str(GIB))
+    real_path = memory.Path
+
+    def fake_path(p, *rest):
+        text = str(p)
+        if text == "/proc/self/cgroup":
+            cgroup = tmp_path / "cgroup"
+            cgroup.write_text("4:memory:/job\n0::/\n")
+            return cgroup
+        return real_path(text.replace("/sys/fs/cgroup", str(tmp_path)), *rest)
+
+    monkeypatch.setattr(memory, "Path", fake_path)
+    monkeypatch.setattr(memory, "_rss", lambda: 0)
+    monkeypatch.setattr(memory, "address_space_cap", lambda: None)
+    room, what = memory.memory_cap()
+    assert room == GIB and what.endswith("memory.limit_in_bytes)")
+    with pytest.raises(EngineError, match=r"needs about 1\.7 GiB of memory but the cgroup memory limit .* allows 1\.0 GiB"):
+        memory.check(200_000_000, memory64=False)

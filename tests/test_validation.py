@@ -192,3 +192,26 @@ def test_special_files(tmp_path):
     assert result.exit_code == 2 and "symbolic link loop" in _one_error_line(result)
     result = CliRunner().invoke(cli, ["info", "/dev/zero"])
     assert result.exit_code == 2 and "not a regular file" in _one_error_line(result)
+
+
+def _nested(depth):
+    value = 1
+    for _ in range(depth):
+        value = {"d": value}
+    return value
+
+
+def test_top_level_fields_of_the_wrong_shape_are_left_out(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": [_x("a")], "deviceProperties": True,
+                                "distributedInfo": {"rank": "zero", "world_size": 2}, "deep": _nested(300)}))
+    result = CliRunner().invoke(cli, ["info", str(path), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    fixes = {f["kind"]: f for f in json.loads(result.stdout)["fixes"]}
+    assert fixes["metadata_field_ignored"]["examples"] == [
+        "deviceProperties: a boolean", "distributedInfo.rank: a str",
+        "deep: stored as text (not writable as JSON: too deep or an integer beyond 64 bits)"]
+    with open_trace(path) as tp:
+        assert tp.trace_metadata["distributedInfo"] == {"world_size": 2}
+        assert tp.trace_metadata["deep"].startswith('{"d":{"d":') and "<nested too deep>" in tp.trace_metadata["deep"]
+        assert tp.rank is None

@@ -76,18 +76,30 @@ def address_space_cap() -> int | None:
 
 
 def memory_cap() -> tuple[int, str] | None:
-    """The room left under this process's cgroup (v2) memory.max, when there is one."""
+    """The room left under this process's cgroup memory limit (v2 memory.max, v1 memory.limit_in_bytes)."""
     try:
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            if line.startswith("0::"):
-                group = Path("/sys/fs/cgroup") / line[3:].strip().lstrip("/")
-                raw = (group / "memory.max").read_text().strip()
-                if raw == "max":
-                    return None
-                used = int((group / "memory.current").read_text().strip())
-                return max(int(raw) - used, 0) + _rss(), f"the cgroup memory limit ({group / 'memory.max'})"
-    except (OSError, ValueError):
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
         return None
+    for line in lines:
+        _, controllers, group = line.split(":", 2)
+        if controllers == "":
+            files = ("memory.max", "memory.current")
+            roots = [Path("/sys/fs/cgroup") / group.lstrip("/"), Path("/sys/fs/cgroup")]
+        elif "memory" in controllers.split(","):
+            files = ("memory.limit_in_bytes", "memory.usage_in_bytes")
+            roots = [Path("/sys/fs/cgroup/memory") / group.lstrip("/"), Path("/sys/fs/cgroup/memory")]
+        else:
+            continue
+        for root in roots:
+            try:
+                raw = (root / files[0]).read_text().strip()
+                used = int((root / files[1]).read_text().strip())
+            except (OSError, ValueError):
+                continue
+            if raw == "max" or int(raw) >= 1 << 62:  # v1 writes "no limit" as a page-rounded 2^63
+                break
+            return max(int(raw) - used, 0) + _rss(), f"the cgroup memory limit ({root / files[0]})"
     return None
 
 

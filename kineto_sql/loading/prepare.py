@@ -26,7 +26,7 @@ from kineto_sql.loading.events import engine_tid, ns
 from kineto_sql.loading.flows import bind_flows
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.source import parse_json
-from kineto_sql.loading.validate import DEEP_ARGS_WHY, cut_deep, validate_events
+from kineto_sql.loading.validate import DEEP_ARGS_WHY, cut_deep, validate_events, validate_metadata
 
 # Above this a double cannot hold every nanosecond of a microsecond timestamp with 3 decimals.
 REBASE_ABOVE_US = 10**12
@@ -53,12 +53,13 @@ class PreparedTrace:
 def prepare(raw: bytes, path: Path) -> PreparedTrace:
     report = IngestReport(source=str(path), input_bytes=len(raw))
     raw = _rebase_timestamps(raw, report)
+    fixes_before = len(report.fixes)
     doc = parse_json(raw, path)
     if isinstance(doc, list):
         events, metadata = doc, {}
     elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
         events = doc["traceEvents"]
-        metadata = {k: v for k, v in doc.items() if k != "traceEvents"}
+        metadata = validate_metadata({k: v for k, v in doc.items() if k != "traceEvents"}, report)
     else:
         raise TraceInputError(
             f"{path} is JSON but not a Kineto / Chrome trace (no traceEvents list); "
@@ -66,7 +67,6 @@ def prepare(raw: bytes, path: Path) -> PreparedTrace:
     if not events:
         raise TraceInputError(f"{path} has an empty event list; the profiler recorded nothing (check its schedule)")
 
-    fixes_before = len(report.fixes)
     events = validate_events(events, report)
     report.events_by_phase = dict(Counter(e["ph"] for e in events))
     if not any(ph in report.events_by_phase for ph in ("X", "i", "I", "B", "C")):

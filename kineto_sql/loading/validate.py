@@ -23,6 +23,10 @@ or an event the engine silently drops (an X event without `ts`). Every field is 
             (at most 255 levels deep)                             deeper: KEEP, cut at MAX_ARG_DEPTH levels,
                                                                   the rest as text (prepare._scan_args)
 
+Kineto's top-level fields (deviceProperties, distributedInfo, schemaVersion, ...) are checked too
+(`validate_metadata`): a field of another shape is left out of kineto_metadata and reported; it is not an
+event, so nothing of the timeline is lost.
+
 KEEP means the event reaches the engine and the change is in the ingest report (kind, count, the first
 event indices). DROP means the event cannot be placed on a timeline at all: it is reported by index and
 reason (`IngestReport.dropped`) and counts as data loss, so the CLI refuses the trace with exit status 2
@@ -148,6 +152,59 @@ FIX_WHY = {
 }
 DEEP_ARGS_WHY = (f"an arg nested deeper than a JSON writer goes (255 levels): below level {MAX_ARG_DEPTH} it is "
                  "stored as the text '<nested too deep>' so the trace can be written back for the engine")
+
+
+# Kineto's top-level fields that the loader and the queries read, with the shape they must have.
+_METADATA_SHAPES = {
+    "deviceProperties": list, "distributedInfo": dict, "schemaVersion": (int, str),
+    "baseTimeNanoseconds": int, "traceName": str, "displayTimeUnit": str,
+}
+_DEVICE_FIELDS = {"id": int, "name": str, "totalGlobalMem": (int, float), "computeMajor": int, "computeMinor": int}
+_DISTRIBUTED_FIELDS = {"rank": int, "world_size": int, "backend": str, "pg_count": int}
+
+
+def validate_metadata(metadata: dict, report: IngestReport) -> dict:
+    """The top-level fields, each of the shape Kineto writes; a field of another shape is left out and
+    reported (it is not an event: nothing of the timeline is lost). Every value stays writable as JSON."""
+    out, ignored = {}, []
+    for key, value in metadata.items():
+        shape = _METADATA_SHAPES.get(key)
+        if shape is not None and (not isinstance(value, shape) or isinstance(value, bool)):
+            ignored.append(f"{key}: a {_json_type(value)}")
+            continue
+        if key == "deviceProperties":
+            value = [_typed(d, _DEVICE_FIELDS, f"deviceProperties[{i}]", ignored) for i, d in enumerate(value)
+                     if isinstance(d, dict) or ignored.append(f"deviceProperties[{i}]: a {_json_type(d)}")]
+        elif key == "distributedInfo":
+            value = _typed(value, _DISTRIBUTED_FIELDS, "distributedInfo", ignored)
+        if not _writable(value):
+            value = text_of(value)
+            ignored.append(f"{key}: stored as text (not writable as JSON: too deep or an integer beyond 64 bits)")
+        out[key] = value
+    report.add("metadata_field_ignored", len(ignored),
+               "a top-level field of the trace (deviceProperties, distributedInfo, ...) that does not have the "
+               "shape Kineto writes is left out of kineto_metadata (or kept as text); no event is affected",
+               examples=ignored)
+    return out
+
+
+def _typed(entry: dict, fields: dict, where: str, ignored: list) -> dict:
+    kept = {}
+    for key, value in entry.items():
+        shape = fields.get(key)
+        if shape is not None and (not isinstance(value, shape) or isinstance(value, bool)):
+            ignored.append(f"{where}.{key}: a {_json_type(value)}")
+            continue
+        kept[key] = value
+    return kept
+
+
+def _writable(value) -> bool:
+    try:
+        orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+        return True
+    except (orjson.JSONEncodeError, TypeError):
+        return False
 
 
 def cut_deep(value):
