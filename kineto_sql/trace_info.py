@@ -43,7 +43,7 @@ class TraceInfo:
                f"{', '.join(map(str, d.indices))}{', ...' if d.count > len(d.indices) else ''})" for d in self.dropped]
         if self.counts["slices"] != self.expected_slices:
             out.append(f"{self.counts['slices']} slices for {self.expected_slices} X / instant events")
-        out += [f"engine stat {r['name']} = {r['value']}" for r in self.data_loss.to_dict(orient="records")]
+        out += [f"the engine lost data: stat {r['name']} = {r['value']}" for r in self.data_loss.to_dict(orient="records")]
         return out
 
     def to_json(self) -> dict:

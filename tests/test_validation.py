@@ -215,3 +215,20 @@ def test_top_level_fields_of_the_wrong_shape_are_left_out(tmp_path):
         assert tp.trace_metadata["distributedInfo"] == {"world_size": 2}
         assert tp.trace_metadata["deep"].startswith('{"d":{"d":') and "<nested too deep>" in tp.trace_metadata["deep"]
         assert tp.rank is None
+
+
+def test_an_engine_data_loss_stat_refuses_unless_allowed(tmp_path):
+    """The loader keeps both copies of a duplicated flow start; the engine drops one (stat flow_duplicate_id)."""
+    start = {"ph": "s", "id": 7, "pid": 1, "tid": 1, "ts": 10, "cat": "ac2g", "name": "ac2g"}
+    path = _write(tmp_path, [
+        _x("cudaLaunchKernel", ts=10, dur=5, cat="cuda_runtime", args={"correlation": 7}),
+        _x("k", ts=20, dur=5, pid=2, tid=7, cat="kernel", args={"correlation": 7}),
+        start, dict(start), {"ph": "f", "id": 7, "pid": 2, "tid": 7, "ts": 20, "cat": "ac2g", "name": "ac2g",
+                             "bp": "e"}])
+    for command in (["info", str(path)], ["sql", str(path), "SELECT 1"], ["diagnose", str(path)]):
+        result = CliRunner().invoke(cli, command)
+        assert result.exit_code == 2
+        assert "loading it loses data (the engine lost data: stat flow_duplicate_id = 1)" in _one_error_line(result)
+    allowed = CliRunner().invoke(cli, ["info", str(path), "--format", "json", "--allow-loss"])
+    assert allowed.exit_code == 0
+    assert [(r["name"], r["value"]) for r in json.loads(allowed.stdout)["data_loss"]] == [("flow_duplicate_id", 1)]
