@@ -34,12 +34,12 @@ def list_command(kind: str | None, fmt: str):
     """
     cat = load_catalog()
     specs = [s for s in cat.specs if kind is None or s.kind == kind]
-    rows = [{"id": s.id, "version": s.version, "kind": s.kind, "needs": ",".join(s.needs) or "none",
+    rows = [{"id": s.id, "version": s.version, "kind": s.kind, "status": s.status, "needs": ",".join(s.needs) or "none",
              "params": " ".join(f"{p.name}={p.default}" for p in s.params), "title": s.title} for s in specs]
     if fmt == "json":
         emit_json(rows)
     else:
-        emit_frame(pd.DataFrame(rows, columns=["id", "version", "kind", "needs", "params", "title"]), "table")
+        emit_frame(pd.DataFrame(rows, columns=["id", "version", "kind", "status", "needs", "params", "title"]), "table")
     for problem in cat.problems:
         click.echo(f"warning: {problem}", err=True)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from kineto_sql.errors import QueryError
 from kineto_sql.sql_package import PACKAGE, package_dir
+from kineto_sql.sql_text import mask
 
 INCLUDE_LINE = re.compile(r"^\s*INCLUDE\s+PERFETTO\s+MODULE\s+(?P<module>[A-Za-z0-9_.*]+)\s*;\s*$", re.MULTILINE)
 
@@ -24,7 +25,9 @@ class Include:
 
 
 def includes_of(sql: str) -> list[Include]:
-    return [Include(m["module"], sql.count("\n", 0, m.start()) + 1) for m in INCLUDE_LINE.finditer(sql)]
+    """The INCLUDE lines of real code (one inside a /* */ comment does not count: sql_text.mask)."""
+    masked = mask(sql)
+    return [Include(m["module"], sql.count("\n", 0, m.start()) + 1) for m in INCLUDE_LINE.finditer(masked)]
 
 
 def module_path(module: str, root: Path | None = None) -> Path:

@@ -86,8 +86,8 @@ def test_new_scaffolds_a_lint_clean_detector_and_test(tmp_path):
     root = tmp_path / "kineto"
     (root / "lib").mkdir(parents=True)
     from kineto_sql.sql_package import package_dir
-    for name in ("cpu_ops", "event_categories", "steps", "host_tree"):
-        (root / "lib" / f"{name}.sql").write_text((package_dir() / "lib" / f"{name}.sql").read_text())
+    for lib in (package_dir() / "lib").glob("*.sql"):
+        (root / "lib" / lib.name).write_text(lib.read_text())
     made = scaffold("catalog.slow_op", root)
     assert made.sql_path == root / "catalog" / "slow_op.sql"
     assert made.test_path == root / "catalog" / "slow_op.test.toml"

@@ -1,5 +1,5 @@
 -- id: catalog.gc_gil_stall
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: GC / GIL stall: Python garbage collection pausing every thread inside steps
 -- source: seed 000 section 3, major fault "GC / GIL stall"
@@ -19,8 +19,8 @@
 -- default min_gc: 1ms
 -- default min_gap: 5ms
 -- default gaps_without_gc: FALSE
--- locked: 2 c23fb8d04ac0d7ae
--- lib: lib.event_categories@1 lib.steps@1
+-- locked: 3 c841e0d9187fa3d2
+-- lib: lib.event_categories@1 lib.steps@2
 -- cases: at_threshold_1=a9d81d9b at_threshold_2=b71ae947 gap_without_gc_only_on_request_1=32766a18
 --   gap_without_gc_only_on_request_2=25c79bcc
 

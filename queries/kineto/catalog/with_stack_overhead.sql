@@ -1,5 +1,5 @@
 -- id: catalog.with_stack_overhead
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: with_stack overhead: a capture with Python stack tracing, whose step times are inflated
 -- source: seed 000 section 3, minor fault "with_stack overhead"
@@ -19,8 +19,8 @@
 -- catalog_row: minor.with_stack_overhead
 -- default frame_cost: 1us
 -- default min_overhead_pct: 20
--- locked: 2 53642864ad0d69d8
--- lib: lib.event_categories@1 lib.steps@1
+-- locked: 3 20406c3f622fa24c
+-- lib: lib.event_categories@1 lib.steps@2
 -- cases: threshold_1=da4767bd threshold_2=9f6a89ee
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;

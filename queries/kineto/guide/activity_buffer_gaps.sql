@@ -6,7 +6,7 @@
 -- needs: gpu
 -- status: stable
 -- locked: 1 4973eb5cd2356dab
--- lib: lib.device_busy@1 lib.event_categories@1 lib.gpu_idle@1 lib.kernels@1 lib.stream_busy@1
+-- lib: lib.device_busy@1 lib.event_categories@1 lib.gpu_idle@1 lib.kernels@2 lib.stream_busy@1
 
 -- Kineto writes its own overhead as `Activity Buffer Request` rows (category `overhead`). A device idle
 -- gap (all streams idle) that overlaps one is charged to the profiler, not to the model. The initial

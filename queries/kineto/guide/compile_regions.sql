@@ -1,12 +1,12 @@
 -- id: guide.compile_regions
--- version: 1
+-- version: 2
 -- kind: guide
 -- title: Compiled regions: Dynamo cache lookup, Torch-Compiled Region, AOTDispatcher prologue and CompiledFxGraph per call; CPU overhead vs device time
 -- source: seed 001 "The Impact of torch.compile: Runtime Architecture and Overhead"
 -- needs: compile
 -- status: stable
--- locked: 1 8ac386ffecbd33f1
--- lib: lib.event_categories@1 lib.kernels@1 lib.launches@1 lib.steps@1
+-- locked: 2 0feadee138780957
+-- lib: lib.event_categories@1 lib.host_slices@1 lib.kernels@2 lib.launches@2 lib.steps@2
 
 -- One row per `Torch-Compiled Region` call. The pieces are matched by time inside the caller's process
 -- (Kineto does not always nest them): the `TorchDynamo Cache Lookup` that ends last before the region

@@ -1,5 +1,5 @@
 -- id: guide.overhead_vs_compute
--- version: 2
+-- version: 3
 -- kind: guide
 -- title: Overhead-bound or compute-bound: self CPU total vs self device total, per step and per op
 -- source: seed 001 "Identifying Bottlenecks: Overhead-Bound vs. Compute-Bound"
@@ -8,8 +8,9 @@
 -- default overhead_ratio: 3
 -- default small_op: 50us
 -- default top_ops: 10
--- locked: 2 8142945dc9bf244f
--- lib: lib.cpu_ops@1 lib.event_categories@1 lib.host_tree@1 lib.kernels@1 lib.launches@1 lib.steps@1
+-- locked: 3 0c54c573181dccf8
+-- lib: lib.cpu_ops@2 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.launches@2
+--   lib.steps@2
 
 -- Self CPU = self time of CPU ops, annotations and runtime calls (torch key_averages' Self CPU total);
 -- self device = device activities whose launch sits directly in the op (key_averages' Self CUDA). With

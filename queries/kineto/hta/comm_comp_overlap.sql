@@ -1,13 +1,13 @@
 -- id: hta.comm_comp_overlap
--- version: 1
+-- version: 2
 -- kind: hta
 -- title: Communication-computation overlap: % of communication time with a compute kernel running
 -- source: seed 000 section 4-5 (HTA comm-comp overlap per rank); research/peers.md 1.2
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- locked: 1 596a934e231f8e56
--- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@1
+-- locked: 2 9dfb596b536d083d
+-- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@2
 
 -- overlap_pct = 100 * |union(compute) intersect union(communication)| / |union(communication)|,
 -- HTA's definition (memory kernels ignored). No row when the trace has no communication kernels

@@ -7,7 +7,7 @@
 -- status: stable
 -- default hta_compat: FALSE
 -- locked: 1 cee810bca8f2b914
--- lib: lib.event_categories@1 lib.kernels@1
+-- lib: lib.event_categories@1 lib.kernels@2
 
 -- The cleaner default (hta_compat FALSE) keeps the whole trace (HTA silently drops the last profiler
 -- step), counts only real device work (category kernel, gpu_memcpy, gpu_memset; never cuda_sync

@@ -9,7 +9,7 @@
 -- default runtime_cutoff: 50us
 -- default launch_delay_cutoff: 100us
 -- locked: 2 37bfbbab584d3986
--- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@1
+-- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@2
 
 -- Per launch (runtime call joined to its GPU event by args.correlation): cpu = the call's duration,
 -- gpu = the event's duration, launch delay = max(0, gpu start - call end). Short kernel: cpu <=

@@ -8,7 +8,7 @@
 -- default hta_compat: FALSE
 -- default max_queue_length: 1024
 -- locked: 1 d8555ae44ffc3b18
--- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@1
+-- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@2
 
 -- +1 at the start of each launch call (cudaLaunchKernel[ExC], cuLaunchKernel[Ex], cudaMemcpyAsync,
 -- cudaMemsetAsync, HIP/MTIA equivalents) on the stream of its GPU event, -1 at the start of that

@@ -1,6 +1,6 @@
--- version: 1
--- locked: 1 54f719e8da382c5e
--- lib: lib.event_categories@1 lib.host_tree@1 lib.steps@1
+-- version: 2
+-- locked: 2 24056361df8cc7ec
+-- lib: lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.steps@2
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

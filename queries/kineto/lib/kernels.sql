@@ -1,5 +1,5 @@
--- version: 1
--- locked: 1 3eaafcb5d40299f6
+-- version: 2
+-- locked: 2 bd0962a128e38b73
 -- lib: lib.event_categories@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;

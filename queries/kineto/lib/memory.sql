@@ -1,6 +1,6 @@
--- version: 1
--- locked: 1 e30d2c0f84b3c853
--- lib: lib.event_categories@1 lib.steps@1
+-- version: 2
+-- locked: 2 b56c50816d6156af
+-- lib: lib.event_categories@1 lib.steps@2
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

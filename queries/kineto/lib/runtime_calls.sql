@@ -1,6 +1,6 @@
 -- version: 1
 -- locked: 1 a93b7d78dda599d1
--- lib: lib.event_categories@1 lib.kernels@1
+-- lib: lib.event_categories@1 lib.kernels@2
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;

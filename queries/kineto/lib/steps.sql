@@ -1,5 +1,5 @@
--- version: 1
--- locked: 1 af97c2382df0f3cf
+-- version: 2
+-- locked: 2 83d0ff3eaf16af21
 -- lib: lib.event_categories@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;

@@ -8,8 +8,8 @@
 -- default sparse_below_pct: 50
 -- default cold_start_factor: 1.5
 -- locked: 1 2ece763fa110e82e
--- lib: lib.cpu_ops@1 lib.device_busy@1 lib.event_categories@1 lib.host_tree@1 lib.kernels@1 lib.steps@1
---   lib.stream_busy@1
+-- lib: lib.cpu_ops@2 lib.device_busy@1 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.kernels@2
+--   lib.steps@2 lib.stream_busy@1
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
