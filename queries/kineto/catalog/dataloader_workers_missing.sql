@@ -18,7 +18,7 @@
 -- default min_share_pct: 10
 -- locked: 1 60bec45c09133709
 -- lib: lib.dataloader@2 lib.dataloader_steps@1 lib.device_busy@1 lib.event_categories@1 lib.kernels@2
---   lib.steps@2 lib.stream_busy@1
+--   lib.steps@3 lib.stream_busy@1
 -- cases: input_bound_leaves_worker_waits_to_workers_missing_2=95e4c291 threshold_1=cf16ecbc
 --   threshold_2=e1e92e75
 

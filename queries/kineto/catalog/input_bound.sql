@@ -20,7 +20,7 @@
 -- default max_gpu_busy_pct: 50
 -- locked: 1 bc00a12fa5b78784
 -- lib: lib.dataloader@2 lib.dataloader_steps@1 lib.device_busy@1 lib.event_categories@1 lib.kernels@2
---   lib.steps@2 lib.stream_busy@1
+--   lib.steps@3 lib.stream_busy@1
 -- cases: at_share_threshold_1=7d28ab96 at_share_threshold_2=aa5485c1
 --   leaves_worker_waits_to_workers_missing_1=d61a111d
 

@@ -24,7 +24,7 @@
 -- default min_cpu_self_pct: 10
 -- locked: 3 8ddcae65f7ebdd91
 -- lib: lib.cpu_ops@2 lib.device_busy@1 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.kernels@2
---   lib.launches@2 lib.steps@2 lib.stream_busy@1
+--   lib.launches@2 lib.steps@3 lib.stream_busy@1
 -- cases: at_threshold_1=efec92ec at_threshold_2=a904a466 compute_bound_gpu_is_silent=4dba9e0d
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;

@@ -24,7 +24,7 @@
 -- default min_per_step: 1
 -- locked: 5 c5da36008e8172db
 -- lib: lib.cpu_ops@2 lib.device_busy@1 lib.event_categories@1 lib.gpu_idle@1 lib.host_slices@1
---   lib.host_tree@1 lib.internal_reads@1 lib.kernels@2 lib.python_frames@1 lib.steps@2 lib.stream_busy@1
+--   lib.host_tree@1 lib.internal_reads@1 lib.kernels@2 lib.python_frames@1 lib.steps@3 lib.stream_busy@1
 -- cases: counts_syncs_per_step=d9f0440e threshold_1=a4c01742 threshold_2=edef7272
 --   cpu_only_host_reads=4e323cc1 internal_read_of_std_is_not_a_sync=7ea2c03e
 --   cause_copy_explicit_and_harness=bca761eb

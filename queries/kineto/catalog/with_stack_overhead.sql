@@ -20,7 +20,7 @@
 -- default frame_cost: 1us
 -- default min_overhead_pct: 20
 -- locked: 3 20406c3f622fa24c
--- lib: lib.event_categories@1 lib.steps@2
+-- lib: lib.event_categories@1 lib.steps@3
 -- cases: threshold_1=da4767bd threshold_2=9f6a89ee
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;

@@ -7,7 +7,7 @@
 -- status: stable
 -- locked: 1 2dff77934ac147e0
 -- lib: lib.cpu_ops@2 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.launches@2
---   lib.steps@2
+--   lib.steps@3
 
 -- torch.compile fuses matmul + add into one aten::addmm at the dispatcher level, not in a kernel: addmm
 -- first copies the bias into the output (aten::copy_ under aten::addmm; on the GPU a Memcpy DtoD or a

@@ -1,6 +1,6 @@
 -- version: 2
 -- locked: 2 24056361df8cc7ec
--- lib: lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.steps@2
+-- lib: lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

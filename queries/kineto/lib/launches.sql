@@ -1,6 +1,6 @@
 -- version: 2
 -- locked: 2 8ed502e79f34d0c0
--- lib: lib.event_categories@1 lib.host_slices@1 lib.kernels@2 lib.steps@2
+-- lib: lib.event_categories@1 lib.host_slices@1 lib.kernels@2 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;

@@ -1,5 +1,5 @@
--- version: 2
--- locked: 2 83d0ff3eaf16af21
+-- version: 3
+-- locked: 3 b3bd83bb4e2747b1
 -- lib: lib.event_categories@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -74,20 +74,26 @@ CREATE OR REPLACE PERFETTO MACRO _kineto_steps_of(
 )
 RETURNS TableOrSubquery AS
 (
+  -- Materialized: joined below, the intersection would otherwise run once per step row.
+  WITH
+    pairs AS MATERIALIZED (
+      SELECT ii.id_0, ii.id_1
+      FROM _interval_intersect!(
+        (
+          (SELECT e.id, e.ts, 1 AS dur, e.upid FROM $events AS e WHERE e.upid IS NOT NULL AND e.ts IS NOT NULL),
+          (SELECT s.id, s.ts, s.dur, s.upid FROM kineto_steps AS s WHERE s.dur > 0 AND s.upid IS NOT NULL)
+        ),
+        (upid)
+      ) AS ii
+    )
   SELECT
-    ii.id_0 AS id,
+    p.id_0 AS id,
     st.step,
     max(st.ts) AS step_ts
-  FROM _interval_intersect!(
-    (
-      (SELECT e.id, e.ts, 1 AS dur, e.upid FROM $events AS e WHERE e.upid IS NOT NULL AND e.ts IS NOT NULL),
-      (SELECT s.id, s.ts, s.dur, s.upid FROM kineto_steps AS s WHERE s.dur > 0 AND s.upid IS NOT NULL)
-    ),
-    (upid)
-  ) AS ii
+  FROM pairs AS p
   JOIN kineto_steps AS st
-    ON st.id = ii.id_1
-  GROUP BY ii.id_0
+    ON st.id = p.id_1
+  GROUP BY p.id_0
 );
 
 -- Every (event, step) pair where the event starts inside the step's CPU ProfilerStep#N window, in any
@@ -99,17 +105,22 @@ CREATE OR REPLACE PERFETTO MACRO _kineto_step_windows_of(
 )
 RETURNS TableOrSubquery AS
 (
+  WITH
+    pairs AS MATERIALIZED (
+      SELECT ii.id_0, ii.id_1
+      FROM _interval_intersect!(
+        (
+          (SELECT e.id, e.ts, 1 AS dur FROM $events AS e WHERE e.ts IS NOT NULL),
+          (SELECT s.id, s.ts, s.dur FROM kineto_steps AS s WHERE s.dur > 0)
+        ),
+        ()
+      ) AS ii
+    )
   SELECT
-    ii.id_0 AS id,
+    p.id_0 AS id,
     st.id AS step_id,
     st.step
-  FROM _interval_intersect!(
-    (
-      (SELECT e.id, e.ts, 1 AS dur FROM $events AS e WHERE e.ts IS NOT NULL),
-      (SELECT s.id, s.ts, s.dur FROM kineto_steps AS s WHERE s.dur > 0)
-    ),
-    ()
-  ) AS ii
+  FROM pairs AS p
   JOIN kineto_steps AS st
-    ON st.id = ii.id_1
+    ON st.id = p.id_1
 );

@@ -7,7 +7,7 @@
 -- status: stable
 -- locked: 1 22800d93bc4c16d2
 -- lib: lib.cpu_ops@2 lib.device_busy@1 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1
---   lib.kernel_classes@1 lib.kernels@2 lib.launches@2 lib.steps@2 lib.stream_busy@1 reading.step_table@1
+--   lib.kernel_classes@1 lib.kernels@2 lib.launches@2 lib.steps@3 lib.stream_busy@1 reading.step_table@2
 -- cases: one_step_one_kernel=0f1df113
 
 -- kineto_sql/trace_diff.py runs this on both traces and compares them. Rows, all per window (a

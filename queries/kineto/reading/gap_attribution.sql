@@ -9,7 +9,7 @@
 -- default busy_pct: 50
 -- locked: 2 00ea08e08af09d30
 -- lib: lib.device_busy@1 lib.event_categories@1 lib.gpu_idle@1 lib.host_slices@1 lib.kernels@2 lib.launches@2
---   lib.steps@2 lib.stream_busy@1
+--   lib.steps@3 lib.stream_busy@1
 
 -- Causes, first match wins: `input` (a DataLoader __next__ overlaps the gap), `sync` (a synchronizing
 -- runtime call overlaps it: the op above it is named), `launch` (the host was inside ops or runtime calls

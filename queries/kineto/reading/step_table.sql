@@ -1,5 +1,5 @@
 -- id: reading.step_table
--- version: 1
+-- version: 2
 -- kind: reading
 -- title: Step table: step width, CPU busy, GPU busy and occupancy per ProfilerStep
 -- source: seed 000 section 2, reading order step 1; seed 001 "Cold-Start Overhead"
@@ -7,14 +7,15 @@
 -- status: stable
 -- default sparse_below_pct: 50
 -- default cold_start_factor: 1.5
--- locked: 1 2ece763fa110e82e
+-- locked: 2 790549c0b3bf7692
 -- lib: lib.cpu_ops@2 lib.device_busy@1 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.kernels@2
---   lib.steps@2 lib.stream_busy@1
+--   lib.steps@3 lib.stream_busy@1
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.device_busy;
+INCLUDE PERFETTO MODULE intervals.intersect;
 
 -- CPU op time inside each step window: ATen ops (not annotations, not bare python frames) of the
 -- step's process, clipped to the window and merged so nested and concurrent ops count once.
@@ -25,18 +26,19 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_reading_step_table_cpu_busy(
   cpu_busy_dur DURATION
 ) AS
 WITH
+  -- Each op clipped to each window of its process: one interval intersection per process.
   clipped AS (
     SELECT
-      st.id AS step_id,
-      max(o.ts, st.ts) AS ts,
-      min(o.ts + o.dur, st.ts + st.dur) AS end_ts
-    FROM kineto_steps AS st
-    JOIN kineto_cpu_ops AS o
-      ON o.upid = st.upid
-      AND o.ts < st.ts + st.dur
-      AND o.ts + o.dur > st.ts
-    WHERE
-      NOT o.is_annotation
+      ii.id_0 AS step_id,
+      ii.ts,
+      ii.ts + ii.dur AS end_ts
+    FROM _interval_intersect!(
+      (
+        (SELECT id, ts, dur, upid FROM kineto_steps WHERE dur > 0),
+        (SELECT id, ts, dur, upid FROM kineto_cpu_ops WHERE NOT is_annotation AND dur > 0)
+      ),
+      (upid)
+    ) AS ii
   ),
   ordered AS (
     SELECT
@@ -87,22 +89,41 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_reading_step_table_gpu_busy(
   -- Union of kernel, memcpy and memset time of the device inside the window.
   gpu_busy_dur DURATION
 ) AS
+WITH
+  busy AS MATERIALIZED (
+    SELECT row_number() OVER () AS id, device, ts, dur
+    FROM kineto_device_busy
+    WHERE
+      dur > 0
+  ),
+  -- Busy intervals clipped to the windows: one interval intersection (materialized, so that the join
+  -- below does not run it again per row), summed per window and device.
+  pieces AS MATERIALIZED (
+    SELECT ii.id_0 AS step_id, ii.id_1 AS busy_id, ii.dur
+    FROM _interval_intersect!(
+      (
+        (SELECT id, ts, dur FROM kineto_steps WHERE dur > 0),
+        (SELECT id, ts, dur FROM busy)
+      ),
+      ()
+    ) AS ii
+  ),
+  inside AS (
+    SELECT p.step_id, b.device, sum(p.dur) AS dur
+    FROM pieces AS p
+    JOIN busy AS b
+      ON b.id = p.busy_id
+    GROUP BY p.step_id, b.device
+  )
 SELECT
   st.id AS step_id,
   d.device,
-  coalesce(sum(
-    CASE
-      WHEN b.ts IS NULL THEN 0
-      ELSE max(0, min(b.ts + b.dur, st.ts + st.dur) - max(b.ts, st.ts))
-    END
-  ), 0) AS gpu_busy_dur
+  coalesce(i.dur, 0) AS gpu_busy_dur
 FROM kineto_steps AS st
 CROSS JOIN (SELECT DISTINCT device FROM kineto_kernels) AS d
-LEFT JOIN kineto_device_busy AS b
-  ON b.device = d.device
-  AND b.ts < st.ts + st.dur
-  AND b.ts + b.dur > st.ts
-GROUP BY st.id, d.device;
+LEFT JOIN inside AS i
+  ON i.step_id = st.id
+  AND i.device = d.device;
 
 -- One row per CPU ProfilerStep#N window and device (device NULL when the trace has no device
 -- activity): the step width, how much of it the CPU spent in ops, how much of it the device was busy,
