@@ -1,5 +1,5 @@
 -- id: catalog.kernel_mix
--- version: 1
+-- version: 2
 -- kind: detector
 -- title: Kernel mix of a busy GPU: unfused attention, unfused elementwise / norm work, device-to-device copy storms
 -- source: issue 12 item 11 (what fills a busy GPU); seed 000 section 4 (HTA kernel breakdown)
@@ -29,9 +29,9 @@
 -- default min_softmax_pct: 5
 -- default elementwise_pct: 30
 -- default copy_pct: 10
--- locked: 1 50f8ad45f85756d0
--- lib: lib.device_busy@1 lib.event_categories@1 lib.host_slices@1 lib.kernel_classes@1 lib.kernels@2
---   lib.launches@2 lib.steps@3 lib.stream_busy@1
+-- locked: 2 fa4eba69f0ccf349
+-- lib: lib.event_categories@1 lib.host_slices@1 lib.interval_merge@1 lib.kernel_classes@1 lib.kernels@2
+--   lib.launches@2 lib.steps@3
 -- cases: unfused_attention_fires=3f432733 small_softmax_is_not_attention=c845e908
 --   idle_gpu_is_not_judged=a715cbaa unfused_elementwise_fires=875d4a40
 --   compiled_elementwise_is_silent=89fc4b38 device_copies_fire=580a42c1 few_device_copies_are_silent=8f8f514a
@@ -60,13 +60,14 @@
 --   changed back and forth (.contiguous() after permute / transpose, NCHW <-> NHWC transposes around
 --   convolutions, .to() of a tensor already of that dtype). Impact: the copy time (an upper bound on what
 --   a consistent layout saves).
--- Only a busy GPU is judged (busy >= min_busy_pct of the span from its first to its last activity): on an
--- idle GPU faster kernels do not make the step shorter.
+-- Only a busy GPU is judged (busy computing >= min_busy_pct of the span from its first to its last
+-- non-communication activity; communication kernels are left out because a collective waiting for its
+-- peers spins on the device): on an idle or waiting GPU faster kernels do not make the step shorter.
 
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.kernel_classes;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
-INCLUDE PERFETTO MODULE kineto.lib.device_busy;
+INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
 
 -- Device activities with their class and the op that launched them (by correlation, matched by a sort
 -- over correlation ids rather than a join per kernel).
@@ -155,7 +156,7 @@ RETURNS TABLE(
   share_pct DOUBLE,
   -- Kernel time on the device (communication excluded), summed over streams.
   kernel_dur DURATION,
-  -- Busy share of the device's capture span, %.
+  -- Busy share (non-communication work, merged) of the device's capture span, %.
   busy_pct DOUBLE,
   -- Stand-alone softmax kernel time.
   softmax_dur DURATION,
@@ -194,8 +195,12 @@ WITH
     FROM acts
     GROUP BY device
   ),
+  -- Busy computing: merged non-communication activity (a collective waiting for its peers spins on the
+  -- device and would make a waiting GPU look busy).
   busy AS (
-    SELECT device, sum(dur) AS d FROM kineto_device_busy GROUP BY device
+    SELECT device, sum(dur) AS d
+    FROM kineto_interval_merge!((SELECT device, ts, dur FROM acts), device)
+    GROUP BY device
   ),
   top AS (
     SELECT
