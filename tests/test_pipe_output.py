@@ -144,6 +144,6 @@ def test_markdown_report_names_the_capture_and_the_loss(tmp_path):
         {"ph": "X", "name": "lost", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": "soon", "dur": 20}],
         "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-40GB", "totalGlobalMem": 42_505_273_344}]}))
     text = _run("diagnose", path, "-q", "--allow-loss", "--format", "markdown").stdout
-    assert "Capture: 0: NVIDIA A100-SXM4-40GB, 40 GB; engine wasm." in text
+    assert "Capture: NVIDIA A100-SXM4-40GB, 40 GB; engine wasm." in text
     assert ("**DATA LOSS** (loaded with --allow-loss): 1 event(s) dropped: ts is a string that is not a number "
             "(event index 1)") in text

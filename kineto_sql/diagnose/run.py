@@ -85,15 +85,15 @@ def diagnose_trace(tp, progress: Progress | None = None) -> TraceDiagnosis:
 
 
 def _devices(tp) -> tuple[str, ...]:
-    """GPU models as the trace's deviceProperties name them (Kineto writes one entry per visible device)."""
+    """GPU models as the trace's deviceProperties name them, identical devices counted once: "8 x A100, 39 GB"."""
     props = (getattr(tp, "trace_metadata", None) or {}).get("deviceProperties") or []
-    out = []
+    models: dict[str, int] = {}
     for d in props if isinstance(props, list) else []:
         if isinstance(d, dict) and d.get("name"):
             memory = d.get("totalGlobalMem")
             size = f", {memory / 2**30:.0f} GB" if isinstance(memory, (int, float)) and memory > 0 else ""
-            out.append(f"{d.get('id', len(out))}: {d['name']}{size}")
-    return tuple(out)
+            models[f"{d['name']}{size}"] = models.get(f"{d['name']}{size}", 0) + 1
+    return tuple(f"{n} x {model}" if n > 1 else model for model, n in models.items())
 
 
 def _top_ops(tp, limit: int = 10) -> tuple[dict, ...]:
