@@ -1,10 +1,18 @@
-"""Shared bench plumbing: run a Python snippet in a fresh process, get its JSON answer, wall time and peak RSS."""
+"""Shared bench plumbing: run a Python snippet in a fresh process and measure the whole process.
+
+Wall time is the child's whole life (interpreter start, imports, work, exit); peak RSS is the child's
+own ru_maxrss from os.wait4, or the largest of its waited-for children's (process pools) when larger.
+Sides are run interleaved (A B A B ...) and summarised by the median, so a noisy shared machine
+disturbs both sides alike.
+"""
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -12,7 +20,7 @@ SHARED = (Path(__file__).resolve().parents[1] / ".." / "shared").resolve()
 CORPUS = SHARED / "corpus"
 RESULTS = Path(__file__).resolve().parent / "results"
 KINETO_PYTHON = sys.executable
-HTA_PYTHON = "/work/venv-hta/bin/python"
+HTA_PYTHON_ENV = "KINETO_SQL_HTA_PYTHON"
 
 # name -> list of trace files (a directory set loads every rank)
 TRACE_SETS = {
@@ -22,35 +30,62 @@ TRACE_SETS = {
 }
 
 
-def run_child(python: str, code: str, *args: str, timeout: float = 900) -> dict:
-    """Runs `python -c code args...`; returns its last stdout line as JSON plus wall_s and peak_rss_mb.
+def hta_python(given: str | None) -> str:
+    """The HTA 0.5.0 venv's python: --hta-python, else $KINETO_SQL_HTA_PYTHON; exits with one sentence
+    when neither names an existing file (there is no default: HTA lives in its own venv)."""
+    path = given or os.environ.get(HTA_PYTHON_ENV)
+    if not path:
+        sys.exit(f"HTA needs its own venv: pass --hta-python PATH or set {HTA_PYTHON_ENV} "
+                 "(see ../shared/anchors/hta/COMMANDS.md: holistictraceanalysis==0.5.0 with pandas==2.2.3 numpy==1.26.4)")
+    if not Path(path).exists():
+        sys.exit(f"{path}: no python there; pass --hta-python PATH of the HTA 0.5.0 venv")
+    return path
 
-    Peak RSS is the child's own ru_maxrss (os.wait4), or the largest of it and its waited-for children's
-    when the child reports `children_rss_kb` (process pools).
-    """
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([python, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        raise
-    wall = time.perf_counter() - t0
-    # communicate() already reaped the child; its rusage is in RUSAGE_CHILDREN only cumulatively, so the
-    # child reports its own peak too.
+
+def run_child(python: str, code: str, *args: str, timeout: float = 1800) -> dict:
+    """Runs `python -c code args...`; returns its last stdout line as JSON plus wall_s and peak_rss_mb."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([python, "-c", code, *args], stdout=out, stderr=err)
+        deadline = t0 + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                raise RuntimeError(f"child ran past {timeout} s")
+            time.sleep(0.02)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
     if proc.returncode != 0:
-        raise RuntimeError(f"child failed ({proc.returncode}): {err[-2000:]}")
-    answer = json.loads(out.strip().splitlines()[-1])
+        raise RuntimeError(f"child failed ({proc.returncode}): {stderr[-2000:]}")
+    answer = json.loads(stdout.strip().splitlines()[-1])
     answer["wall_s"] = wall
-    rss_kb = max(answer.get("self_rss_kb", 0), answer.get("children_rss_kb", 0))
-    answer["peak_rss_mb"] = rss_kb / 1024
+    answer["peak_rss_mb"] = max(usage.ru_maxrss, answer.get("children_rss_kb", 0)) / 1024
     return answer
+
+
+def interleaved(runs: dict[str, tuple], repeat: int) -> dict[str, list[dict]]:
+    """runs: side -> (python, code, *args). Runs every side once per round, `repeat` rounds."""
+    results: dict[str, list[dict]] = {side: [] for side in runs}
+    for _ in range(repeat):
+        for side, (python, code, *args) in runs.items():
+            results[side].append(run_child(python, code, *args))
+    return results
+
+
+def median(rows: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in rows)
 
 
 RSS_SNIPPET = """
 import resource as _r, json as _j
 def _report(**kw):
-    kw['self_rss_kb'] = _r.getrusage(_r.RUSAGE_SELF).ru_maxrss
     kw['children_rss_kb'] = _r.getrusage(_r.RUSAGE_CHILDREN).ru_maxrss
     print(_j.dumps(kw))
 """
@@ -91,5 +126,5 @@ def hta_dir_for(files: list[Path], tmp: Path) -> Path:
     for f in files:
         link = d / f.name
         if not link.exists():
-            os.symlink(f, link)
+            os.symlink(f.resolve(), link)
     return d

@@ -5,7 +5,9 @@ seconds (load and analyses separately) and peak RSS. kineto-sql runs the hta_com
 numbers HTA prints) through kineto_sql.runner.run_query, loading the ranks one after another in one
 process. Then `ranks` on dlrm_8rank with --jobs 1 vs --jobs 2 (peak RSS: the largest process).
 
-    python bench/bench_hta.py [--hta-python /work/venv-hta/bin/python]
+    python bench/bench_hta.py --hta-python /work/hta-venv/bin/python [--repeat 3]
+
+Sides run interleaved, `--repeat` rounds, medians reported (wall: the whole process).
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _child import CORPUS, HTA_PYTHON, KINETO_PYTHON, RSS_SNIPPET, TRACE_SETS, hta_dir_for, markdown, run_child, write_results  # noqa: E402
+from _child import (CORPUS, KINETO_PYTHON, RSS_SNIPPET, TRACE_SETS, hta_dir_for, hta_python, interleaved,  # noqa: E402
+                    markdown, median, write_results)
 
 HTA_RUN = RSS_SNIPPET + """
 import sys, time, logging, warnings
@@ -56,16 +59,20 @@ _report(total_s=t, straggler=rep.verdict.straggler)
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--hta-python", default=HTA_PYTHON, help="python of the HTA 0.5.0 venv")
+    ap.add_argument("--hta-python", help="python of the HTA 0.5.0 venv (or $KINETO_SQL_HTA_PYTHON)")
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds (median reported)")
     ap.add_argument("--kineto-python", default=KINETO_PYTHON)
     ap.add_argument("--sets", nargs="*", default=list(TRACE_SETS))
     args = ap.parse_args()
+    hta = hta_python(args.hta_python)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for set_name in args.sets:
             files = TRACE_SETS[set_name]
-            h = run_child(args.hta_python, HTA_RUN, str(hta_dir_for(files, Path(tmp))))
-            k = run_child(args.kineto_python, KINETO_RUN, *map(str, files))
+            runs = interleaved({"hta": (hta, HTA_RUN, str(hta_dir_for(files, Path(tmp)))),
+                                "kineto": (args.kineto_python, KINETO_RUN, *map(str, files))}, args.repeat)
+            h = {key: median(runs["hta"], key) for key in ("load_s", "analyses_s", "wall_s", "peak_rss_mb")}
+            k = {key: median(runs["kineto"], key) for key in ("load_s", "analyses_s", "wall_s", "peak_rss_mb")}
             hta_total, k_total = h["load_s"] + h["analyses_s"], k["load_s"] + k["analyses_s"]
             rows.append({"set": set_name, "ranks": len(files),
                          "hta_load_s": h["load_s"], "hta_analyses_s": h["analyses_s"], "hta_total_s": hta_total,
@@ -77,10 +84,12 @@ def main() -> None:
             print(f"{set_name}: done", file=sys.stderr)
     ranks_rows = []
     for jobs in (1, 2):
-        r = run_child(args.kineto_python, RANKS_RUN, str(CORPUS / "dlrm_8rank"), str(jobs))
-        ranks_rows.append({"jobs": jobs, "total_s": r["total_s"], "wall_s": r["wall_s"],
-                           "parent_rss_mb": r["self_rss_kb"] / 1024, "largest_worker_rss_mb": r["children_rss_kb"] / 1024,
-                           "straggler": r["straggler"]})
+        rs = interleaved({"ranks": (args.kineto_python, RANKS_RUN, str(CORPUS / "dlrm_8rank"), str(jobs))},
+                         args.repeat)["ranks"]
+        ranks_rows.append({"jobs": jobs, "total_s": median(rs, "total_s"), "wall_s": median(rs, "wall_s"),
+                           "parent_rss_mb": median(rs, "peak_rss_mb"),
+                           "largest_worker_rss_mb": median(rs, "children_rss_kb") / 1024,
+                           "straggler": rs[-1]["straggler"]})
     path = write_results("bench_hta", {"analyses": rows, "ranks_dlrm_8rank": ranks_rows})
     print(markdown(rows, [("set", "set", ""), ("ranks", "ranks", ""), ("hta_load_s", "HTA load s", ".2f"),
                           ("hta_analyses_s", "HTA 4 analyses s", ".2f"), ("hta_rss_mb", "HTA RSS MB", ".0f"),

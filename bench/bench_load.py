@@ -5,7 +5,9 @@ prepare, ingest, metadata tables), bare-engine ingest s (the decompressed bytes 
 KinetoTraceProcessor(EngineChoice('wasm')).load_bytes, no preparation), loader overhead %, HTA load s
 (TraceAnalysis constructor: parse, align, filter), the ratio, and each one's peak RSS.
 
-    python bench/bench_load.py [--hta-python /work/venv-hta/bin/python] [--repeat 1]
+    python bench/bench_load.py --hta-python /work/hta-venv/bin/python [--repeat 3]
+
+The three sides run interleaved, `--repeat` rounds; medians are reported.
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _child import HTA_PYTHON, KINETO_PYTHON, RSS_SNIPPET, TRACE_SETS, hta_dir_for, json_mb, markdown, run_child, write_results  # noqa: E402
+from _child import (KINETO_PYTHON, RSS_SNIPPET, TRACE_SETS, hta_dir_for, hta_python, interleaved, json_mb,  # noqa: E402
+                    markdown, median, write_results)
 
 KINETO_LOAD = RSS_SNIPPET + """
 import sys, time
@@ -45,17 +48,21 @@ _report(load_s=t)
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--hta-python", default=HTA_PYTHON, help="python of the HTA 0.5.0 venv")
+    ap.add_argument("--hta-python", help="python of the HTA 0.5.0 venv (or $KINETO_SQL_HTA_PYTHON)")
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds (median reported)")
     ap.add_argument("--kineto-python", default=KINETO_PYTHON)
     ap.add_argument("--sets", nargs="*", default=list(TRACE_SETS))
     args = ap.parse_args()
+    hta = hta_python(args.hta_python)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for set_name in args.sets:
             for f in TRACE_SETS[set_name]:
-                k = run_child(args.kineto_python, KINETO_LOAD, str(f))
-                b = run_child(args.kineto_python, BARE_LOAD, str(f))
-                h = run_child(args.hta_python, HTA_LOAD, str(hta_dir_for([f], Path(tmp))))
+                runs = interleaved({"kineto": (args.kineto_python, KINETO_LOAD, str(f)),
+                                    "bare": (args.kineto_python, BARE_LOAD, str(f)),
+                                    "hta": (hta, HTA_LOAD, str(hta_dir_for([f], Path(tmp))))}, args.repeat)
+                k, b, h = ({key: median(runs[side], key) for key in ("load_s", "wall_s", "peak_rss_mb")}
+                           for side in ("kineto", "bare", "hta"))
                 rows.append({
                     "set": set_name, "trace": f.name, "json_mb": json_mb(f),
                     "kineto_load_s": k["load_s"], "bare_ingest_s": b["load_s"],

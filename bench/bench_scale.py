@@ -1,0 +1,125 @@
+"""How cost grows with trace length: a trace replicated 1x/2x/4x/8x (bench/replicate.py: steps copied
+with shifted timestamps and fresh ids), kineto-sql vs HTA 0.5.0 at each size, whole processes,
+interleaved rounds, medians.
+
+Per size: JSON MB; kineto-sql load (open_trace); kineto-sql diagnose (one process: load + every
+detector + step table + op table); kineto-sql load + HTA's four analyses as SQL (hta_compat); HTA load +
+four analyses (temporal, overlap, idle, kernel breakdown). Wall seconds of the whole process, the
+in-process split, peak RSS, and the ratios. Replicas go to a temporary directory, never the repo.
+
+    python bench/bench_scale.py --hta-python /work/hta-venv/bin/python [--sizes 1 2 4 8] [--repeat 3]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _child import (CORPUS, KINETO_PYTHON, RSS_SNIPPET, hta_dir_for, hta_python, interleaved, json_mb,  # noqa: E402
+                    markdown, median, write_results)
+from replicate import _read, replicate, write  # noqa: E402
+
+KINETO_LOAD = RSS_SNIPPET + """
+import sys, time
+from kineto_sql import open_trace
+t0 = time.perf_counter(); tp = open_trace(sys.argv[1]); t = time.perf_counter() - t0
+_report(load_s=t)
+"""
+
+KINETO_DIAGNOSE = RSS_SNIPPET + """
+import sys, time
+from pathlib import Path
+from kineto_sql.diagnose.run import diagnose_path
+t0 = time.perf_counter(); d = diagnose_path(Path(sys.argv[1])); t = time.perf_counter() - t0
+_report(diagnose_s=t, findings=sum(len(x.findings) for x in d.traces))
+"""
+
+KINETO_HTA4 = RSS_SNIPPET + """
+import sys, time
+from kineto_sql import open_trace
+from kineto_sql.runner import run_query
+t0 = time.perf_counter(); tp = open_trace(sys.argv[1]); t1 = time.perf_counter()
+for q in ('hta.temporal_breakdown', 'hta.comm_comp_overlap', 'hta.idle_time_breakdown',
+          'hta.kernel_type_breakdown', 'hta.kernel_breakdown'):
+    run_query(tp, q, {'hta_compat': True})
+t2 = time.perf_counter()
+_report(load_s=t1 - t0, analyses_s=t2 - t1)
+"""
+
+HTA_RUN = RSS_SNIPPET + """
+import sys, time, logging, warnings
+logging.disable(logging.WARNING); warnings.simplefilter('ignore')
+from hta.trace_analysis import TraceAnalysis
+t0 = time.perf_counter(); a = TraceAnalysis(trace_dir=sys.argv[1]); t1 = time.perf_counter()
+ranks = sorted(a.t.traces.keys())
+a.get_temporal_breakdown(visualize=False)
+a.get_comm_comp_overlap(visualize=False)
+a.get_idle_time_breakdown(ranks=ranks, visualize=False, show_idle_interval_stats=True)
+a.get_gpu_kernel_breakdown(visualize=False)
+t2 = time.perf_counter()
+_report(load_s=t1 - t0, analyses_s=t2 - t1)
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--hta-python", help="python of the HTA 0.5.0 venv (or $KINETO_SQL_HTA_PYTHON)")
+    ap.add_argument("--kineto-python", default=KINETO_PYTHON)
+    ap.add_argument("--trace", type=Path, default=CORPUS / "hta_trace_diff_control.json.gz")
+    ap.add_argument("--sizes", type=int, nargs="*", default=[1, 2, 4, 8])
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds per size (median reported)")
+    args = ap.parse_args()
+    hta = hta_python(args.hta_python)
+    if not args.trace.exists():
+        sys.exit(f"{args.trace}: no such trace")
+    source = _read(args.trace)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="kineto_bench_scale_") as tmp:
+        for n in args.sizes:
+            path = Path(tmp) / f"{args.trace.name.split('.')[0]}_x{n}.json.gz"
+            write(replicate(source, n), path)
+            hta_dir = hta_dir_for([path], Path(tmp))
+            runs = interleaved({
+                "load": (args.kineto_python, KINETO_LOAD, str(path)),
+                "diagnose": (args.kineto_python, KINETO_DIAGNOSE, str(path)),
+                "k_hta4": (args.kineto_python, KINETO_HTA4, str(path)),
+                "hta": (hta, HTA_RUN, str(hta_dir)),
+            }, args.repeat)
+            hta_total = median(runs["hta"], "wall_s")
+            row = {
+                "size": f"{n}x", "json_mb": json_mb(path),
+                "kineto_load_s": median(runs["load"], "wall_s"),
+                "diagnose_s": median(runs["diagnose"], "wall_s"),
+                "k_hta4_s": median(runs["k_hta4"], "wall_s"),
+                "k_analyses_s": median(runs["k_hta4"], "analyses_s"),
+                "hta_s": hta_total,
+                "hta_load_s": median(runs["hta"], "load_s"),
+                "hta_analyses_s": median(runs["hta"], "analyses_s"),
+                "diagnose_rss_mb": median(runs["diagnose"], "peak_rss_mb"),
+                "k_hta4_rss_mb": median(runs["k_hta4"], "peak_rss_mb"),
+                "hta_rss_mb": median(runs["hta"], "peak_rss_mb"),
+                "runs": runs,
+            }
+            row["diagnose_over_hta"] = row["diagnose_s"] / hta_total
+            row["k_hta4_over_hta"] = row["k_hta4_s"] / hta_total
+            row["analyses_over_hta"] = row["k_analyses_s"] / row["hta_analyses_s"]
+            row["rss_over_hta"] = row["diagnose_rss_mb"] / row["hta_rss_mb"]
+            rows.append(row)
+            path.unlink()
+            print(f"{n}x: done", file=sys.stderr, flush=True)
+    out = write_results("bench_scale", rows)
+    print(markdown(rows, [
+        ("size", "size", ""), ("json_mb", "JSON MB", ".0f"), ("kineto_load_s", "kineto load s", ".2f"),
+        ("diagnose_s", "diagnose s", ".2f"), ("k_hta4_s", "kineto load+4 HTA s", ".2f"),
+        ("hta_s", "HTA load+4 s", ".2f"), ("diagnose_over_hta", "diagnose/HTA", ".2f"),
+        ("k_hta4_over_hta", "kineto 4/HTA 4 (whole)", ".2f"), ("analyses_over_hta", "analyses only k/HTA", ".2f"),
+        ("diagnose_rss_mb", "diagnose RSS MB", ".0f"), ("k_hta4_rss_mb", "kineto 4 RSS MB", ".0f"),
+        ("hta_rss_mb", "HTA RSS MB", ".0f"), ("rss_over_hta", "RSS diag/HTA", ".2f")]))
+    print(f"\nAll times are whole-process wall seconds, medians of {args.repeat} interleaved rounds "
+          f"(analyses only: in-process). (results: {out})")
+
+
+if __name__ == "__main__":
+    main()
