@@ -203,7 +203,7 @@ def _diff_table(rows: pd.DataFrame) -> str:
     and, for a row under an op, that op (a kernel's launching op)."""
     from kineto_sql.trace_diff import short_name
 
-    lines = [f"{'status':<11} {'dev':<3} {'before':>7} {'after':>7} {'moved':>7}  name [launching op] (ms/step)"]
+    lines = [f"{'status':<11} {'dev':<3} {'before':>7} {'after':>7} {'moved':>7}  name [under op] (ms per step)"]
     for r in rows.itertuples(index=False):
         lines.append(f"{r.status:<11} {r.device:<3} {r.before_us / 1e3:>7.2f} {r.after_us / 1e3:>7.2f} "
                      f"{r.diff_us / 1e3:>+7.2f}  {_label(r.name, r.path, short_name)}")

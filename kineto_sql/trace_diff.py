@@ -5,10 +5,11 @@ GPU busy, kernel total, GPU time by kernel class and idle; every op and kernel b
 are reduced to one window: the mean per step over all steps (default), the median-width step, or one
 step number, so traces with different step counts compare. Then:
 
-- a headline sentence: median step before -> after, GPU busy, kernel total, host busy, the buckets that
-  moved most and the reason: host-side when the kernels did the same work (kernel total moved less than a
-  quarter of the step change) while GPU idle moved with the step; device-side when the kernel total moved
-  at least half of it; both otherwise.
+- a headline sentence: median step before -> after, GPU busy, kernel total, host busy, the step-ledger
+  buckets (kineto.lib.ledger: busy.gemm, idle.dataloader, idle.launch...) that moved most and the reason:
+  host-side when the kernels did the same work (kernel total moved less than a quarter of the step
+  change) while GPU idle (the idle.* buckets) moved with the step; device-side when the kernel total
+  moved at least half of it; both otherwise.
 - rows ranked by time moved, status by time: increased / decreased when the per-step time moved by more
   than `threshold_pct` of its before time and `min_us`; otherwise unchanged (a count change alone is not a
   change that costs time). appeared / disappeared for names only on one side.
@@ -295,7 +296,7 @@ def headline(before: Window, after: Window, rows: pd.DataFrame, options: DiffOpt
 def _reason(before: Window, after: Window, rows: pd.DataFrame, pct: float, options: DiffOptions) -> str:
     d_width = after.totals.get("width", 0.0) - before.totals.get("width", 0.0)
     d_kernel = after.totals.get("kernel_total", 0.0) - before.totals.get("kernel_total", 0.0)
-    d_idle = after.buckets.get("gpu_idle", 0.0) - before.buckets.get("gpu_idle", 0.0)
+    d_idle = _kind_total(after, "idle.") - _kind_total(before, "idle.")
     cpu = rows[(rows["device"] == "CPU") & (rows["status"] != "unchanged")]
     top_cpu = cpu.iloc[0] if len(cpu) else None
     host_hint = (f"; the largest host change is {short_name(top_cpu['name'], 60)} {top_cpu['diff_us'] / 1e3:+.1f} ms"
@@ -311,13 +312,17 @@ def _reason(before: Window, after: Window, rows: pd.DataFrame, pct: float, optio
                 f"{d_idle / 1e6:+.1f} ms per step: the {gain} is host-side" + host_hint + ".")
     if d_kernel * d_width > 0 and abs(d_kernel) >= 0.5 * abs(d_width):
         kernel_buckets = sorted(((k, after.buckets.get(k, 0.0) - before.buckets.get(k, 0.0))
-                                 for k in set(before.buckets) | set(after.buckets) if k != "gpu_idle"),
+                                 for k in set(before.buckets) | set(after.buckets) if k.startswith("busy.")),
                                 key=lambda kv: kv[1] if d_width < 0 else -kv[1])
         top = kernel_buckets[0] if kernel_buckets else ("kernels", d_kernel)
         return (f"Why: the kernels themselves took {d_kernel / 1e6:+.1f} ms per step, most in {top[0]} "
                 f"({top[1] / 1e6:+.1f} ms): the {gain} is device-side.")
     return (f"Why: both sides moved: kernel total {d_kernel / 1e6:+.1f} ms and GPU idle {d_idle / 1e6:+.1f} ms "
             "per step" + host_hint + ".")
+
+
+def _kind_total(window: Window, prefix: str) -> float:
+    return sum(v for k, v in window.buckets.items() if k.startswith(prefix))
 
 
 def build_diff(before: Side, after: Side, options: DiffOptions = DiffOptions(), device: str | None = None) -> DiffReport:

@@ -1,22 +1,25 @@
 -- id: reading.diff_side
--- version: 1
+-- version: 2
 -- kind: reading
 -- title: One side of a trace diff: per step, its width, CPU / GPU busy, GPU time by kernel class, and every op and kernel by call path
 -- source: issue 17 (diff v2: a headline that says why, rows by time moved, structural alignment)
 -- needs: none
 -- status: stable
--- locked: 1 22800d93bc4c16d2
--- lib: lib.cpu_ops@2 lib.device_busy@1 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1
---   lib.kernel_classes@1 lib.kernels@2 lib.launches@2 lib.steps@3 lib.stream_busy@1 reading.step_table@2
--- cases: one_step_one_kernel=0f1df113
+-- locked: 2 bba28d992e53834c
+-- lib: lib.collectives@1 lib.cpu_ops@2 lib.dataloader@2 lib.device_busy@1 lib.event_categories@1
+--   lib.gpu_idle@1 lib.host_slices@1 lib.host_tree@1 lib.iterations@1 lib.kernel_classes@1 lib.kernels@2
+--   lib.launches@2 lib.ledger@1 lib.runtime_calls@1 lib.steps@3 lib.stream_busy@1 reading.step_table@2
+-- cases: one_step_one_kernel=09c5031d
 
 -- kineto_sql/trace_diff.py runs this on both traces and compares them. Rows, all per window (a
 -- ProfilerStep; the whole capture, step NULL, when the trace has none):
 -- - kind `window`: key `width` (the step time), `cpu_busy` (merged ATen op time of the step's process),
 --   `gpu_busy` (device busy, union over streams), from reading.step_table; `kernel_total` (summed device
 --   activity time launched in the step, overlaps counted twice, as a per-kernel sum reads).
--- - kind `bucket`: key = kineto.lib.kernel_classes class (gemm, conv, elementwise, memcpy_htod...):
---   summed device time of the activities launched in the step; key `gpu_idle` = width - gpu_busy.
+-- - kind `bucket`: key = a bucket of the step ledger (kineto.lib.ledger: busy.gemm, idle.dataloader,
+--   idle.launch, host.ops...), its time in the window, summed over the trace's devices (one per rank
+--   trace, usually). On a trace without ProfilerStep the ledger's windows are summed into step NULL,
+--   like every other row.
 -- - kind `cpu` / `gpu`: one row per (call path, name): an ATen op or annotation, or a device activity,
 --   with its count and summed duration. The call path is the chain of enclosing ops and annotations
 --   (for a kernel: of the op that launched it), outermost first, ProfilerStep#N written ProfilerStep#*,
@@ -30,6 +33,7 @@ INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.kernel_classes;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
 INCLUDE PERFETTO MODULE kineto.lib.device_busy;
+INCLUDE PERFETTO MODULE kineto.lib.ledger;
 INCLUDE PERFETTO MODULE kineto.reading.step_table;
 
 -- Call path of every host op: its enclosing ops and annotations, outermost first.
@@ -141,16 +145,12 @@ SELECT step, 'window' AS kind, key, '' AS path, 1 AS count, dur FROM windows
 UNION ALL
 SELECT step, 'window', 'kernel_total', '', 1, dur FROM kernel_totals
 UNION ALL
-SELECT IIF(EXISTS (SELECT 1 FROM steps), step, NULL), 'bucket', class, '', count(*), sum(dur)
-FROM device_work
-GROUP BY 1, 3
-UNION ALL
-SELECT w.step, 'bucket', 'gpu_idle', '', 1, max(w.dur - g.dur, 0)
-FROM windows AS w
-JOIN windows AS g
-  ON g.key = 'gpu_busy' AND g.step IS w.step
+SELECT IIF(EXISTS (SELECT 1 FROM steps), l.step, NULL), 'bucket', l.bucket, '', sum(l.segment_count), sum(l.dur)
+FROM kineto_ledger AS l
 WHERE
-  w.key = 'width'
+  l.source = 'profiler_step'
+  OR NOT EXISTS (SELECT 1 FROM steps)
+GROUP BY 1, 3
 UNION ALL
 SELECT
   IIF(EXISTS (SELECT 1 FROM steps), d.step, NULL),
