@@ -261,6 +261,10 @@ def _fmt_ms(ns: float) -> str:
     return f"{ns / 1e6:.1f} ms" if abs(ns) >= 1e6 else f"{ns / 1e3:.0f} us"
 
 
+def _signed(ns: float) -> str:
+    return f"{ns / 1e6:+.1f} ms" if abs(ns) >= 1e6 else f"{ns / 1e3:+.0f} us"
+
+
 def _delta(before: float, after: float) -> str:
     d = after - before
     pct = f" ({100.0 * d / before:+.0f}%)" if before else ""
@@ -288,7 +292,7 @@ def headline(before: Window, after: Window, rows: pd.DataFrame, options: DiffOpt
     moved = [(k, d) for k, d in moved if abs(d) >= options.min_us * 1e3][:3]
     text = f"{verdict}: " + ", ".join(parts) + " per step."
     if moved:
-        text += " Moved most: " + ", ".join(f"{k} {d / 1e6:+.1f} ms" for k, d in moved) + "."
+        text += " Moved most: " + ", ".join(f"{k} {_signed(d)}" for k, d in moved) + "."
     text += " " + _reason(before, after, rows, pct, options)
     return text
 
@@ -299,7 +303,7 @@ def _reason(before: Window, after: Window, rows: pd.DataFrame, pct: float, optio
     d_idle = _kind_total(after, "idle.") - _kind_total(before, "idle.")
     cpu = rows[(rows["device"] == "CPU") & (rows["status"] != "unchanged")]
     top_cpu = cpu.iloc[0] if len(cpu) else None
-    host_hint = (f"; the largest host change is {short_name(top_cpu['name'], 60)} {top_cpu['diff_us'] / 1e3:+.1f} ms"
+    host_hint = (f"; the largest host change is {short_name(top_cpu['name'], 60)} {_signed(top_cpu['diff_us'] * 1e3)}"
                  if top_cpu is not None else "")
     if abs(pct) < options.threshold_pct or d_width == 0:
         return "Why: nothing moved the step beyond the threshold" + host_hint + "."

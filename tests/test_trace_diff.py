@@ -57,10 +57,10 @@ def test_host_side_speedup_renamed_kernel_and_status_by_time(load_trace):
     assert "kernel total 100 us -> 100 us (+0%)" in report.headline
     # the ledger: 1000 = busy.gemm 100 + idle.dataloader 500 + idle.launch 50 + idle.host_compute 350;
     # 600 = 100 + 50 + 450
-    assert "Moved most: idle.dataloader -0.5 ms, idle.host_compute +0.1 ms." in report.headline
+    assert "Moved most: idle.dataloader -500 us, idle.host_compute +100 us." in report.headline
     assert ("Why: the GPU did the same work (kernel total +0.0 ms) while GPU idle moved -0.4 ms per step: the "
             "saving is host-side; the largest host change is "
-            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ -0.5 ms.") in report.headline
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ -500 us.") in report.headline
     assert report.status_counts["renamed"] == 1
 
 
