@@ -188,3 +188,19 @@ def test_cli_on_the_gloo_ddp_pair_names_the_late_rank(tmp_path):
     empty.mkdir()
     bad = CliRunner().invoke(cli, ["collectives", str(empty)])
     assert bad.exit_code == 2 and "holds no trace files" in bad.output
+
+
+def test_rccl_kernel_without_launch_finds_its_annotation_on_the_stream(load_trace):
+    """ROCm: the RCCL kernel has no launch; Kineto's on-stream copy of nccl:all_reduce (External id 5)
+    holds it, and the host annotation with External id 5 carries the size."""
+    trace = KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("nccl:all_reduce", ts_us=10, dur_us=40, cat="user_annotation", external_id=5,
+              args={"Input Dims": [[2873320]], "Input type": ["c10::BFloat16"]}),
+        CpuOp("nccl:all_reduce", ts_us=100, dur_us=300, pid=0, tid=9, cat="gpu_user_annotation", external_id=5),
+        Kernel(correlation=77, ts_us=110, dur_us=200, name="ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)",
+               stream=9),
+    ])
+    df = run_query(load_trace(trace), "reading.collective_calls").df
+    assert [tuple(r) for r in df[["collective", "dur", "in_bytes", "dtype"]].itertuples(index=False)] == [
+        ("all_reduce", 200_000, 2873320 * 2, "c10::BFloat16")]

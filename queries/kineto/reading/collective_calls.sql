@@ -1,12 +1,12 @@
 -- id: reading.collective_calls
--- version: 1
+-- version: 2
 -- kind: reading
 -- title: Collective calls of one rank: collective, process group, sequence number, time and message sizes
 -- source: issue 17 (collectives across ranks); NCCL nccl-tests doc/PERFORMANCE.md (what a size means per op)
 -- needs: none
 -- status: stable
 -- default device_name: ''
--- locked: 1 265fb87167913b20
+-- locked: 2 78ed21249ea48c49
 -- lib: lib.collectives@1 lib.cpu_ops@2 lib.device_specs@1 lib.dtypes@1 lib.event_categories@1
 --   lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.launches@2 lib.steps@3
 
@@ -14,7 +14,8 @@
 -- matches across ranks by (step, process group, collective, seq): NCCL requires every rank of a group to
 -- issue the group's collectives in the same order, so the n-th all_reduce of a group in a step is the
 -- same call everywhere.
--- A call is what one NCCL annotation (`nccl:<collective>`, else record_param_comms) launched, or one
+-- A call is what one NCCL annotation (`nccl:<collective>`, else record_param_comms) launched (RCCL
+-- kernels without a launch: the annotation whose on-stream copy holds the kernel), or one
 -- communication kernel without either; on gloo, one `gloo:<collective>` op (kineto.lib.collectives).
 -- Sizes, newest source first: the kernel's own args (Kineto >= 2.4: `In msg nelems`, `dtype`...), the
 -- record_param_comms args, then the `Input Dims` / `Input type` of the nccl: / gloo: annotation (older
@@ -102,7 +103,7 @@ RETURNS TABLE(
 ) AS
 WITH
   comm_kernels AS (
-    SELECT k.id, k.ts, k.dur, k.name, k.correlation, k.arg_set_id
+    SELECT k.id, k.ts, k.dur, k.name, k.correlation, k.arg_set_id, k.device, k.stream
     FROM kineto_kernels AS k
     WHERE
       k.class = 'communication'
@@ -147,9 +148,42 @@ WITH
     WHERE
       rn = 1
   ),
+  -- Kernels no launch links to (ROCm's RCCL kernels carry no launch correlation): the nccl: annotation
+  -- Kineto copies onto the kernel's stream (gpu_user_annotation) holds the kernel, and its External id
+  -- is the host nccl: annotation's.
+  gpu_annotations AS (
+    SELECT s.ts, s.dur, p.pid AS device, t.tid AS stream, extract_arg(s.arg_set_id, 'args.External id') AS ext
+    FROM slice AS s
+    JOIN thread_track AS tt
+      ON tt.id = s.track_id
+    JOIN thread AS t
+      USING (utid)
+    LEFT JOIN process AS p
+      USING (upid)
+    WHERE
+      s.category = 'gpu_user_annotation'
+      AND s.name GLOB 'nccl:*'
+  ),
+  host_annotations AS (
+    SELECT s.id, s.arg_set_id, extract_arg(s.arg_set_id, 'args.External id') AS ext
+    FROM slice AS s
+    WHERE
+      s.category = 'user_annotation'
+      AND s.name GLOB 'nccl:*'
+  ),
+  by_stream AS (
+    SELECT k.id AS kernel_id, h.id, h.arg_set_id
+    FROM comm_kernels AS k
+    JOIN gpu_annotations AS g
+      ON g.device = k.device AND g.stream = k.stream AND k.ts >= g.ts AND k.ts < g.ts + g.dur
+    JOIN host_annotations AS h
+      ON h.ext = g.ext
+    WHERE
+      k.correlation NOT IN (SELECT correlation FROM annotation)
+  ),
   gpu_pieces AS (
     SELECT
-      coalesce(a.id, p.id, k.id) AS call_id,
+      coalesce(a.id, b.id, p.id, k.id) AS call_id,
       cl.step,
       k.ts,
       k.dur,
@@ -162,7 +196,7 @@ WITH
       coalesce(
         extract_arg(k.arg_set_id, 'args.Collective name'),
         extract_arg(p.arg_set_id, 'args.Collective name'),
-        (SELECT substr(s.name, 6) FROM slice AS s WHERE s.id = a.id),
+        (SELECT substr(s.name, 6) FROM slice AS s WHERE s.id = coalesce(a.id, b.id)),
         k.name
       ) AS coll_text,
       coalesce(extract_arg(k.arg_set_id, 'args.In msg nelems'), extract_arg(p.arg_set_id, 'args.In msg nelems'))
@@ -176,7 +210,7 @@ WITH
         AS in_split,
       coalesce(extract_arg(k.arg_set_id, 'args.Out split size'), extract_arg(p.arg_set_id, 'args.Out split size'))
         AS out_split,
-      a.arg_set_id AS ann_args,
+      coalesce(a.arg_set_id, b.arg_set_id) AS ann_args,
       'kernel' AS source
     FROM comm_kernels AS k
     LEFT JOIN comm_launches AS cl
@@ -185,6 +219,8 @@ WITH
       USING (correlation)
     LEFT JOIN param_comms AS p
       USING (correlation)
+    LEFT JOIN by_stream AS b
+      ON b.kernel_id = k.id
   ),
   cpu_pieces AS (
     SELECT
