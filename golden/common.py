@@ -186,11 +186,15 @@ def profiled_loop(
     gc_info: bool = False,
     extra_gt: dict[str, Any] | None = None,
     before_step: Callable[[int], None] | None = None,
+    use_schedule: bool = True,
 ) -> Path:
     """Run ``wait + warmup + active`` steps of ``step_fn`` under torch.profiler.
 
     ``step_fn(i)`` is called for step i, followed by ``prof.step()``. The trace is written to
     ``<stem>.json.gz`` and the key_averages table to ``<stem>.ops.csv`` from on_trace_ready.
+    ``use_schedule=False`` is the capture people take without a schedule: ``with profile():`` around
+    ``active`` iterations (``wait``/``warmup`` iterations run before it, unprofiled), no ``prof.step()``,
+    hence no ProfilerStep#N in the trace.
     """
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
@@ -211,7 +215,7 @@ def profiled_loop(
 
     prof_cfg = {
         "activities": [a.name for a in activities],
-        "schedule": {"wait": wait, "warmup": warmup, "active": active, "repeat": 1},
+        "schedule": {"wait": wait, "warmup": warmup, "active": active, "repeat": 1} if use_schedule else None,
         "record_shapes": record_shapes,
         "profile_memory": profile_memory,
         "with_stack": with_stack,
@@ -225,9 +229,13 @@ def profiled_loop(
         write_key_averages_csv(p, csv_path)
         written.append(trace_path)
 
+    if not use_schedule:
+        for i in range(wait + warmup):  # the unprofiled warm-up a schedule would have skipped
+            step_fn(i)
+            sync(ctx.device)
     prof = profile(
         activities=activities,
-        schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+        schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1) if use_schedule else None,
         on_trace_ready=on_ready,
         record_shapes=record_shapes,
         profile_memory=profile_memory,
@@ -240,12 +248,13 @@ def profiled_loop(
     prof.preset_metadata_json(GROUND_TRUTH_KEY, json.dumps(gt, sort_keys=True))
     n = wait + warmup + active
     with prof:
-        for i in range(n):
+        for i in range(n) if use_schedule else range(wait + warmup, n):
             if before_step is not None:
                 before_step(i)
             step_fn(i)
             sync(ctx.device)
-            prof.step()
+            if use_schedule:
+                prof.step()
     if not written:
         raise RuntimeError(f"on_trace_ready never fired for {stem}")
     return trace_path

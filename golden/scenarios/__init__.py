@@ -21,6 +21,11 @@ MODULES = [
     "cuda_graphs",
     "guide_matmul_size",
     "guide_compile_addmm",
+    "no_schedule_item",
+    "fp64_cast_leak",
+    "compile_eager_island",
+    "gc_not_cold",
+    "with_stack_python_loop",
 ]
 
 
