@@ -172,10 +172,7 @@ def test_a_planted_minor_row_is_among_the_findings(path, fault_id, loaded):
 
 
 # Planted recordings diagnose does not get right yet (strict: the mark fails the day it does).
-TOP_FINDING_NOT_YET = {
-    "fp64_cast_leak_planted.json.gz": "a float64 leak in a pure fp32 run is missed: implicit_dtype_casts looks for "
-                                      "bf16/fp16 mixes (issue 12 class 14)",
-}
+TOP_FINDING_NOT_YET: dict[str, str] = {}  # trace file name -> what diagnose gets wrong today
 
 
 def _top_finding_cases():
