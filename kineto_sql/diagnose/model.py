@@ -25,8 +25,20 @@ class StepRow:
 
 
 @dataclass(frozen=True)
+class LedgerBucket:
+    """One bucket of the step-time ledger (reading.step_ledger) over the steady windows."""
+
+    bucket: str
+    dur_ns: int
+    pct: float
+
+
+@dataclass(frozen=True)
 class Verdict:
-    """The first thing a person reads: how long a step is, how busy the GPU is, which regime."""
+    """The first thing a person reads: how long a step is, how busy the GPU is, which regime.
+
+    Everything comes from reading.verdict and reading.step_ledger (SQL); `regime_reason` is the verdict's
+    sentence. `lane_ns` (steady window time x devices) is the denominator of every finding's share."""
 
     steps: int
     median_step_ns: int | None
@@ -36,6 +48,14 @@ class Verdict:
     regime_reason: str
     has_gpu: bool
     per_step: tuple[StepRow, ...] = ()
+    window_source: str | None = None
+    cold_windows: int = 0
+    cold_ns: int = 0
+    lane_ns: int | None = None
+    compute_pct: float | None = None
+    comm_pct: float | None = None
+    idle_pct: float | None = None
+    ledger: tuple[LedgerBucket, ...] = ()
 
     def to_json(self) -> dict:
         return {
@@ -47,6 +67,14 @@ class Verdict:
             "regime_reason": self.regime_reason,
             "has_gpu": self.has_gpu,
             "per_step": [vars(s) for s in self.per_step],
+            "window_source": self.window_source,
+            "cold_windows": self.cold_windows,
+            "cold_ns": self.cold_ns,
+            "lane_ns": self.lane_ns,
+            "compute_pct": self.compute_pct,
+            "comm_pct": self.comm_pct,
+            "idle_pct": self.idle_pct,
+            "ledger": [vars(b) for b in self.ledger],
         }
 
 
@@ -79,6 +107,12 @@ class Finding:
     reproduce: tuple[str, ...]
     narration: str = ""
     numbers: dict = field(default_factory=dict)
+    # The ledger buckets the impact was claimed from (empty: the rule claims none); `estimate_ns` is what the
+    # rule itself estimated before claims were resolved; `scope` is steady or cold (kept out of the ranking).
+    claims: tuple[str, ...] = ()
+    claimed: dict = field(default_factory=dict)
+    estimate_ns: int | None = None
+    scope: str = "steady"
 
     def to_json(self) -> dict:
         return {
@@ -101,6 +135,10 @@ class Finding:
             "reproduce": list(self.reproduce),
             "narration": self.narration,
             "numbers": self.numbers,
+            "claims": list(self.claims),
+            "claimed_ns": dict(self.claimed),
+            "estimate_ns": self.estimate_ns,
+            "scope": self.scope,
         }
 
 

@@ -37,8 +37,12 @@ def _sentence(text: str) -> str:
 
 def narrate(finding) -> str:
     """Five sentences: what and how much, the evidence, the catalog row, how to confirm, what to do."""
-    share = f" ({pct(finding.impact_pct)} of the profiled time)" if finding.impact_pct is not None else ""
-    cost = (f"costs an estimated {ms(finding.impact_ns)}{share}" if finding.impact_ns > 0
+    scope = getattr(finding, "scope", "steady")
+    claims = getattr(finding, "claims", ())
+    share = (f" ({pct(finding.impact_pct)} of the {'capture windows, one-time' if scope == 'cold' else 'steady step time'})"
+             if finding.impact_pct is not None else "")
+    source = f", claimed from the step ledger's {', '.join(claims)}" if claims and finding.impact_ns > 0 else ""
+    cost = (f"costs {ms(finding.impact_ns)}{share}{source}" if finding.impact_ns > 0
             else "has no direct time cost but changes how the trace must be read")
     first = (f"{finding.title} {cost}, seen {finding.count} time{'s' if finding.count != 1 else ''} "
              f"{_steps(finding.where.steps)}.")

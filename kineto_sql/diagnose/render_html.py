@@ -176,7 +176,7 @@ def _findings_html(t: TraceDiagnosis) -> str:
         return "<p>No detector fired.</p>"
     cards = []
     for i, f in enumerate(t.findings, 1):
-        share = f", {pct(f.impact_pct)} of profiled time" if f.impact_pct is not None else ""
+        share = f", {pct(f.impact_pct)} of steady step time" if f.impact_pct is not None else ""
         evidence = "".join(f"<li>{html.escape(e)}</li>" for e in f.evidence)
         reproduce = "".join(f"<code>{html.escape(c)}</code><br>" for c in f.reproduce)
         cards.append(

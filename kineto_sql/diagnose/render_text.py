@@ -21,11 +21,15 @@ def _verdict_lines(t: TraceDiagnosis) -> list[str]:
     else:
         lines.append(f"verdict: {v.regime}.")
     lines.append(f"  {v.regime_reason}.")
+    if v.ledger:
+        lines.append("  ledger (steady time, reading.step_ledger): "
+                     + ", ".join(f"{b.bucket} {b.pct:.0f}%" for b in v.ledger[:6] if b.pct >= 0.5))
     return lines
 
 
 def _finding_lines(i: int, f: Finding, markdown: bool) -> list[str]:
-    share = f", {pct(f.impact_pct)} of profiled time" if f.impact_pct is not None else ""
+    share = f", {pct(f.impact_pct)} of {'all windows (one-time)' if f.scope == 'cold' else 'steady step time'}" \
+        if f.impact_pct is not None else ""
     head = f"{i}. [{f.severity}] {f.title}: {ms(f.impact_ns)}{share} ({f.count} rows, {f.id_version})"
     if markdown:
         head = f"### {i}. {f.title}\n\n**{f.severity}**, estimated cost {ms(f.impact_ns)}{share}; {f.count} rows; `{f.id_version}`"
@@ -71,7 +75,7 @@ def render_text(d: Diagnosis, top: int = TOP) -> str:
         out.extend(_verdict_lines(t))
         if t.findings:
             out.append(f"top findings (of {len(t.findings)}), ranked by estimated impact on step time "
-                       "(estimates can overlap: the same idle time may explain two findings):")
+                       "(each claims step-ledger time no other finding claims):")
             for i, f in enumerate(t.findings[:top], 1):
                 out.extend(_finding_lines(i, f, markdown=False))
             out.append("")

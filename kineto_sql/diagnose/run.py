@@ -1,5 +1,14 @@
-"""Reading a trace the way an expert would: the step verdict first, then every applicable detector,
-findings summed per detector and ranked by their estimated cost in step time."""
+"""Reading a trace the way an expert would: the verdict first (reading.verdict over the step-time ledger),
+then every applicable detector, findings summed per detector, each claiming ledger time, ranked by the
+share of steady step time they claim.
+
+Claims: a detector's header names the ledger buckets its impact is drawn from (`-- claims:`). The ledger
+puts every nanosecond of every window in exactly one bucket, so detectors that claim different buckets
+never claim the same time. Where several claim one bucket, the larger estimate claims first and the others
+get what is left (`rest of ...` claims go last: they take what no specific cause explained); a rule with
+no claims line claims from every steady bucket, last. The claimed time is the finding's impact, so the
+steady findings' shares add up to at most 100% of the steady step time. Cold windows are their own pool
+(`cold`): catalog.cold_start claims it and ranks after the steady findings."""
 from __future__ import annotations
 
 import math
@@ -11,8 +20,8 @@ from typing import Callable
 import pandas as pd
 
 from kineto_sql import catalog
-from kineto_sql.diagnose.model import (SEVERITIES, Diagnosis, Finding, Skipped, StepRow, TraceDiagnosis,
-                                       Verdict, Where, severity_rank)
+from kineto_sql.diagnose.model import (SEVERITIES, Diagnosis, Finding, LedgerBucket, Skipped, StepRow,
+                                       TraceDiagnosis, Verdict, Where, severity_rank)
 from kineto_sql.diagnose.narrate import narrate
 from kineto_sql.engine.processor import EngineChoice
 from kineto_sql.errors import KinetoSqlError
@@ -21,24 +30,26 @@ from kineto_sql.runner import capabilities, run_query
 from kineto_sql.sql_files import sections
 
 STEP_TABLE = "reading.step_table"
+STEP_LEDGER = "reading.step_ledger"
+VERDICT = "reading.verdict"
 OP_TABLE = "reading.op_table"
-OVERHEAD_VS_COMPUTE = "guide.overhead_vs_compute"
+RESIDUAL = "rest of "
+COLD = "cold"
 COMMON = ("ts", "dur", "impact_dur", "step", "evidence", "fix", "max_severity", "min_severity")
 # Findings about the capture itself come before every other finding, whatever their impact: a capture
 # that lost GPU activity or ran under counter replay makes every other number suspect.
 FIRST = ("catalog.capture_validity",)
 OP_COLUMNS = ("op", "ops", "op_name", "aten_op", "sync_op", "launching_op")
 PYTHON_COLUMNS = ("python_line", "python_frame", "python_lines", "frame")
-# impact as % of profiled step time (or of the trace span when there are no steps)
-# GPU occupancy at or above this is device-bound; under 50% is host-bound (the seed's "GPU sparse").
-DEVICE_BOUND_PCT = 80.0
+# impact as % of the steady step time (window time x devices, from the ledger)
 SEVERITY_PCT = (("high", 10.0), ("medium", 3.0), ("low", 0.0))
 
 Progress = Callable[[str], None]
 
 
 def detectors() -> list[catalog.QuerySpec]:
-    return list(catalog.load_catalog().by_kind("detector"))
+    """The detectors diagnose runs: every detector but the deprecated ones (their successor runs)."""
+    return [s for s in catalog.load_catalog().by_kind("detector") if s.status != "deprecated"]
 
 
 def diagnose_path(target: Path, engine: EngineChoice = EngineChoice(), progress: Progress | None = None,
@@ -60,9 +71,10 @@ def diagnose_trace(tp, progress: Progress | None = None) -> TraceDiagnosis:
     source = str(tp.path)
     say = progress or (lambda _: None)
     say(f"{Path(source).name}: step verdict")
-    verdict = _verdict(tp)
-    denominator = verdict.total_step_ns or _trace_span(tp)
-    findings, silent, skipped, errors = [], [], [], []
+    verdict, pools = _verdict(tp)
+    denominator = verdict.lane_ns or verdict.total_step_ns or _trace_span(tp)
+    cold_denominator = (verdict.lane_ns or 0) + pools.get(COLD, 0) or denominator
+    fired, silent, skipped, errors = [], [], [], []
     for spec in detectors():
         say(f"{Path(source).name}: {spec.id}")
         try:
@@ -75,13 +87,63 @@ def diagnose_trace(tp, progress: Progress | None = None) -> TraceDiagnosis:
         elif result.df.empty:
             silent.append(spec.id)
         else:
-            findings.append(_finding(spec, result.df, denominator, source))
+            fired.append((spec, result.df))
+    claimed = resolve_claims([(spec, _estimate(df)) for spec, df in fired], pools)
+    findings = [_finding(spec, df, cold_denominator if spec.claims == (COLD,) else denominator, source,
+                         claimed[spec.id]) for spec, df in fired]
     findings = rank_findings(findings)
     fixes = tuple(f"{f.kind}: {f.count}" for f in tp.report.fixes)
     say(f"{Path(source).name}: {OP_TABLE}")
     return TraceDiagnosis(source, tp.rank, verdict, tuple(findings), tuple(silent), tuple(skipped), fixes,
                           tuple(errors), _top_ops(tp), loss=tuple(tp.report.loss_sentences()),
                           engine=tp.choice.kind, devices=_devices(tp))
+
+
+def _estimate(df: pd.DataFrame) -> int:
+    if "impact_dur" not in df:
+        return 0
+    return int(pd.to_numeric(df["impact_dur"], errors="coerce").fillna(0).clip(lower=0).sum())
+
+
+def _expand(claim: str, pools: dict[str, int]) -> list[str]:
+    """`busy.*` names every bucket of a kind; a plain name is itself."""
+    if claim.endswith(".*"):
+        prefix = claim[:-1]
+        return sorted(b for b in pools if b.startswith(prefix))
+    return [claim]
+
+
+def resolve_claims(estimates, pools: dict[str, int]) -> dict[str, dict[str, int]]:
+    """What each detector's finding claims: at most its own estimate, at most what is left of its buckets.
+
+    `estimates` is [(spec, estimate_ns)], `pools` the ledger time per bucket (steady windows) plus `cold`.
+    Order: rules with specific claims by estimate (largest first, then id), then `rest of` claims, then rules
+    without a claims line (which claim from every steady bucket). No bucket is ever claimed twice over.
+    Returns, per detector id, the time taken from each bucket (its impact is their sum)."""
+    left = dict(pools)
+    steady = [b for b in pools if b != COLD]
+
+    def order(item):
+        spec, estimate = item
+        claims = spec.claims
+        tier = 2 if not claims else (1 if claims[0].startswith(RESIDUAL) else 0)
+        return tier, -estimate, spec.id
+
+    out = {}
+    for spec, estimate in sorted(estimates, key=order):
+        claims = [c.removeprefix(RESIDUAL) for c in spec.claims] or steady
+        buckets = [b for c in claims for b in _expand(c, left)]
+        want, taken = estimate, {}
+        for bucket in buckets:
+            take = min(want, left.get(bucket, 0))
+            if take > 0:
+                left[bucket] -= take
+                taken[bucket] = take
+                want -= take
+            if want <= 0:
+                break
+        out[spec.id] = taken
+    return out
 
 
 def _devices(tp) -> tuple[str, ...]:
@@ -107,9 +169,10 @@ def _top_ops(tp, limit: int = 10) -> tuple[dict, ...]:
 
 
 def rank_findings(findings) -> list[Finding]:
-    """Largest estimated step-time cost first; ties by severity, then id (stable output)."""
-    return sorted(findings, key=lambda f: (f.query_id not in FIRST, -f.impact_ns, -severity_rank(f.severity),
-                                           f.query_id))
+    """Capture validity first; then steady findings by claimed step time, ties by severity, then id; cold-start
+    findings last (one-time work is kept out of the steady-state ranking)."""
+    return sorted(findings, key=lambda f: (f.query_id not in FIRST, f.scope == "cold", -f.impact_ns,
+                                           -severity_rank(f.severity), f.query_id))
 
 
 def severity_for(impact_ns: int, impact_pct: float | None) -> str:
@@ -139,69 +202,63 @@ def _num(value):
     return value
 
 
-def _verdict(tp) -> Verdict:
+def _verdict(tp) -> tuple[Verdict, dict[str, int]]:
+    """reading.verdict (the regime and its sentence, in SQL) and reading.step_ledger: the per-window rows
+    and the claim pools (steady time per bucket, and `cold`)."""
     caps = capabilities(tp)
     has_gpu = bool(caps.get("gpu") and caps["gpu"].present)
     try:
-        run = run_query(tp, STEP_TABLE)
+        verdict_run, ledger_run = run_query(tp, VERDICT), run_query(tp, STEP_LEDGER)
     except KinetoSqlError:
-        run = None
-    if run is None or run.not_applicable or run.df.empty:
+        verdict_run = ledger_run = None
+    if verdict_run is None or verdict_run.df.empty or ledger_run is None or ledger_run.df.empty:
         return Verdict(0, None, None, None, "no steps",
-                       "the trace has no ProfilerStep#N windows: findings are weighed against the whole trace span",
-                       has_gpu)
-    # One row per (step, device): a step is read on its busiest device.
-    df = run.df.copy()
-    df["_occ"] = pd.to_numeric(df.get("gpu_occupancy_pct"), errors="coerce").fillna(-1.0)
-    df = df.sort_values(["step", "_occ"], ascending=[True, False]).drop_duplicates("step")
-    rows = tuple(StepRow(
-        step=int(r["step"]),
-        dur_ns=int(r["dur"]),
-        cpu_busy_ns=_int(r.get("cpu_busy_dur")),
-        gpu_busy_ns=_int(r.get("gpu_busy_dur")),
-        gpu_occupancy_pct=_float(r.get("gpu_occupancy_pct")),
-    ) for r in df.to_dict(orient="records"))
-    durs = sorted(r.dur_ns for r in rows)
-    occupancy = [r.gpu_occupancy_pct for r in rows if r.gpu_occupancy_pct is not None]
-    mean_occ = round(sum(occupancy) / len(occupancy), 1) if occupancy and has_gpu else None
-    cpu = [r.cpu_busy_ns for r in rows if r.cpu_busy_ns is not None]
-    cpu_pct = 100.0 * sum(cpu) / sum(durs) if cpu and sum(durs) else None
-    if not has_gpu:
-        regime, reason = "CPU only", "no GPU activity was recorded: the GPU-side verdict does not apply"
-    elif mean_occ is not None and mean_occ < 50:
-        regime = "host-bound"
-        reason = (f"the GPU is busy only {mean_occ:.0f}% of the step: the fault is above the kernels "
-                  "(host, input, sync)")
-    elif mean_occ is not None and mean_occ < DEVICE_BOUND_PCT:
-        regime = "mixed"
-        reason = (f"the GPU is busy {mean_occ:.0f}% of the step and idle the rest: part of the step is lost above "
-                  "the kernels (the findings below say where)")
-    else:
-        regime = "device-bound"
-        reason = f"the GPU is busy {mean_occ:.0f}% of the step: time goes to the kernels themselves"
-    if cpu_pct is not None:
-        reason += f"; the CPU is busy {cpu_pct:.0f}% of the step"
-    bound = _overhead_or_compute(tp)
-    if bound:
-        reason += f"; {bound}"
-    return Verdict(len(rows), durs[len(durs) // 2], sum(durs), mean_occ, regime, reason, has_gpu, rows)
+                       "the trace has no window to read (no host or device events)", has_gpu), {}
+    v = verdict_run.df.iloc[0]
+    ledger = ledger_run.df
+    steady = ledger[~ledger["is_cold"].astype(bool)]
+    pools = {str(b): int(d) for b, d in steady.groupby("bucket")["dur"].sum().items()}
+    pools[COLD] = int(ledger[ledger["is_cold"].astype(bool)]["dur"].sum())
+    lane_ns = _int(v.get("lane_dur"))
+    buckets = tuple(LedgerBucket(b, d, round(100.0 * d / lane_ns, 2) if lane_ns else 0.0)
+                    for b, d in sorted(((b, d) for b, d in pools.items() if b != COLD), key=lambda x: -x[1]))
+    return Verdict(
+        steps=int(v["windows"]),
+        median_step_ns=_int(v.get("median_window_dur")),
+        total_step_ns=_int(v.get("total_window_dur")),
+        gpu_occupancy_pct=_busy_pct(steady, lane_ns) if has_gpu else None,
+        regime=str(v["regime"]),
+        regime_reason=str(v["sentence"]).rstrip("."),
+        has_gpu=has_gpu,
+        per_step=_per_step(ledger),
+        window_source=str(v["window_source"]),
+        cold_windows=int(v["cold_windows"]),
+        cold_ns=int(v["cold_dur"] or 0),
+        lane_ns=lane_ns,
+        compute_pct=_float(v.get("compute_pct")),
+        comm_pct=_float(v.get("comm_pct")),
+        idle_pct=_float(v.get("idle_pct")),
+        ledger=buckets,
+    ), pools
 
 
-def _overhead_or_compute(tp) -> str | None:
-    """The beginner's guide reading (guide.overhead_vs_compute, whole trace): overhead- or compute-bound."""
-    try:
-        run = run_query(tp, OVERHEAD_VS_COMPUTE)
-    except KinetoSqlError:
-        return None
-    if run.not_applicable or run.df.empty or "level" not in run.df:
-        return None
-    whole = run.df[run.df["level"] == "trace"]
-    if whole.empty:
-        return None
-    row = whole.iloc[0]
-    ratio = _num(row.get("cpu_device_ratio"))
-    detail = f"self CPU {ratio:g}x self device" if ratio is not None else f"{row.get('small_call_pct')}% of ATen calls under 50 us"
-    return f"{row.get('reading')} ({detail}, {OVERHEAD_VS_COMPUTE})"
+def _busy_pct(steady: pd.DataFrame, lane_ns: int | None) -> float | None:
+    busy = int(steady[steady["kind"] == "busy"]["dur"].sum())
+    return round(100.0 * busy / lane_ns, 1) if lane_ns else None
+
+
+def _per_step(ledger: pd.DataFrame) -> tuple[StepRow, ...]:
+    """One row per window, read on its busiest device (host-only ledgers: ATen-op time as CPU busy)."""
+    rows = []
+    for (window, step), group in ledger.groupby(["window_id", "step"], sort=True):
+        width = int(group["window_dur"].iloc[0])
+        busy = group[group["kind"] == "busy"].groupby("device", dropna=False)["dur"].sum()
+        gpu = int(busy.max()) if len(busy) else None
+        host = group[group["bucket"] == "host.ops"]["dur"].sum()
+        rows.append(StepRow(step=int(step), dur_ns=width, cpu_busy_ns=int(host) if host else None,
+                            gpu_busy_ns=gpu, gpu_occupancy_pct=round(100.0 * gpu / width, 2) if gpu and width else
+                            (0.0 if group["device"].notna().any() else None)))
+    return tuple(rows)
 
 
 def _int(value):
@@ -214,11 +271,16 @@ def _float(value):
     return round(float(value), 2) if value is not None else None
 
 
-def _finding(spec, df: pd.DataFrame, denominator: int | None, source: str) -> Finding:
-    impact = int(pd.to_numeric(df.get("impact_dur"), errors="coerce").fillna(0).clip(lower=0).sum()) \
-        if "impact_dur" in df else 0
+def _finding(spec, df: pd.DataFrame, denominator: int | None, source: str,
+             claimed: dict[str, int] | None = None) -> Finding:
+    estimate = _estimate(df)
+    impact = estimate if claimed is None else sum(claimed.values())
     pct = round(100.0 * impact / denominator, 2) if denominator else None
     severity = severity_for(impact, pct)
+    cold = spec.claims == (COLD,)
+    if cold:
+        # one-time work: reported, never ranked with (or as severe as) a steady-state cost
+        severity = min(severity, "low", key=severity_rank)
     evidence = tuple(dict.fromkeys(str(e) for e in df.get("evidence", pd.Series(dtype=str)).dropna()))[:3]
     steps = tuple(sorted({int(s) for s in df["step"].dropna()})) if "step" in df else ()
     ts = pd.to_numeric(df.get("ts"), errors="coerce") if "ts" in df else None
@@ -251,6 +313,10 @@ def _finding(spec, df: pd.DataFrame, denominator: int | None, source: str) -> Fi
         reproduce=(f"kineto-sql run {spec.id} {source}", f"kineto-sql show {spec.id} --paste",
                    f"kineto-sql open {source} --finding {spec.id}"),
         numbers=numbers,
+        claims=spec.claims,
+        claimed=dict(claimed or {}),
+        estimate_ns=estimate,
+        scope="cold" if cold else "steady",
     )
     return _with_narration(finding)
 

@@ -17,6 +17,7 @@
 -- fix: fix checkpoint() coverage: remove it where memory allows (recompute costs ~1 extra forward), or
 --   wrap the blocks you meant to (use_reentrant=False; selective checkpointing policies).
 -- needs: steps, cpu_ops
+-- claims: busy.*, host.ops
 -- status: stable
 -- catalog_row: major.activation_checkpointing_surprise
 -- default min_recompute_ops: 2

@@ -20,6 +20,7 @@
 -- fix: TORCH_LOGS=graph_breaks to name each break; remove .item()/print/data-dependent python control flow
 --   from the compiled function, or torch._dynamo.allow_in_graph / custom ops for the offending call.
 -- needs: steps, compile
+-- claims: idle.launch, idle.host_compute, host.ops, host.python
 -- status: stable
 -- catalog_row: minor.torch_compile_graph_break
 -- default min_breaks: 1

@@ -1,5 +1,5 @@
 -- id: catalog.dataloader_workers_missing
--- version: 1
+-- version: 2
 -- kind: detector
 -- title: DataLoader worker traces missing: input-bound time visible only as next() latency
 -- source: seed 000 section 3, minor fault "DataLoader worker traces missing"
@@ -7,22 +7,28 @@
 --   the batches are built in worker processes the profiler does not record, so the step only shows the wait.
 -- confirming: next() time as a share of the step with the multiprocessing iterator; no dataset ops inside.
 -- cost: the step waits for batches built in worker processes the profiler does not record: the wait is real
---   step time (impact_dur is the next() time), and its cause cannot be read from this trace.
+--   step time, and its cause cannot be read from this trace. impact_dur is the ledger's DataLoader wait of the
+--   step (device idle while the host sat in next(), or host.dataloader without device activity): the same
+--   claim as catalog.input_bound, on the steps whose loader waits on workers (input_bound takes the others).
 -- false_positives: a first step that waits for the workers to start; a loader that prefetches but is briefly
 --   slowed by disk or network; both show as next() latency without being a missing-workers fault.
 -- example: threshold_2
 -- fix: profile a worker separately (py-spy dump/record on the worker pid, or a profiler inside
 --   worker_init_fn) to see why it is slow; then more workers, prefetch_factor, cheaper per-sample work.
 -- needs: steps
+-- claims: idle.dataloader, host.dataloader
 -- status: stable
 -- default min_share_pct: 10
--- locked: 1 60bec45c09133709
--- lib: lib.dataloader@2 lib.dataloader_steps@1 lib.device_busy@1 lib.event_categories@1 lib.kernels@2
+-- locked: 2 b79e145eb3388261
+-- lib: lib.collectives@1 lib.cpu_ops@2 lib.dataloader@2 lib.dataloader_steps@1 lib.device_busy@1
+--   lib.event_categories@1 lib.gpu_idle@1 lib.host_slices@1 lib.host_tree@1 lib.internal_reads@1
+--   lib.iterations@1 lib.kernel_classes@1 lib.kernels@2 lib.launches@2 lib.ledger@2 lib.runtime_calls@1
 --   lib.steps@3 lib.stream_busy@1
 -- cases: input_bound_leaves_worker_waits_to_workers_missing_2=95e4c291 threshold_1=cf16ecbc
 --   threshold_2=e1e92e75
 
 INCLUDE PERFETTO MODULE kineto.lib.dataloader_steps;
+INCLUDE PERFETTO MODULE kineto.lib.ledger;
 
 -- One row per step whose wait on DataLoader workers takes at least min_share_pct of the step.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_dataloader_workers_missing(
@@ -35,7 +41,7 @@ RETURNS TABLE(
   ts TIMESTAMP,
   -- Summed next() time.
   dur DURATION,
-  -- Step time lost waiting for workers: the summed next() time.
+  -- Step time claimed: the ledger's DataLoader wait in the step.
   impact_dur DURATION,
   -- Step number.
   step LONG,
@@ -48,10 +54,20 @@ RETURNS TABLE(
   -- next() calls in the step.
   call_count LONG
 ) AS
+WITH
+  claimed AS (
+    SELECT step, sum(dur) AS claim_dur
+    FROM kineto_ledger
+    WHERE
+      source = 'profiler_step'
+      AND NOT is_cold
+      AND bucket IN ('idle.dataloader', 'host.dataloader')
+    GROUP BY step
+  )
 SELECT
   d.ts,
   d.loader_dur AS dur,
-  d.loader_dur AS impact_dur,
+  coalesce(c.claim_dur, 0) AS impact_dur,
   d.step,
   printf(
     'Step %d waits %.3f ms (%.1f%% of the step) in DataLoader next() on worker processes the profiler did not record: profile a worker (py-spy) to see why batches are late.',
@@ -63,6 +79,8 @@ SELECT
   d.gpu_busy_pct,
   d.call_count
 FROM kineto_dataloader_steps AS d
+LEFT JOIN claimed AS c
+  USING (step)
 WHERE
   d.iter_kind = 'workers'
   AND d.loader_pct >= $min_share_pct

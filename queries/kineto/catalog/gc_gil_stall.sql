@@ -14,6 +14,7 @@
 -- fix: gc.disable() / gc.freeze() around the training loop (collect between steps or every N steps), fewer
 --   cyclic temporaries; move logging and bookkeeping off the training thread.
 -- needs: steps, cpu_ops
+-- claims: idle.gc, host.gc
 -- status: stable
 -- catalog_row: major.gc_gil_stall, major.gc_stall
 -- default min_gc: 1ms

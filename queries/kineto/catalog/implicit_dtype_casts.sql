@@ -23,6 +23,7 @@
 -- fix: (rows carry the fix for their cause) fix the autocast scope (no autocast(enabled=False) islands, no .float() inside the region); keep
 --   master-weight casts out of the hot loop; cast once, outside the step.
 -- needs: steps, cpu_ops
+-- claims: busy.gemm, busy.elementwise, host.ops
 -- status: stable
 -- catalog_row: major.implicit_dtype_casts
 -- default min_fp32_gemms: 1

@@ -22,6 +22,7 @@
 --   fuse; some device copies are needed (KV-cache writes, gathering outputs).
 -- example: unfused_attention_fires
 -- needs: gpu
+-- claims: busy.attention, busy.elementwise, busy.copy_dtod, busy.gemm
 -- status: preview
 -- catalog_row: major.kernel_mix
 -- default min_busy_pct: 50

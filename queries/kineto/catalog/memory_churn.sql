@@ -17,6 +17,7 @@
 -- fix: static shapes (pad / bucket), expandable_segments:True, preallocate and reuse buffers (out=),
 --   no torch.cuda.empty_cache() in the loop.
 -- needs: steps
+-- claims: idle.alloc, host.ops
 -- status: stable
 -- catalog_row: major.memory_churn
 -- default min_runtime_calls: 1

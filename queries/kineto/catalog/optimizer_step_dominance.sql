@@ -15,6 +15,7 @@
 -- fix: fused=True or foreach=True (Adam/AdamW/SGD), or an FSDP / ZeRO sharded step; fewer, larger
 --   parameter tensors.
 -- needs: steps, cpu_ops
+-- claims: busy.elementwise, busy.compute_other, idle.launch, idle.host_compute, host.ops
 -- status: stable
 -- catalog_row: major.optimizer_step_dominance
 -- default min_share_pct: 25

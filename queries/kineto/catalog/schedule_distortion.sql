@@ -17,6 +17,7 @@
 -- example: few_steps_and_step_zero
 -- fix: schedule(wait>=1, warmup>=1, active>=3): wait past warmup and compilation, capture at least 3 steps.
 -- needs: steps
+-- claims: cold
 -- status: stable
 -- catalog_row: minor.profiler_schedule_distortion
 -- default min_steps: 3

@@ -1,63 +1,130 @@
 -- id: catalog.small_op_storm
 -- version: 3
 -- kind: detector
--- title: Eager small-op storm: hundreds of tiny ATen ops per step, the host launching as fast as it can
+-- title: Launch-bound step (eager small-op storm): the device runs dry between tiny kernels the host issues one by one
 -- source: seed 000 section 3, major fault "Eager small-op storm"
--- signature: hundreds of sub-50 us ATen ops per step (elementwise chains, norm internals); the CPU op row
---   is denser than the GPU row, with gaps between kernels.
--- confirming: ops per step; CPU launch time close to GPU busy time (launch-bound); median kernel
---   duration and the fraction of kernels under 10 us.
+-- signature: short device idle gaps between short kernels that start within tens of us of their launch:
+--   the queue is empty and the host issues work no faster than the device finishes it (hundreds of
+--   sub-50 us ATen ops per step; the CPU op row denser than the GPU row).
+-- confirming: the ledger's launch-bound idle (device idle while the host issues launches) as a share of the
+--   step; the median launch-to-start delay (an empty queue: tens of us; a full queue: ms); the median
+--   kernel time and the fraction under 10 us.
 -- cost: each tiny op costs host dispatch and a launch (several us) for a kernel that runs for less: the host,
---   not the device, sets the pace and the GPU idles between kernels (impact_dur: step width minus GPU busy).
--- false_positives: a step whose GPU is busy anyway stays silent (max_gpu_busy_pct); a CPU-only trainer of a
---   small model fires because its many small ops are genuine CPU work, not launch overhead.
+--   not the device, sets the pace and the device idles between kernels. impact_dur is the ledger's
+--   idle.launch (reading.step_ledger): device idle while the host is in a launch, in the op that issued it,
+--   or in a whole-device gap under 100 us. No op-count floor: a small model at 10% GPU busy has few ops and
+--   is launch-bound all the same. CPU-only captures have no queue to read: there impact_dur is the small
+--   ops' self time (claimed from host.ops).
+-- false_positives: a full queue is the opposite of launch-bound (the host is ahead; launch calls then block
+--   and look long): the median launch-to-start delay must be short (max_queue); long kernels let the host
+--   get ahead (max_kernel). A CPU-only trainer of a small model fires because its many small ops are
+--   genuine CPU work, not launch overhead.
 -- example: at_threshold_1
--- fix: torch.compile (fusion), fused optimizers and fused norms/activations, larger per-op work (batch
---   or fuse small tensors), CUDA graphs for a fixed-shape step.
--- needs: steps, cpu_ops
+-- fix: torch.compile (fusion), CUDA graphs for a fixed-shape step, fused optimizers and fused
+--   norms/activations, larger per-op work (batch or fuse small tensors).
+-- needs: none
+-- claims: idle.launch, host.ops
 -- status: stable
 -- catalog_row: major.eager_small_op_storm
 -- default max_op: 50us
 -- default min_small_ops: 1000
--- default min_launch_ratio: 0.5
--- default max_gpu_busy_pct: 80
 -- default min_cpu_self_pct: 10
--- locked: 3 8ddcae65f7ebdd91
--- lib: lib.cpu_ops@2 lib.device_busy@1 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.kernels@2
---   lib.launches@2 lib.steps@3 lib.stream_busy@1
+-- default min_launch_pct: 10
+-- default max_queue: 100us
+-- default max_kernel: 50us
+-- locked: 3 b0a194a02172da0d
+-- lib: lib.collectives@1 lib.cpu_ops@2 lib.dataloader@2 lib.device_busy@1 lib.event_categories@1
+--   lib.gpu_idle@1 lib.host_slices@1 lib.host_tree@1 lib.internal_reads@1 lib.iterations@1
+--   lib.kernel_classes@1 lib.kernels@2 lib.launches@2 lib.ledger@2 lib.runtime_calls@1 lib.steps@3
+--   lib.stream_busy@1 lib.window_of@1
 -- cases: at_threshold_1=efec92ec at_threshold_2=a904a466 compute_bound_gpu_is_silent=4dba9e0d
+--   small_model_launch_bound=6e178a19 full_queue_is_not_launch_bound=1dd4c0da
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
-INCLUDE PERFETTO MODULE kineto.lib.launches;
-INCLUDE PERFETTO MODULE kineto.lib.device_busy;
+INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
+INCLUDE PERFETTO MODULE kineto.lib.iterations;
+INCLUDE PERFETTO MODULE kineto.lib.window_of;
+INCLUDE PERFETTO MODULE kineto.lib.ledger;
 
--- One row per step with a small-op storm.
+-- Launch calls with their window and the first kernel they started: one sorted pass by correlation.
+CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_small_op_storm_queue(
+  -- Window id of the launch.
+  window_id LONG,
+  -- Launch call start.
+  launch_ts TIMESTAMP,
+  -- Kernel start.
+  kernel_ts TIMESTAMP,
+  -- Kernel duration.
+  kernel_dur DURATION,
+  -- The first kernel of its launch (a graph launch starts many).
+  is_first BOOL
+) AS
+WITH
+  launches AS (
+    SELECT r.id, r.upid, r.ts, r.correlation
+    FROM kineto_runtime_calls AS r
+    WHERE
+      r.class = 'launch'
+      AND r.correlation IS NOT NULL
+  ),
+  placed AS (
+    SELECT l.correlation, l.ts, w.window_id
+    FROM launches AS l
+    JOIN kineto_window_of!(launches) AS w
+      USING (id)
+    WHERE
+      NOT w.is_cold
+  ),
+  joined AS (
+    SELECT
+      u.*,
+      max(u.w) OVER (PARTITION BY u.correlation) AS window_id,
+      max(u.lts) OVER (PARTITION BY u.correlation) AS launch_ts,
+      row_number() OVER (PARTITION BY u.correlation ORDER BY u.is_kernel, u.kts) AS rn
+    FROM (
+      SELECT correlation, window_id AS w, ts AS lts, NULL AS kts, NULL AS kdur, 0 AS is_kernel FROM placed
+      UNION ALL
+      SELECT correlation, NULL, NULL, ts, dur, 1
+      FROM kineto_kernels
+      WHERE
+        kind = 'kernel'
+        AND correlation IS NOT NULL
+    ) AS u
+  )
+SELECT window_id, launch_ts, kts AS kernel_ts, kdur AS kernel_dur, rn = 2 AS is_first
+FROM joined
+WHERE
+  is_kernel = 1
+  AND window_id IS NOT NULL;
+
+-- One row per launch-bound steady iteration (device traces) or small-op storm step (CPU-only).
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_small_op_storm(
   -- An ATen op shorter than this is small (seed: sub-50 us).
   max_op DURATION,
-  -- A step fires with at least this many small ops, nested ATen calls included (seed: hundreds of
-  -- python-level ops per step, each dispatching ~3-4 ATen events; the golden eager storm has 1391 vs 25
-  -- compiled, plain small-MLP training steps 350-650)
+  -- CPU-only captures: a step fires with at least this many small ops, nested ATen calls included (the
+  -- golden eager storm has 1391 vs 25 compiled; plain small-MLP training steps 350-650).
   min_small_ops LONG,
-  -- With GPU work, the step fires only when the host time spent in launch calls is at least this fraction of
-  -- the GPU busy time (seed: CPU launch time ~ GPU busy time); a compute-bound step (GPU busy far above
-  -- launch time) stays silent.
-  min_launch_ratio DOUBLE,
-  -- With GPU work, a step whose GPU is busy above this % of its width is compute-bound, not starved (launch
-  -- calls then block on a full queue and look long), and stays silent.
-  max_gpu_busy_pct DOUBLE,
-  -- Without GPU work, the small ops' self time must be at least this % of the step (golden eager storm 25-43
-  -- %; a CPU trainer whose step is dominated by big ops stays silent)
-  min_cpu_self_pct DOUBLE
+  -- CPU-only captures: the small ops' self time must be at least this % of the step (golden eager storm
+  -- 25-43 %; a CPU trainer whose step is dominated by big ops stays silent).
+  min_cpu_self_pct DOUBLE,
+  -- Device traces: the ledger's launch-bound idle must be at least this % of the iteration (below it,
+  -- launch overhead is a detail, not the step's problem).
+  min_launch_pct DOUBLE,
+  -- Device traces: the median delay from a launch call to its kernel's start must be at most this.
+  -- An empty queue starts a kernel 5-50 us after its launch; a queue the host keeps full makes it ms.
+  max_queue DURATION,
+  -- Device traces: the median kernel must be shorter than this, the cost of one op's eager issue
+  -- path (Python + dispatch + launch, 10-50 us): longer kernels let the host get ahead.
+  max_kernel DURATION
 )
 RETURNS TABLE(
   -- Step start.
   ts TIMESTAMP,
   -- Step width.
   dur DURATION,
-  -- Step time lost: step width minus GPU busy (GPU traces), else the small ops' summed self time.
+  -- Step time claimed: the ledger's idle.launch (device traces), else the small ops' summed self time.
   impact_dur DURATION,
   -- Step number.
   step LONG,
@@ -78,9 +145,116 @@ RETURNS TABLE(
   -- Host time in launch calls during the step.
   launch_dur DURATION,
   -- Device busy time inside the step window (NULL without GPU work).
-  gpu_busy_dur DURATION
+  gpu_busy_dur DURATION,
+  -- Median delay from a launch call to its kernel's start (NULL without GPU work).
+  median_queue_dur DURATION
 ) AS
 WITH
+  has_gpu AS (
+    SELECT EXISTS (SELECT 1 FROM kineto_kernels) AS yes
+  ),
+  -- device traces: per steady window, from the ledger and the queue
+  ledger AS (
+    SELECT
+      window_id,
+      max(step) AS step,
+      max(window_ts) AS ts,
+      max(window_dur) AS dur,
+      count(DISTINCT device) AS lanes,
+      sum(CASE WHEN bucket = 'idle.launch' THEN dur ELSE 0 END) AS launch_idle,
+      sum(CASE WHEN kind = 'busy' THEN dur ELSE 0 END) AS busy,
+      max(source) AS source
+    FROM kineto_ledger
+    WHERE
+      NOT is_cold
+      AND device IS NOT NULL
+    GROUP BY window_id
+  ),
+  queue_ranked AS (
+    SELECT
+      window_id,
+      kernel_dur,
+      kernel_ts - launch_ts AS delay,
+      is_first,
+      row_number() OVER (PARTITION BY window_id ORDER BY kernel_dur) AS k_rn,
+      count(*) OVER (PARTITION BY window_id) AS k_n
+    FROM _kineto_catalog_small_op_storm_queue
+  ),
+  delay_ranked AS (
+    SELECT
+      window_id,
+      delay,
+      row_number() OVER (PARTITION BY window_id ORDER BY delay) AS d_rn,
+      count(*) OVER (PARTITION BY window_id) AS d_n
+    FROM queue_ranked
+    WHERE
+      is_first
+  ),
+  queue AS (
+    SELECT
+      q.window_id,
+      max(q.k_n) AS kernel_count,
+      avg(CASE WHEN q.k_rn IN ((q.k_n + 1) / 2, (q.k_n + 2) / 2) THEN q.kernel_dur END) AS median_kernel_dur,
+      avg(q.kernel_dur < 10000) AS under_10us_fraction,
+      (
+        SELECT avg(d.delay)
+        FROM delay_ranked AS d
+        WHERE
+          d.window_id = q.window_id
+          AND d.d_rn IN ((d.d_n + 1) / 2, (d.d_n + 2) / 2)
+      ) AS median_queue_dur
+    FROM queue_ranked AS q
+    GROUP BY q.window_id
+  ),
+  launch_time AS (
+    SELECT w.window_id, sum(r.dur) AS launch_dur
+    FROM kineto_runtime_calls AS r
+    JOIN kineto_window_of!(kineto_runtime_calls) AS w
+      USING (id)
+    WHERE
+      r.class = 'launch'
+    GROUP BY w.window_id
+  ),
+  device_rows AS (
+    SELECT
+      l.ts,
+      l.dur,
+      l.launch_idle AS impact_dur,
+      l.step,
+      printf(
+        '%s %d: the GPU sits idle %.3f ms (%.1f%% of the %.3f ms %s) while the host issues launches; %d kernels, median %.1f us (%.0f%% under 10 us), each starting a median %.1f us after its launch (an empty queue); launch calls %.3f ms.',
+        CASE WHEN l.source = 'profiler_step' THEN 'Step' ELSE 'Iteration' END,
+        l.step,
+        l.launch_idle / 1e6,
+        100.0 * l.launch_idle / (l.dur * l.lanes),
+        l.dur / 1e6,
+        CASE WHEN l.source = 'profiler_step' THEN 'step' ELSE 'iteration' END,
+        q.kernel_count,
+        q.median_kernel_dur / 1e3,
+        100.0 * q.under_10us_fraction,
+        q.median_queue_dur / 1e3,
+        coalesce(lt.launch_dur, 0) / 1e6
+      ) AS evidence,
+      NULL AS op_count,
+      NULL AS small_op_count,
+      NULL AS small_op_self_dur,
+      q.kernel_count,
+      CAST(q.median_kernel_dur AS INT) AS median_kernel_dur,
+      q.under_10us_fraction,
+      coalesce(lt.launch_dur, 0) AS launch_dur,
+      l.busy AS gpu_busy_dur,
+      CAST(q.median_queue_dur AS INT) AS median_queue_dur
+    FROM ledger AS l
+    JOIN queue AS q
+      USING (window_id)
+    LEFT JOIN launch_time AS lt
+      USING (window_id)
+    WHERE
+      100.0 * l.launch_idle / (l.dur * l.lanes) >= $min_launch_pct
+      AND q.median_queue_dur <= $max_queue
+      AND q.median_kernel_dur < $max_kernel
+  ),
+  -- CPU-only captures: small ops per ProfilerStep
   ops AS (
     SELECT
       o.step,
@@ -91,115 +265,47 @@ WITH
     WHERE
       NOT o.is_annotation
       AND o.step IS NOT NULL
+      AND NOT (SELECT yes FROM has_gpu)
     GROUP BY o.step
   ),
-  step_kernels AS (
-    SELECT
-      l.step,
-      k.dur,
-      row_number() OVER (PARTITION BY l.step ORDER BY k.dur) AS rn,
-      count(*) OVER (PARTITION BY l.step) AS n
-    FROM kineto_kernels AS k
-    JOIN kineto_launches AS l
-      ON l.correlation = k.correlation
-    WHERE
-      k.kind = 'kernel'
-      AND l.step IS NOT NULL
-  ),
-  kstats AS (
-    SELECT
-      step,
-      max(n) AS kernel_count,
-      max(CASE WHEN rn = (n + 1) / 2 THEN dur END) AS median_kernel_dur,
-      avg(dur < 10000) AS under_10us_fraction
-    FROM step_kernels
-    GROUP BY step
-  ),
-  launch AS (
-    SELECT step, sum(dur) AS launch_dur
-    FROM kineto_launches
-    WHERE
-      step IS NOT NULL
-    GROUP BY step
-  ),
-  busy AS (
-    SELECT
-      st.step,
-      (
-        SELECT sum(min(b.ts + b.dur, st.ts + st.dur) - max(b.ts, st.ts))
-        FROM kineto_device_busy AS b
-        WHERE
-          b.ts < st.ts + st.dur
-          AND b.ts + b.dur > st.ts
-      ) AS gpu_busy_dur
-    FROM kineto_steps AS st
-  ),
-  has_gpu AS (
-    SELECT EXISTS (SELECT 1 FROM kineto_kernels) AS yes
-  ),
-  joined AS (
+  host_rows AS (
     SELECT
       st.ts,
       st.dur,
+      o.small_op_self_dur AS impact_dur,
       st.step,
+      printf(
+        'Step %d runs %d ATen ops, %d of them under %.0f us (%.3f ms of small-op self time in a %.3f ms step; CPU-only capture).',
+        st.step,
+        o.op_count,
+        o.small_op_count,
+        $max_op / 1e3,
+        o.small_op_self_dur / 1e6,
+        st.dur / 1e6
+      ) AS evidence,
       o.op_count,
       o.small_op_count,
       o.small_op_self_dur,
-      ks.kernel_count,
-      ks.median_kernel_dur,
-      ks.under_10us_fraction,
-      coalesce(la.launch_dur, 0) AS launch_dur,
-      CASE WHEN (SELECT yes FROM has_gpu) THEN coalesce(b.gpu_busy_dur, 0) END AS gpu_busy_dur
+      NULL AS kernel_count,
+      NULL AS median_kernel_dur,
+      NULL AS under_10us_fraction,
+      0 AS launch_dur,
+      NULL AS gpu_busy_dur,
+      NULL AS median_queue_dur
     FROM kineto_steps AS st
     JOIN ops AS o
       USING (step)
-    LEFT JOIN kstats AS ks
-      USING (step)
-    LEFT JOIN launch AS la
-      USING (step)
-    LEFT JOIN busy AS b
-      USING (step)
+    WHERE
+      o.small_op_count >= $min_small_ops
+      AND 100.0 * o.small_op_self_dur / max(st.dur, 1) >= $min_cpu_self_pct
   )
 SELECT
-  j.ts,
-  j.dur,
-  CASE WHEN j.gpu_busy_dur IS NULL THEN j.small_op_self_dur ELSE max(j.dur - j.gpu_busy_dur, 0) END AS impact_dur,
-  j.step,
-  printf(
-    'Step %d runs %d ATen ops, %d of them under %.0f us%s.',
-    j.step,
-    j.op_count,
-    j.small_op_count,
-    $max_op / 1e3,
-    CASE
-      WHEN j.gpu_busy_dur IS NULL THEN printf(' (%.3f ms of small-op self time in a %.3f ms step; CPU-only capture)', j.small_op_self_dur / 1e6, j.dur / 1e6)
-      ELSE printf(
-        '; %d kernels, median %.1f us, %.0f%% under 10 us; launch calls %.3f ms vs GPU busy %.3f ms (%.0f%% of the step)',
-        coalesce(j.kernel_count, 0),
-        coalesce(j.median_kernel_dur, 0) / 1e3,
-        100.0 * coalesce(j.under_10us_fraction, 0),
-        j.launch_dur / 1e6,
-        j.gpu_busy_dur / 1e6,
-        100.0 * j.gpu_busy_dur / max(j.dur, 1)
-      )
-    END
-  ) AS evidence,
-  j.op_count,
-  j.small_op_count,
-  j.small_op_self_dur,
-  j.kernel_count,
-  j.median_kernel_dur,
-  j.under_10us_fraction,
-  j.launch_dur,
-  j.gpu_busy_dur
-FROM joined AS j
-WHERE
-  j.small_op_count >= $min_small_ops
-  AND (
-    (j.gpu_busy_dur IS NULL AND 100.0 * j.small_op_self_dur / max(j.dur, 1) >= $min_cpu_self_pct)
-    OR (
-      j.launch_dur >= $min_launch_ratio * j.gpu_busy_dur
-      AND 100.0 * j.gpu_busy_dur / max(j.dur, 1) <= $max_gpu_busy_pct
-    )
-  )
-ORDER BY j.ts;
+  ts, dur, impact_dur, step, evidence, op_count, small_op_count, small_op_self_dur, kernel_count,
+  median_kernel_dur, under_10us_fraction, launch_dur, gpu_busy_dur, median_queue_dur
+FROM device_rows
+UNION ALL
+SELECT
+  ts, dur, impact_dur, step, evidence, op_count, small_op_count, small_op_self_dur, kernel_count,
+  median_kernel_dur, under_10us_fraction, launch_dur, gpu_busy_dur, median_queue_dur
+FROM host_rows
+ORDER BY ts;

@@ -17,6 +17,7 @@
 -- fix: data imbalance (variable sequence length) -> packing / length-sorted batching per rank; uneven
 --   model partitioning -> rebalance; a slow host or GPU -> hardware check on the named rank.
 -- needs: steps, cpu_ops, distributed
+-- claims: idle.comm_wait, busy.comm_exposed, host.comm_wait
 -- status: stable
 -- catalog_row: major.straggler_rank
 -- default min_wait_to_compute: 1.5

@@ -1,7 +1,7 @@
 -- id: catalog.unoverlapped_allreduce
 -- version: 1
 -- kind: detector
--- title: Unoverlapped DDP all-reduce: gradient collectives serialized after the backward pass
+-- title: Unoverlapped DDP all-reduce (deprecated: see catalog.exposed_communication): gradient collectives serialized after the backward pass
 -- source: seed 000 section 3, major fault "Unoverlapped DDP all-reduce"
 -- signature: nccl:all_reduce (RCCL, gloo:all_reduce on CPU) work serialized after the last backward
 --   op/kernel of the step instead of running under it.
@@ -9,14 +9,15 @@
 --   the tail buckets); share of the collective time that starts after backward ended.
 -- cost: gradient all-reduce that starts after backward adds its whole duration to the step; overlapped under
 --   backward (DDP buckets) it costs almost nothing. impact_dur is the collective time not under backward.
+--   Deprecated: catalog.exposed_communication claims the exposed time of every collective (all_to_all,
+--   all_gather, reduce_scatter, send/recv, gloo too) from the step ledger; diagnose no longer runs this rule.
 -- false_positives: a single-bucket model (all gradients ready at the end); gradient accumulation steps that
 --   skip the sync; find_unused_parameters delaying buckets on purpose.
 -- example: after_backward
 -- fix: check gradient_as_bucket_view, bucket_cap_mb, static_graph, a stray no_sync() or a manual
 --   all_reduce after loss.backward(); let DDP's autograd hooks reduce buckets during backward.
 -- needs: steps, cpu_ops
--- status: stable
--- catalog_row: major.unoverlapped_allreduce
+-- status: deprecated
 -- default max_overlap_pct: 10
 -- default min_collective_pct: 1
 -- locked: 1 1fd5537eb0a4db71

@@ -15,6 +15,7 @@
 -- fix: two captures, two purposes: with_stack=True for attribution, with_stack=False (and no
 --   record_shapes/profile_memory) for timing.
 -- needs: steps
+-- claims: idle.host_compute, idle.launch, host.python, host.ops
 -- status: stable
 -- catalog_row: minor.with_stack_overhead
 -- default frame_cost: 1us

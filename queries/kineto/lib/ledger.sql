@@ -1,8 +1,8 @@
--- version: 1
--- locked: 1 bb97bbde15779ca3
+-- version: 2
+-- locked: 2 9eda67084076176c
 -- lib: lib.collectives@1 lib.cpu_ops@2 lib.dataloader@2 lib.device_busy@1 lib.event_categories@1
---   lib.gpu_idle@1 lib.host_slices@1 lib.host_tree@1 lib.iterations@1 lib.kernel_classes@1 lib.kernels@2
---   lib.launches@2 lib.runtime_calls@1 lib.steps@3 lib.stream_busy@1
+--   lib.gpu_idle@1 lib.host_slices@1 lib.host_tree@1 lib.internal_reads@1 lib.iterations@1
+--   lib.kernel_classes@1 lib.kernels@2 lib.launches@2 lib.runtime_calls@1 lib.steps@3 lib.stream_busy@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
@@ -12,6 +12,7 @@ INCLUDE PERFETTO MODULE kineto.lib.iterations;
 INCLUDE PERFETTO MODULE kineto.lib.dataloader;
 INCLUDE PERFETTO MODULE kineto.lib.collectives;
 INCLUDE PERFETTO MODULE kineto.lib.gpu_idle;
+INCLUDE PERFETTO MODULE kineto.lib.internal_reads;
 
 -- Ledger lanes: one per device (with the host process that launched its work), or, on a capture
 -- without device activity, one host-only lane per process with windows.
@@ -228,8 +229,13 @@ WITH
     WHERE
       h.event_class IN ('cpu_op', 'python')
     UNION ALL
-    -- host-only lanes: ATen host reads (device syncs on a GPU) and the Optimizer.step that excuses them
-    SELECT h.upid, h.ts, h.dur, CASE WHEN h.name GLOB 'Optimizer.step#*' THEN 'optim' ELSE 'hread' END
+    -- host-only lanes: ATen host reads (device syncs on a GPU), and what excuses them: Optimizer.step
+    -- (torch.optim reads its CPU step counters) and composite ops that read inside their CPU kernels only
+    -- (kineto.lib.internal_reads)
+    SELECT h.upid, h.ts, h.dur, CASE
+        WHEN h.name IN ('aten::_local_scalar_dense', 'aten::nonzero', 'aten::masked_select') THEN 'hread'
+        ELSE 'optim'
+      END
     FROM host_slices AS h
     WHERE
       NOT (SELECT yes FROM has_devices)
@@ -237,6 +243,7 @@ WITH
       AND (
         h.name IN ('aten::_local_scalar_dense', 'aten::nonzero', 'aten::masked_select')
         OR h.name GLOB 'Optimizer.step#*'
+        OR h.name IN (SELECT name FROM kineto_internal_reads)
       )
   )
 SELECT upid, ts, dur, k FROM host_kinds;
@@ -516,8 +523,8 @@ SELECT lane, win_id, bucket, dur, first_ts, segment_count FROM per_bucket;
 --
 -- Host-only lanes (a capture without any device activity: CPU training, the golden recordings) split the
 -- window by the same causes seen from the host, first that applies: host.sync_read (an ATen host read of a
--- tensor value, `aten::_local_scalar_dense` / `nonzero` / `masked_select`, outside Optimizer.step: each is a
--- device sync once the same code runs on a GPU), host.comm_wait, host.dataloader, host.gc, host.profiler,
+-- tensor value, `aten::_local_scalar_dense` / `nonzero` / `masked_select`, outside Optimizer.step and the
+-- composite ops of kineto.lib.internal_reads: each is a device sync once the same code runs on a GPU), host.comm_wait, host.dataloader, host.gc, host.profiler,
 -- host.ops (inside ATen ops: CPU compute), host.python (inside other host slices), host.unattributed.
 CREATE OR REPLACE PERFETTO TABLE kineto_ledger(
   -- Window id (kineto_iterations.id).

@@ -1,0 +1,188 @@
+-- id: catalog.blocking_copy
+-- version: 1
+-- kind: detector
+-- title: Blocking copy in the hot loop: the host waits in a memory copy while the device runs dry
+-- source: seed 000 section 3, major fault "Sync-forcing op in hot loop" (its copy form); issue 12 class 3
+-- signature: cudaMemcpy / cudaMemcpy2D / hipMemcpy / hipMemcpyWithStream, or cudaMemcpyAsync whose copy
+--   reads or writes pageable host memory (`Memcpy DtoH (Device -> Pageable)`, `Memcpy HtoD (Pageable ->
+--   Device)`) or that returned only after its own copy finished, under aten::to / aten::copy_ / .cpu().
+-- confirming: per steady iteration the blocking copies, their direction and memory kind, the host time in
+--   them, and the ledger's idle.blocking_copy (device idle while the host sat in them).
+-- cost: a DtoH copy into pageable memory returns only after the copy completed, and a pageable HtoD copy
+--   first synchronizes the stream (CUDA runtime, API synchronization behavior): the host stops issuing work
+--   and the device drains. impact_dur is the ledger's idle.blocking_copy (reading.step_ledger): only the
+--   device idle that overlaps the waits (kineto.lib.runtime_calls decides which calls block).
+-- false_positives: one small copy per step to log a value is cheap on a long step (the claim stays small);
+--   a copy the algorithm needs on the host right away (a data-dependent shape) cannot be deferred, only
+--   made faster with pinned memory.
+-- example: pageable_dtoh_blocks
+-- fix: pinned memory and non_blocking copies: DataLoader(pin_memory=True) and .to(device, non_blocking=True)
+--   for inputs; for values read back, copy into a pinned buffer with non_blocking=True and read it a step
+--   later (or after a CUDA event), instead of .cpu() / .item() on the hot path.
+-- needs: gpu
+-- claims: idle.blocking_copy
+-- status: preview
+-- default min_per_step: 1
+-- locked: 1 3320e9f9d52b0f29
+-- lib: lib.collectives@1 lib.cpu_ops@2 lib.dataloader@2 lib.device_busy@1 lib.event_categories@1
+--   lib.gpu_idle@1 lib.host_slices@1 lib.host_tree@1 lib.internal_reads@1 lib.iterations@1
+--   lib.kernel_classes@1 lib.kernels@2 lib.launches@2 lib.ledger@2 lib.runtime_calls@1 lib.steps@3
+--   lib.stream_busy@1 lib.window_of@1
+-- cases: pageable_dtoh_blocks=2463ebe1 pinned_dtoh_is_async=bcfc9800 hip_memcpy_with_stream=a578a476
+
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
+INCLUDE PERFETTO MODULE kineto.lib.iterations;
+INCLUDE PERFETTO MODULE kineto.lib.window_of;
+INCLUDE PERFETTO MODULE kineto.lib.ledger;
+
+-- One row per steady iteration holding at least `min_per_step` blocking copies.
+CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_blocking_copy(
+  -- An iteration fires with at least this many blocking copies.
+  min_per_step LONG
+)
+RETURNS TABLE(
+  -- First blocking copy of the iteration.
+  ts TIMESTAMP,
+  -- From the first to the end of the last.
+  dur DURATION,
+  -- Step time claimed: the ledger's idle.blocking_copy of the iteration.
+  impact_dur DURATION,
+  -- Iteration number.
+  step LONG,
+  -- One sentence with the numbers.
+  evidence STRING,
+  -- Blocking copies in the iteration.
+  copy_count LONG,
+  -- Of them into or out of pageable host memory.
+  pageable_count LONG,
+  -- Directions seen, e.g. `DtoH x10, HtoD x2`.
+  directions STRING,
+  -- Host time inside the calls.
+  blocked_dur DURATION,
+  -- Iteration width.
+  step_dur DURATION,
+  -- The ops that issued them, with counts.
+  ops STRING,
+  -- The fix for what was found.
+  fix STRING
+) AS
+WITH
+  copies AS (
+    SELECT r.id, r.upid, r.ts, r.dur, r.name, r.copy_direction, r.pageable
+    FROM kineto_runtime_calls AS r
+    WHERE
+      r.class = 'blocking_copy'
+  ),
+  placed AS (
+    SELECT
+      c.*,
+      w.window_id,
+      w.step,
+      coalesce(
+        (
+          SELECT a.name
+          FROM ancestor_slice(c.id) AS a
+          JOIN kineto_event_categories AS ec
+            ON ec.category = a.category
+          WHERE
+            ec.event_class = 'cpu_op'
+            AND NOT a.name GLOB 'ProfilerStep#*'
+          ORDER BY a.depth DESC
+          LIMIT 1
+        ),
+        c.name
+      ) AS op_name
+    FROM copies AS c
+    JOIN kineto_window_of!(copies) AS w
+      USING (id)
+    WHERE
+      NOT w.is_cold
+  ),
+  op_text AS (
+    SELECT window_id, group_concat(op_name || ' x' || n, ', ') AS ops
+    FROM (
+      SELECT window_id, op_name, count(*) AS n FROM placed GROUP BY 1, 2 ORDER BY n DESC, op_name
+    )
+    GROUP BY window_id
+  ),
+  dir_text AS (
+    SELECT window_id, group_concat(d || ' x' || n, ', ') AS directions
+    FROM (
+      SELECT window_id, coalesce(copy_direction, name) AS d, count(*) AS n
+      FROM placed
+      GROUP BY 1, 2
+      ORDER BY n DESC, d
+    )
+    GROUP BY window_id
+  ),
+  per_window AS (
+    SELECT
+      window_id,
+      step,
+      min(ts) AS ts,
+      max(ts + dur) - min(ts) AS dur,
+      count(*) AS copy_count,
+      sum(coalesce(pageable, 0)) AS pageable_count,
+      sum(copy_direction = 'DtoH') AS dtoh_count,
+      sum(copy_direction = 'HtoD') AS htod_count,
+      sum(dur) AS blocked_dur
+    FROM placed
+    GROUP BY window_id, step
+  ),
+  claimed AS (
+    SELECT window_id, sum(dur) AS claim_dur
+    FROM kineto_ledger
+    WHERE
+      bucket = 'idle.blocking_copy'
+    GROUP BY window_id
+  ),
+  windows AS (
+    SELECT id AS window_id, dur AS window_dur, source FROM kineto_iterations
+  )
+SELECT
+  p.ts,
+  p.dur,
+  coalesce(c.claim_dur, 0) AS impact_dur,
+  p.step,
+  printf(
+    '%s %d: %d blocking copies (%s; %d pageable) from %s; the host waited %.3f ms and the GPU sat idle %.3f ms of it (%.1f%% of the %.3f ms %s).',
+    CASE WHEN w.source = 'profiler_step' THEN 'Step' ELSE 'Iteration' END,
+    p.step,
+    p.copy_count,
+    d.directions,
+    p.pageable_count,
+    o.ops,
+    p.blocked_dur / 1e6,
+    coalesce(c.claim_dur, 0) / 1e6,
+    100.0 * coalesce(c.claim_dur, 0) / w.window_dur,
+    w.window_dur / 1e6,
+    CASE WHEN w.source = 'profiler_step' THEN 'step' ELSE 'iteration' END
+  ) AS evidence,
+  p.copy_count,
+  p.pageable_count,
+  d.directions,
+  p.blocked_dur,
+  w.window_dur AS step_dur,
+  o.ops,
+  CASE
+    WHEN p.dtoh_count >= p.htod_count AND p.pageable_count > 0 THEN
+      'Read device values back asynchronously: copy into a pinned buffer (torch.empty(..., pin_memory=True)) with non_blocking=True and read it a step later or after a CUDA event, instead of .cpu() / .item() / .tolist() on the hot path.'
+    WHEN p.pageable_count > 0 THEN
+      'Pin host inputs: DataLoader(pin_memory=True) (or tensor.pin_memory()) and .to(device, non_blocking=True): a pageable host-to-device copy synchronizes the stream first.'
+    ELSE
+      'Replace the synchronous copy (cudaMemcpy / hipMemcpy / hipMemcpyWithStream) with an asynchronous copy on a stream from pinned host memory, and wait for it only where the value is needed.'
+  END AS fix
+FROM per_window AS p
+JOIN windows AS w
+  USING (window_id)
+LEFT JOIN claimed AS c
+  USING (window_id)
+LEFT JOIN op_text AS o
+  USING (window_id)
+LEFT JOIN dir_text AS d
+  USING (window_id)
+WHERE
+  p.copy_count >= $min_per_step
+  AND coalesce(c.claim_dur, 0) > 0
+ORDER BY p.ts;
