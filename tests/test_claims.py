@@ -34,6 +34,7 @@ def test_resolve_claims_never_overdraws_a_bucket():
 
 def _check(tp, label):
     diagnosis = diagnose_trace(tp)
+    assert diagnosis.errors == (), f"{label}: {diagnosis.errors}"
     ledger = run_query(tp, "reading.step_ledger").df
     steady = ledger[~ledger["is_cold"].astype(bool)]
     pools = steady.groupby("bucket")["dur"].sum().to_dict()
