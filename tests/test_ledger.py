@@ -169,3 +169,20 @@ def test_ledger_sums_to_every_window_on_golden(path, loaded):
 @pytest.mark.parametrize("path", corpus_traces(), ids=corpus_id)
 def test_ledger_sums_to_every_window_on_the_corpus(path, loaded):
     _assert_ledger_sums(loaded(path), corpus_id(path))
+
+
+def test_a_gc_pause_in_the_first_step_is_gc_not_a_cold_start(load_trace):
+    """Issue 12, class 9: a 502 ms-style GC pause made the first step wide; GC time does not count as width
+    for the cold test, so the step stays steady and the pause lands in host.gc."""
+    t = KinetoTrace()
+    ts = 0
+    for i, width in enumerate([3000, 1000, 1000, 1000]):
+        t.add(ProfilerStep(i + 1, ts_us=ts, dur_us=width), CpuOp("aten::mm", ts_us=ts + 10, dur_us=900))
+        ts += width
+    t.add(CpuOp("Python GC", ts_us=1000, dur_us=2000, cat="python_function"))
+    tp = load_trace(t)
+    got = ledger(tp)
+    assert got[(1, "host.gc")] == 2000 * US
+    v = verdict(tp)
+    assert v["cold_windows"] == 0 and v["windows"] == 4
+    assert v["top_cause"] == "host.gc"

@@ -34,7 +34,7 @@
 -- cases: counts_syncs_per_step=d9f0440e threshold_1=a4c01742 threshold_2=edef7272
 --   cpu_only_host_reads=4e323cc1 internal_read_of_std_is_not_a_sync=7ea2c03e
 --   cause_copy_explicit_and_harness=bca761eb short_sync_claims_only_its_own_wait=d1956957
---   blocking_copy_is_not_a_sync=4db58b2a
+--   blocking_copy_is_not_a_sync=4db58b2a sync_in_the_cold_step_only=f13562aa
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
