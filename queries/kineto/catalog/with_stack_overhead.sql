@@ -1,19 +1,16 @@
 -- id: catalog.with_stack_overhead
--- version: 4
+-- version: 3
 -- kind: detector
 -- title: with_stack overhead: a capture with Python stack tracing, whose step times are inflated
 -- source: seed 000 section 3, minor fault "with_stack overhead"
 -- signature: python_function events (with_stack=True) or `Call stack` args on the ops in every step: the
 --   profiler traced every Python call, a 2-3x CPU-side slowdown on Python-heavy steps.
 -- confirming: python frames per step and the estimated tracing cost (frames x per-frame cost) as a share
---   of the step; the per-frame cost is read from the trace (see cost).
+--   of the step.
 -- cost: recording every Python frame slows the host 2-3x on Python-heavy steps, so the capture's step times
---   and host-bound readings are inflated. impact_dur is an estimate: frames x a per-frame cost bounded from
---   the trace itself, the 5th-percentile duration of its python frames (the cheapest recorded calls are
---   almost all tracer overhead, so no frame can cost the tracer more than they take in full; 2.7 us on a CPU
---   capture, where a fixed 1 us guess under-counted). It costs step time only where the host is on the
---   critical path: diagnose caps the claim to the ledger's host-side buckets (device idle while the host
---   computes or issues launches; host time on a CPU-only capture), so a busy GPU hides it.
+--   and host-bound readings are inflated (impact_dur is the estimated tracing cost). It costs step time only
+--   where the host is on the critical path: diagnose caps the claim to the ledger's host-side buckets
+--   (device idle while the host computes or issues launches; host time on a CPU-only capture).
 -- false_positives: a capture taken with stacks on purpose to find a line of code: the finding is then a
 --   reminder not to read timings from it.
 -- example: threshold_1
@@ -23,18 +20,17 @@
 -- claims: idle.host_compute, idle.launch, host.python, host.ops
 -- status: stable
 -- catalog_row: minor.with_stack_overhead
--- default frame_cost: NULL
+-- default frame_cost: 1us
 -- default min_overhead_pct: 20
--- locked: 4 ae10bb19a36c4a02
+-- locked: 3 20406c3f622fa24c
 -- lib: lib.event_categories@1 lib.steps@3
--- cases: threshold_1=4814e4fb threshold_2=e9fa8280 frame_cost_from_the_trace=88fec846
+-- cases: threshold_1=da4767bd threshold_2=9f6a89ee
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 
 -- One row per step whose estimated stack-tracing overhead is material.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_with_stack_overhead(
-  -- Tracing cost per recorded python frame or stacked op; NULL: bounded from the trace (the 5th-percentile
-  -- python frame duration).
+  -- Estimated tracing cost per recorded python frame or stacked op.
   frame_cost DURATION,
   -- An estimated overhead at or above this % of the step fires (a fifth of the step: timing from such a
   -- capture is misleading; light stacks, ~500 frames in a 7 ms step, stay under)
@@ -56,24 +52,9 @@ RETURNS TABLE(
   -- Ops carrying a `Call stack` arg in the step (older traces).
   stacked_op_count LONG,
   -- Estimated overhead as % of the step.
-  overhead_pct DOUBLE,
-  -- The per-frame cost used (the parameter, or the trace's 5th-percentile python frame duration).
-  frame_cost_dur DURATION
+  overhead_pct DOUBLE
 ) AS
 WITH
-  frame_durs AS (
-    SELECT
-      s.dur,
-      row_number() OVER (ORDER BY s.dur) AS k,
-      count(*) OVER () AS n
-    FROM slice AS s
-    WHERE
-      s.category = 'python_function'
-      AND s.dur > 0
-  ),
-  per_frame AS (
-    SELECT coalesce($frame_cost, (SELECT max(dur) FROM frame_durs WHERE k <= max(1, n / 20)), 1000) AS cost
-  ),
   frames AS (
     SELECT w.step, count(*) AS n
     FROM _kineto_step_windows_of!((
@@ -102,7 +83,7 @@ WITH
       st.step,
       coalesce(f.n, 0) AS python_frame_count,
       coalesce(k.n, 0) AS stacked_op_count,
-      (coalesce(f.n, 0) + coalesce(k.n, 0)) * (SELECT cost FROM per_frame) AS est
+      (coalesce(f.n, 0) + coalesce(k.n, 0)) * $frame_cost AS est
     FROM kineto_steps AS st
     LEFT JOIN frames AS f
       USING (step)
@@ -115,20 +96,18 @@ SELECT
   CAST(min(r.est, r.dur) AS INT) AS impact_dur,
   r.step,
   printf(
-    'Step %d was captured with Python stacks: %d python frames%s, an estimated %.3f ms of tracing at %.1f us each (%s; %.1f%% of the %.3f ms step): use it for attribution, not timing.',
+    'Step %d was captured with Python stacks: %d python frames%s, ~%.3f ms of tracing at %.1f us each (%.1f%% of the %.3f ms step): use it for attribution, not timing.',
     r.step,
     r.python_frame_count,
     CASE WHEN r.stacked_op_count > 0 THEN printf(' and %d ops with Call stack args', r.stacked_op_count) ELSE '' END,
     r.est / 1e6,
-    (SELECT cost FROM per_frame) / 1e3,
-    CASE WHEN $frame_cost IS NULL THEN 'the 5th-percentile frame duration of this trace' ELSE 'as given' END,
+    $frame_cost / 1e3,
     100.0 * r.est / max(r.dur, 1),
     r.dur / 1e6
   ) AS evidence,
   r.python_frame_count,
   r.stacked_op_count,
-  100.0 * r.est / max(r.dur, 1) AS overhead_pct,
-  (SELECT cost FROM per_frame) AS frame_cost_dur
+  100.0 * r.est / max(r.dur, 1) AS overhead_pct
 FROM rows AS r
 WHERE
   r.python_frame_count + r.stacked_op_count > 0
