@@ -23,7 +23,7 @@
 -- default min_recompute_ops: 2
 -- default expect_recompute: FALSE
 -- locked: 1 24fc84674be901a3
--- lib: lib.cpu_ops@2 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.steps@3
+-- lib: lib.cpu_ops@3 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.steps@3
 -- cases: activation_checkpoint_recompute_present_1=f26d69c3
 --   activation_checkpoint_recompute_present_2=95fdcaca
 --   activation_checkpoint_expected_recompute_and_missing_1=1422c1e7

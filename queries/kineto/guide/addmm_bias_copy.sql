@@ -1,12 +1,12 @@
 -- id: guide.addmm_bias_copy
--- version: 1
+-- version: 2
 -- kind: guide
 -- title: addmm bias copy: the copy that seeds the output with the bias before the GEMM (Memcpy DtoD before a GEMM)
 -- source: seed 001 "Dispatcher-Level Fusion" and summary table "Memcpy DtoD before GEMM"
 -- needs: cpu_ops
 -- status: stable
--- locked: 1 2dff77934ac147e0
--- lib: lib.cpu_ops@2 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.launches@2
+-- locked: 2 4329f47cf3b3704b
+-- lib: lib.cpu_ops@3 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.launches@2
 --   lib.steps@3
 
 -- torch.compile fuses matmul + add into one aten::addmm at the dispatcher level, not in a kernel: addmm
@@ -47,6 +47,17 @@ RETURNS TABLE(
   evidence STRING
 ) AS
 WITH
+  -- Compiled regions, once (a scan of every slice per addmm otherwise).
+  regions AS MATERIALIZED (
+    SELECT r.ts, r.dur, t.upid
+    FROM slice AS r
+    JOIN thread_track AS tt
+      ON tt.id = r.track_id
+    JOIN thread AS t
+      USING (utid)
+    WHERE
+      r.name GLOB 'Torch-Compiled Region*'
+  ),
   addmm AS (
     SELECT
       o.id,
@@ -71,14 +82,9 @@ WITH
       a.*,
       EXISTS (
         SELECT 1
-        FROM slice AS r
-        JOIN thread_track AS tt
-          ON tt.id = r.track_id
-        JOIN thread AS t
-          USING (utid)
+        FROM regions AS r
         WHERE
-          r.name GLOB 'Torch-Compiled Region*'
-          AND t.upid = a.upid
+          r.upid = a.upid
           AND r.ts <= a.ts
           AND r.ts + r.dur >= a.ts + a.dur
       ) AS compiled,

@@ -7,7 +7,7 @@
 -- status: stable
 -- default cold_factor: 1.5
 -- locked: 1 a9092185139eb1e0
--- lib: lib.cpu_ops@2 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.memory@2 lib.steps@3
+-- lib: lib.cpu_ops@3 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.memory@2 lib.steps@3
 
 -- Compares the first ProfilerStep of each process with the median width of its other steps (at least
 -- two steps are needed). The why columns count, in the first step and per other step, what one-time

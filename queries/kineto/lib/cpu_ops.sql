@@ -1,5 +1,5 @@
--- version: 2
--- locked: 2 24056361df8cc7ec
+-- version: 3
+-- locked: 3 ae877fac14cf2476
 -- lib: lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -74,3 +74,6 @@ ORDER BY s.ts;
 
 -- Queries join ops by id (parent, launching op): index it (the table is in time order).
 CREATE OR REPLACE PERFETTO INDEX _kineto_cpu_ops_id ON kineto_cpu_ops(id);
+
+-- And children by their parent.
+CREATE OR REPLACE PERFETTO INDEX _kineto_cpu_ops_parent_id ON kineto_cpu_ops(parent_id);
