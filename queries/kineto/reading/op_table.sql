@@ -1,12 +1,12 @@
 -- id: reading.op_table
--- version: 2
+-- version: 3
 -- kind: reading
 -- title: Op table: torch's key_averages() per op name, sorted by self device time then self CPU
 -- source: seed 000 section 2, reading order step 2; seed 001 "Overhead-Bound vs. Compute-Bound"
 -- needs: cpu_ops
 -- status: stable
 -- default top_n: 0
--- locked: 2 300a40656b4d2fcc
+-- locked: 3 4a63cf50f0cae944
 -- lib: lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.launches@2 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -152,6 +152,9 @@ JOIN _kineto_reading_op_table_kept AS k
   USING (id)
 LEFT JOIN _kineto_reading_op_table_folded_self AS fs
   ON fs.kept_id = n.id;
+
+-- Launches join it by op id below: index it.
+CREATE OR REPLACE PERFETTO INDEX _kineto_reading_op_table_events_id ON _kineto_reading_op_table_events(id);
 
 -- Device time per launching op: the kernels, memcpys and memsets whose runtime call (same
 -- correlation id) sits directly under the op. That is the op's self device time; its device total adds
