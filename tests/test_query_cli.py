@@ -41,7 +41,7 @@ def test_list_json_has_the_reading_queries():
 
 def test_show_prints_header_and_paste_prints_the_bundle():
     shown = invoke("show", "reading.op_table").stdout
-    assert shown.startswith("reading.op_table@2  Op table:")
+    assert shown.startswith("reading.op_table@3  Op table:")
     assert "\n  top_n = 0 (LONG): " in shown
     pasted = invoke("show", "reading.op_table", "--paste", "-p", "top_n", "3").stdout
     assert pasted.rstrip().endswith("SELECT * FROM kineto_reading_op_table(3);")

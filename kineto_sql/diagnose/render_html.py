@@ -96,7 +96,8 @@ def _ops_table(t: TraceDiagnosis) -> str:
     name_col = _name_col(t)
     if name_col is None:
         return ""
-    span = f"all {t.verdict.steps} steps and outside them" if t.verdict.steps else "the whole capture"
+    windows = t.verdict.steps + t.verdict.cold_windows  # the op table covers cold windows too
+    span = f"all {windows} steps and outside them" if t.verdict.steps else "the whole capture"
     rows = "".join(
         f"<tr><td>{i}</td><td class='name'>{html.escape(str(r[name_col]))}</td>"
         f"<td>{ms(r.get('self_device_dur') or 0)}</td><td>{ms(r.get('self_cpu_dur') or 0)}</td>"

@@ -98,7 +98,8 @@ def _top_ops_lines(t: TraceDiagnosis, n: int = 5) -> list[str]:
     """Where the time goes by op (reading.op_table), before any timeline scrolling."""
     if not t.top_ops:
         return []
-    span = f"all {t.verdict.steps} steps and outside them" if t.verdict.steps else "the whole capture"
+    windows = t.verdict.steps + t.verdict.cold_windows  # the op table covers cold windows too
+    span = f"all {windows} steps and outside them" if t.verdict.steps else "the whole capture"
     lines = [f"top ops (reading.op_table): whole-trace totals over {span}, not per step: self device, self CPU"]
     for row in t.top_ops[:n]:
         lines.append(f"  {row.get('name')}: {ms(row.get('self_device_dur') or 0)} device, "
