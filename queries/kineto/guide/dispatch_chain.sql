@@ -8,7 +8,7 @@
 -- default name: "aten::mm"
 -- default max_rows: 50
 -- locked: 1 2b02b148f0da6178
--- lib: lib.event_categories@1 lib.host_slices@1 lib.kernels@2 lib.launches@2 lib.python_frames@1 lib.steps@3
+-- lib: lib.event_categories@1 lib.host_slices@1 lib.kernels@2 lib.launches@3 lib.python_frames@1 lib.steps@3
 
 -- Walks each kernel back through its launch (args.correlation) to the ops above it. The chain column
 -- lists the innermost python frame, the innermost record_function annotation (ProfilerStep excluded),

@@ -6,7 +6,7 @@
 -- needs: gpu
 -- status: stable
 -- locked: 1 cc7112ead38b3bbf
--- lib: lib.event_categories@1 lib.host_slices@1 lib.kernels@2 lib.launches@2 lib.steps@3
+-- lib: lib.event_categories@1 lib.host_slices@1 lib.kernels@2 lib.launches@3 lib.steps@3
 
 -- A cudaOccupancyMaxActiveBlocksPerMultiprocessor* (or hipOccupancy*) call is paired with the next launch
 -- on the same thread inside the same op: the kernel it precedes is heavyweight and adaptively launched

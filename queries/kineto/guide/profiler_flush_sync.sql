@@ -6,7 +6,7 @@
 -- needs: gpu
 -- status: stable
 -- locked: 1 1ed5ecba0432d795
--- lib: lib.event_categories@1 lib.host_slices@1 lib.kernels@2 lib.launches@2 lib.steps@3
+-- lib: lib.event_categories@1 lib.host_slices@1 lib.kernels@2 lib.launches@3 lib.steps@3
 
 -- The last cudaDeviceSynchronize / hipDeviceSynchronize of a process counts as the profiler's flush when
 -- no op starts and no kernel is launched after it on that process and it lies outside every

@@ -1,5 +1,5 @@
--- version: 2
--- locked: 2 8ed502e79f34d0c0
+-- version: 3
+-- locked: 3 621d1150e0131437
 -- lib: lib.event_categories@1 lib.host_slices@1 lib.kernels@2 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -99,24 +99,21 @@ CREATE OR REPLACE PERFETTO TABLE kineto_launches(
   flow_confirmed BOOL
 ) AS
 WITH
+  -- runtime calls from the shared host-slice table (built once per trace), args from the slice by id
   calls AS (
     SELECT
-      s.id,
-      s.ts,
-      s.dur,
-      s.name,
-      t.utid,
-      t.upid,
+      h.id,
+      h.ts,
+      h.dur,
+      h.name,
+      h.utid,
+      h.upid,
       extract_arg(s.arg_set_id, 'args.correlation') AS correlation
-    FROM slice AS s
-    JOIN kineto_event_categories AS c
-      ON c.category = s.category
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
+    FROM kineto_host_slices AS h
+    JOIN slice AS s
+      USING (id)
     WHERE
-      c.event_class = 'runtime'
+      h.event_class = 'runtime'
   ),
   launches AS (
     SELECT

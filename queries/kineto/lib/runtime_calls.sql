@@ -1,8 +1,9 @@
--- version: 1
--- locked: 1 a93b7d78dda599d1
--- lib: lib.event_categories@1 lib.kernels@2
+-- version: 2
+-- locked: 2 5880948b7fdc5a28
+-- lib: lib.event_categories@1 lib.host_slices@1 lib.kernels@2 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.host_slices;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 
 -- The one rule table that says what a CUDA / HIP / MTIA runtime or driver call does to the host. Matched
@@ -149,24 +150,21 @@ CREATE OR REPLACE PERFETTO TABLE kineto_runtime_calls(
   copy_end_ts TIMESTAMP
 ) AS
 WITH
+  -- runtime calls from the shared host-slice table (built once per trace), args from the slice by id
   calls AS (
     SELECT
-      s.id,
-      s.ts,
-      s.dur,
-      s.name,
-      t.utid,
-      t.upid,
+      h.id,
+      h.ts,
+      h.dur,
+      h.name,
+      h.utid,
+      h.upid,
       extract_arg(s.arg_set_id, 'args.correlation') AS correlation
-    FROM slice AS s
-    JOIN kineto_event_categories AS c
-      ON c.category = s.category
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
+    FROM kineto_host_slices AS h
+    JOIN slice AS s
+      USING (id)
     WHERE
-      c.event_class = 'runtime'
+      h.event_class = 'runtime'
   ),
   -- distinct names are few: classify each once, not once per call
   names AS (

@@ -8,7 +8,7 @@
 -- default min_gap: 20us
 -- default busy_pct: 50
 -- locked: 2 00ea08e08af09d30
--- lib: lib.device_busy@1 lib.event_categories@1 lib.gpu_idle@1 lib.host_slices@1 lib.kernels@2 lib.launches@2
+-- lib: lib.device_busy@1 lib.event_categories@1 lib.gpu_idle@1 lib.host_slices@1 lib.kernels@2 lib.launches@3
 --   lib.steps@3 lib.stream_busy@1
 
 -- Causes, first match wins: `input` (a DataLoader __next__ overlaps the gap), `sync` (a synchronizing

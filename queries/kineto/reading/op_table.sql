@@ -7,7 +7,7 @@
 -- status: stable
 -- default top_n: 0
 -- locked: 3 4a63cf50f0cae944
--- lib: lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.launches@2 lib.steps@3
+-- lib: lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.launches@3 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_tree;
