@@ -24,8 +24,9 @@ def _register() -> None:
     from kineto_sql.cli import ranks_cmd
     from kineto_sql.cli import collectives_cmd
     from kineto_sql.cli import try_cmd
+    from kineto_sql.cli import fleet_cmd
 
-    for module in (info_cmd, sql_cmd, diagnose_cmd, open_cmd, ranks_cmd, collectives_cmd, try_cmd):
+    for module in (info_cmd, sql_cmd, diagnose_cmd, open_cmd, ranks_cmd, collectives_cmd, try_cmd, fleet_cmd):
         cli.add_command(module.command)
     cli.add_command(ranks_cmd.diff_command)
 

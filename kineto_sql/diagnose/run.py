@@ -25,7 +25,7 @@ from kineto_sql.diagnose.model import (SEVERITIES, Diagnosis, Finding, LedgerBuc
 from kineto_sql.diagnose.narrate import narrate
 from kineto_sql.engine.processor import EngineChoice
 from kineto_sql.errors import KinetoSqlError
-from kineto_sql.loading.load import open_rank_dir, open_trace
+from kineto_sql.loading.load import open_trace
 from kineto_sql.runner import capabilities, run_query
 from kineto_sql.sql_files import sections
 
@@ -372,46 +372,19 @@ def _plain(value):
     return value
 
 
-def _diagnose_rank(path: str, rank_from_name: int | None, engine: EngineChoice):
-    """Worker body: one load per rank serves both its diagnosis and the cross-rank analyses."""
-    from kineto_sql import ranks
+def _diagnose_ranks(target: Path, engine: EngineChoice, progress: Progress | None, jobs: int, executor=None):
+    """Every rank as a fleet task (kineto_sql.fleet: at most `jobs` local processes, or a cluster), one load
+    per rank serving its diagnosis and the HTA tables; then the cross-rank straggler reading, in DuckDB SQL
+    over those tables (queries/fleet/)."""
+    from kineto_sql.fleet.analysis import summary_dict
+    from kineto_sql.fleet.executors import LocalExecutor
+    from kineto_sql.fleet.run import run_fleet
 
-    started = time.perf_counter()
-    with open_trace(path, engine, rank_from_name=rank_from_name) as tp:
-        load_s = time.perf_counter() - started
-        return diagnose_trace(tp), ranks.analyse_rank(tp, path, False, load_s)
-
-
-def _diagnose_ranks(target: Path, engine: EngineChoice, progress: Progress | None, jobs: int):
-    """Every rank in worker processes (at most `jobs` resident), then the cross-rank straggler reading."""
-    from kineto_sql import ranks
-    from kineto_sql.fanout import all_failed, fan_out
-
-    files = open_rank_dir(target)
     say = progress or (lambda _: None)
-    finished = []
 
-    def done(_pair):
-        finished.append(1)
-        say(f"ranks: {len(finished)} of {len(files)} diagnosed")
+    def done(finished, total, _failed):
+        say(f"ranks: {finished} of {total} diagnosed")
 
-    pairs, failures = fan_out(_diagnose_rank, [(str(path), rank, engine) for path, rank in files], jobs, done)
-    if not pairs:
-        raise all_failed(failures)
-    traces = [diagnosis for diagnosis, _ in pairs]
-    return traces, _ranks_summary(ranks.build_report([result for _, result in pairs])), failures
-
-
-def _ranks_summary(report) -> dict:
-    """The cross-rank reading (straggler hunting is a distribution question), from kineto_sql.ranks."""
-    verdict = report.verdict
-    quantity = verdict.quantity
-    return {
-        "ranks": len(report.results),
-        "straggler": verdict.straggler,
-        "quantity": quantity.meaning if quantity else None,
-        "excess_pct_of_step": round(quantity.excess_pct_of_step, 2) if quantity else None,
-        "median_step_us": verdict.median_step_us,
-        "threshold_pct": verdict.threshold_pct,
-        "narration": verdict.narration,
-    }
+    run = run_fleet(target, parts=("hta", "diagnose"), executor=executor or LocalExecutor(jobs), engine=engine,
+                    keep_diagnosis=True, on_done=done)
+    return run.diagnoses, summary_dict(run.report), run.failures

@@ -1,0 +1,131 @@
+"""One fleet run: list the rank files, run a task per rank on an executor, keep (or write) the tables,
+read them across ranks in DuckDB. `kineto-sql fleet` and `diagnose RANK_DIR` both come through here.
+
+The driver holds only what tasks return (small tables, and with `keep_diagnosis` each rank's diagnosis
+object); with `out`, each rank's tables go to Parquet as they arrive and the reading is over those files.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from kineto_sql.errors import KinetoSqlError, TraceInputError
+from kineto_sql.fleet import dataset
+from kineto_sql.fleet.analysis import DEFAULT_THRESHOLD_PCT, FleetReport, analyse, connect_dataset, connect_tables
+from kineto_sql.fleet.executors import LocalExecutor, RankFailure
+from kineto_sql.fleet.task import DEFAULT_PARTS, is_url, rank_task
+from kineto_sql.loading.source import TRACE_SUFFIXES
+
+Done = Callable[[int, int, int], None]  # (finished, total, failed)
+
+
+@dataclass
+class FleetRun:
+    report: FleetReport
+    diagnoses: list = field(default_factory=list)
+    failures: list[RankFailure] = field(default_factory=list)
+    read: int = 0
+    skipped: int = 0
+
+
+def rank_sources(target) -> list[tuple[str, int | None]]:
+    """The rank files of a directory, or of an fsspec URL prefix (s3://bucket/job/), with the rank their
+    name suggests (distributedInfo wins when the task loads the file)."""
+    from kineto_sql.loading.source import _RANK_IN_NAME
+
+    if is_url(str(target)):
+        try:
+            import fsspec
+        except ImportError:
+            raise KinetoSqlError(f"{target} is a URL: reading it needs fsspec (pip install 'kineto-sql[fleet]')") \
+                from None
+        fs, root = fsspec.core.url_to_fs(str(target))
+        try:
+            names = sorted(p for p in fs.ls(root, detail=False) if str(p).endswith(TRACE_SUFFIXES))
+        except (FileNotFoundError, OSError) as exc:
+            raise TraceInputError(f"{target}: cannot list it ({exc}); check the URL") from None
+        if not names:
+            raise TraceInputError(f"{target} holds no trace files (*.json or *.json.gz)")
+        out = []
+        for name in names:
+            url = fs.unstrip_protocol(name)
+            match = _RANK_IN_NAME.search(Path(name).name)
+            out.append((url, int(match.group(1)) if match else None))
+        return out
+    from kineto_sql.loading.load import open_rank_dir
+
+    return [(str(p), r) for p, r in open_rank_dir(target)]
+
+
+def run_fleet(target, parts=DEFAULT_PARTS, executor=None, out=None, engine=None, keep_diagnosis: bool = False,
+              on_done: Done | None = None, threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> FleetRun:
+    sources = rank_sources(target)
+    parts = tuple(parts)
+    previous = dataset.done(out) if out and dataset.is_dataset(out) else {}
+    if out:
+        listed = {s for s, _ in sources}
+        for path, entry in previous.items():
+            if path not in listed:  # the dataset mirrors the directory: a rank file removed is removed here
+                dataset.remove_rank(out, entry["label"])
+    calls = [(src, rank_from_name, parts, engine, None if keep_diagnosis else dataset.resumable(previous.get(src), parts),
+              keep_diagnosis, i) for i, (src, rank_from_name) in enumerate(sources)]
+    run = FleetRun(report=None)  # type: ignore[arg-type]
+    tables: dict[str, list] = defaultdict(list)
+    seen: dict[int, str] = {}
+    finished = 0
+    for i, result in (executor or LocalExecutor()).run(rank_task, calls):
+        finished += 1
+        if isinstance(result, RankFailure):
+            run.failures.append(result)
+        elif result.skipped:
+            run.skipped += 1
+            seen_rank = previous[result.path]["label"]
+            _unique(seen, seen_rank, result.path)
+        else:
+            run.read += 1
+            _unique(seen, f"rank={result.rank}" if result.rank is not None else result.path, result.path)
+            if out:
+                old = previous.get(result.path)
+                if old:
+                    dataset.remove_rank(out, old["label"])
+                dataset.write_rank(out, result)
+            else:
+                for name, table in result.tables.items():
+                    tables[name].append(table)
+            if result.diagnosis is not None:
+                run.diagnoses.append(result.diagnosis)
+        if on_done:
+            on_done(finished, len(calls), len(run.failures))
+    run.failures.sort()
+    if out:
+        dataset.write_failures(out, run.failures)
+    if not run.read and not run.skipped:
+        from kineto_sql.fanout import all_failed
+
+        raise all_failed(run.failures)
+    con = connect_dataset(dataset.table_files(out)) if out else connect_tables(tables)
+    run.report = analyse(con, threshold_pct)
+    run.report.failures = [(f.path, f.sentence()) for f in run.failures]
+    run.report.skipped = run.skipped
+    run.report.source = str(out or target)
+    return run
+
+
+def _unique(seen: dict, key, path: str) -> None:
+    if key in seen and seen[key] != path:
+        rank = str(key).removeprefix("rank=")
+        raise KinetoSqlError(f"rank {rank} appears twice ({seen[key]} and {path}); one trace file per rank, please")
+    seen[key] = path
+
+
+def read_dataset(directory, threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> FleetReport:
+    """The fleet report from a dataset alone: Parquet in, no trace loaded."""
+    if not dataset.is_dataset(directory):
+        raise KinetoSqlError(f"{directory} is not a fleet dataset (no load/ folder); write one with "
+                             "kineto-sql fleet RANK_DIR --out DIR")
+    report = analyse(connect_dataset(dataset.table_files(directory)), threshold_pct)
+    report.failures = dataset.read_failures(directory)
+    report.source = str(directory)
+    return report

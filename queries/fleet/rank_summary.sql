@@ -1,0 +1,39 @@
+-- id: fleet.rank_summary
+-- version: 1
+-- kind: fleet
+-- title: Per-rank quantities compared across ranks (us): step, step-start lag, GPU compute, communication, idle
+-- reads: load, hta_steps, hta_temporal, hta_overlap
+-- why: a straggler is a rank that is later or slower than the others where it costs the whole job step
+--   time: it starts its step late (the others wait for it in their first collective), computes longer, or
+--   idles more; its victims show it as the opposite, more time in communication kernels (waiting in NCCL).
+--   Step starts compare on the job's clock: the rank's first profiler step start plus the clock offset the
+--   loader removed (ts_offset_ns), against the earliest rank's. step_us is the rank's median step, the scale
+--   every excess is judged against. A rank with a temporal breakdown but no communication kernels has
+--   comm_us 0 (it sent nothing), a rank without a temporal breakdown has none.
+CREATE OR REPLACE VIEW fleet_rank_summary AS
+WITH ranks AS (
+  SELECT rank, any_value(ts_offset_ns) AS ts_offset_ns FROM load GROUP BY rank
+),
+steps AS (
+  SELECT rank, median(dur_us) AS step_us, arg_min(start_us, row_index) AS first_start_us
+  FROM hta_steps GROUP BY rank
+),
+starts AS (
+  SELECT r.rank, r.ts_offset_ns / 1e3 + s.first_start_us AS start_us, s.step_us
+  FROM ranks r JOIN steps s USING (rank)
+),
+temporal AS (SELECT rank, compute_us, idle_us FROM hta_temporal WHERE row_index = 0),
+overlap AS (SELECT rank, comm_us, overlap_pct FROM hta_overlap WHERE row_index = 0)
+SELECT
+  r.rank,
+  CAST(st.step_us AS DOUBLE) AS step_us,
+  CAST(st.start_us - min(st.start_us) OVER () AS DOUBLE) AS step_start_lag_us,
+  CAST(t.compute_us AS DOUBLE) AS compute_us,
+  CAST(CASE WHEN t.rank IS NULL THEN NULL WHEN o.rank IS NULL THEN 0 ELSE o.comm_us END AS DOUBLE) AS comm_us,
+  CAST(t.idle_us AS DOUBLE) AS idle_us,
+  CAST(o.overlap_pct AS DOUBLE) AS overlap_pct
+FROM ranks r
+LEFT JOIN starts st USING (rank)
+LEFT JOIN temporal t USING (rank)
+LEFT JOIN overlap o USING (rank)
+ORDER BY r.rank;
