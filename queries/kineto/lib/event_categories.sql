@@ -1,5 +1,5 @@
--- version: 1
--- locked: 1 cdbf3ccc620363f8
+-- version: 2
+-- locked: 2 5b7a5e2fcdf8aa32
 
 -- The one place that maps raw Kineto event categories to what they are. Kineto changed its category
 -- names over time (2021 `Operator`/`Runtime`/`Kernel`/`Memcpy`/`Memset`, later `cpu_op`/`cuda_runtime`/
@@ -15,37 +15,43 @@ CREATE OR REPLACE PERFETTO TABLE kineto_event_categories(
   -- What the events are: `cpu_op` (ATen ops and record_function / user annotations), `python`
   -- (python_function frames), `runtime` (CUDA/HIP/MTIA runtime and driver calls), `gpu` (kernels,
   -- memcpys, memsets and other device activities), `gpu_annotation` (user annotations copied onto a GPU
-  -- stream; not device work), `instant` (CPU instant events such as `[memory]`).
+  -- stream; not device work), `instant` (CPU instant events such as `[memory]`), `profiler` (the
+  -- profiler's own `overhead` events: activity buffer requests and flushes).
   event_class STRING,
   -- For `gpu` rows: `kernel`, `memcpy` or `memset`; NULL otherwise.
-  gpu_kind STRING
+  gpu_kind STRING,
+  -- True for record_function / user annotations (on the CPU: `user_annotation`; their GPU-stream copies:
+  -- `gpu_user_annotation`), false for ATen ops and everything else.
+  is_annotation BOOL
 ) AS
-WITH rows(category, event_class, gpu_kind) AS (
+WITH rows(category, event_class, gpu_kind, is_annotation) AS (
   VALUES
-    ('cpu_op', 'cpu_op', NULL),
-    ('Operator', 'cpu_op', NULL),
-    ('user_annotation', 'cpu_op', NULL),
-    ('hpu_op', 'cpu_op', NULL),
-    ('python_function', 'python', NULL),
-    ('cuda_runtime', 'runtime', NULL),
-    ('cuda_driver', 'runtime', NULL),
-    ('Runtime', 'runtime', NULL),
-    ('mtia_runtime', 'runtime', NULL),
-    ('xpu_runtime', 'runtime', NULL),
-    ('privateuse1_runtime', 'runtime', NULL),
-    ('privateuse1_driver', 'runtime', NULL),
-    ('kernel', 'gpu', 'kernel'),
-    ('Kernel', 'gpu', 'kernel'),
-    ('gpu_memcpy', 'gpu', 'memcpy'),
-    ('Memcpy', 'gpu', 'memcpy'),
-    ('gpu_memset', 'gpu', 'memset'),
-    ('Memset', 'gpu', 'memset'),
-    ('mtia_ccp_events', 'gpu', 'kernel'),
-    ('gpu_user_annotation', 'gpu_annotation', NULL),
-    ('cpu_instant_event', 'instant', NULL)
+    ('cpu_op', 'cpu_op', NULL, FALSE),
+    ('Operator', 'cpu_op', NULL, FALSE),
+    ('user_annotation', 'cpu_op', NULL, TRUE),
+    ('hpu_op', 'cpu_op', NULL, FALSE),
+    ('python_function', 'python', NULL, FALSE),
+    ('cuda_runtime', 'runtime', NULL, FALSE),
+    ('cuda_driver', 'runtime', NULL, FALSE),
+    ('Runtime', 'runtime', NULL, FALSE),
+    ('mtia_runtime', 'runtime', NULL, FALSE),
+    ('xpu_runtime', 'runtime', NULL, FALSE),
+    ('privateuse1_runtime', 'runtime', NULL, FALSE),
+    ('privateuse1_driver', 'runtime', NULL, FALSE),
+    ('kernel', 'gpu', 'kernel', FALSE),
+    ('Kernel', 'gpu', 'kernel', FALSE),
+    ('gpu_memcpy', 'gpu', 'memcpy', FALSE),
+    ('Memcpy', 'gpu', 'memcpy', FALSE),
+    ('gpu_memset', 'gpu', 'memset', FALSE),
+    ('Memset', 'gpu', 'memset', FALSE),
+    ('mtia_ccp_events', 'gpu', 'kernel', FALSE),
+    ('gpu_user_annotation', 'gpu_annotation', NULL, TRUE),
+    ('cpu_instant_event', 'instant', NULL, FALSE),
+    ('overhead', 'profiler', NULL, FALSE)
 )
 SELECT
   category,
   event_class,
-  gpu_kind
+  gpu_kind,
+  is_annotation
 FROM rows;

@@ -1,6 +1,6 @@
--- version: 2
--- locked: 2 5880948b7fdc5a28
--- lib: lib.event_categories@1 lib.host_slices@1 lib.kernels@2 lib.steps@3
+-- version: 3
+-- locked: 3 df76d60d5cce19bf
+-- lib: lib.event_categories@2 lib.host_slices@1 lib.kernels@2 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
@@ -26,8 +26,12 @@ INCLUDE PERFETTO MODULE kineto.lib.kernels;
 -- * `malloc` / `free`: device or pinned allocation (cudaMalloc*, cudaHostAlloc, cuMemAlloc*, cuMemCreate,
 --   hipMalloc*, hipHostMalloc; cudaFree*, cuMemFree*, hipFree*). cudaFree also synchronizes the device,
 --   which is why a free-heavy step (no caching allocator) stalls.
--- * `occupancy_query`: cudaOccupancy* / cuOccupancy* / hipOccupancy* and cudaFuncGetAttributes: per-launch
---   queries some libraries issue; pure host cost.
+-- * `occupancy_query`: cudaOccupancy* / cuOccupancy* / hipOccupancy*: the launch heuristics of
+--   adaptively launched kernels (cuBLAS / cuDNN GEMM and convolution); pure host cost.
+-- * `attribute_query`: cudaFuncGetAttributes / hipFuncGetAttributes: an attribute getter some libraries
+--   (cuBLAS) issue before launches; host cost, but not a sign of an adaptive launch.
+-- * `module_load`: loading a module / library of device code (cuModuleLoad*, cuLibraryLoad*,
+--   hipModuleLoad*): lazy loading puts these in the first iteration that runs a kernel; cold-start work.
 -- * `profiler_flush`: calls the profiler itself makes (CUPTI activity flush); the final device synchronize
 --   of a capture is judged in context by guide.profiler_flush_sync, not by name.
 -- * `other`: everything else (event record / query, stream capture queries, attribute getters, INVALID).
@@ -35,7 +39,7 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_runtime_call_rules(
   -- GLOB pattern over the exact call name.
   pattern STRING,
   -- launch, stream_sync, device_sync, event_sync, blocking_copy, async_copy, malloc, free,
-  -- occupancy_query, profiler_flush or other.
+  -- occupancy_query, attribute_query, module_load, profiler_flush or other.
   class STRING,
   -- Lower wins when several rules match.
   priority LONG
@@ -103,8 +107,11 @@ WITH rules(pattern, class, priority) AS (
     ('cudaOccupancy*', 'occupancy_query', 2),
     ('cuOccupancy*', 'occupancy_query', 2),
     ('hipOccupancy*', 'occupancy_query', 2),
-    ('cudaFuncGetAttributes*', 'occupancy_query', 2),
-    ('hipFuncGetAttributes*', 'occupancy_query', 2),
+    ('cudaFuncGetAttributes*', 'attribute_query', 2),
+    ('hipFuncGetAttributes*', 'attribute_query', 2),
+    ('cuModuleLoad*', 'module_load', 2),
+    ('cuLibraryLoad*', 'module_load', 2),
+    ('hipModuleLoad*', 'module_load', 2),
     ('cuptiActivityFlush*', 'profiler_flush', 2)
 )
 SELECT
