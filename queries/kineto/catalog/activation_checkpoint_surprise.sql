@@ -1,5 +1,5 @@
 -- id: catalog.activation_checkpoint_surprise
--- version: 1
+-- version: 2
 -- kind: detector
 -- title: Activation-checkpointing surprise: forward recompute inside backward, or checkpointing that
 --   does not recompute
@@ -22,13 +22,14 @@
 -- catalog_row: major.activation_checkpointing_surprise
 -- default min_recompute_ops: 2
 -- default expect_recompute: FALSE
--- locked: 1 24fc84674be901a3
--- lib: lib.cpu_ops@3 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.steps@3
+-- locked: 2 21a9eda7379a8ed2
+-- lib: lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.steps@3
 -- cases: activation_checkpoint_recompute_present_1=f26d69c3
 --   activation_checkpoint_recompute_present_2=95fdcaca
 --   activation_checkpoint_expected_recompute_and_missing_1=1422c1e7
 --   activation_checkpoint_expected_recompute_and_missing_2=50e6c94c
 
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 INCLUDE PERFETTO MODULE kineto.lib.host_tree;
@@ -172,7 +173,7 @@ WITH
       ON s.ts >= st.ts
       AND s.ts < st.ts + st.dur
     WHERE
-      (s.category = 'python_function' AND s.name GLOB '*torch/utils/checkpoint.py(*')
+      (s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python') AND s.name GLOB '*torch/utils/checkpoint.py(*')
       OR s.name GLOB '*CheckpointFunction*'
     GROUP BY st.step
   ),

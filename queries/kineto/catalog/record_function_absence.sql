@@ -1,5 +1,5 @@
 -- id: catalog.record_function_absence
--- version: 3
+-- version: 4
 -- kind: detector
 -- title: record_function absence: long stretches of each step covered by no user annotation
 -- source: seed 000 section 3, minor fault "record_function absence"
@@ -20,8 +20,8 @@
 -- status: stable
 -- catalog_row: minor.record_function_absence
 -- default min_unannotated_pct: 50
--- locked: 3 e74eb4ee9986ac61
--- lib: lib.cpu_ops@3 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.steps@3
+-- locked: 4 37ec6e764296ce08
+-- lib: lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.steps@3
 -- cases: coverage_threshold_1=95ef1250 coverage_threshold_2=4a077af3 torchrec_hash_annotations_count=1aa09a21
 --   compiled_graph_range_is_not_a_user_annotation=727008ea
 
@@ -61,7 +61,7 @@ WITH
       ON st.step = o.step
       AND st.upid = o.upid
     WHERE
-      o.category = 'user_annotation'
+      o.is_annotation
       AND NOT (
         o.name GLOB 'ProfilerStep#*'
         OR o.name GLOB 'Optimizer.*'

@@ -1,5 +1,5 @@
 -- id: catalog.with_stack_overhead
--- version: 3
+-- version: 4
 -- kind: detector
 -- title: with_stack overhead: a capture with Python stack tracing, whose step times are inflated
 -- source: seed 000 section 3, minor fault "with_stack overhead"
@@ -22,10 +22,11 @@
 -- catalog_row: minor.with_stack_overhead
 -- default frame_cost: 1us
 -- default min_overhead_pct: 20
--- locked: 3 20406c3f622fa24c
--- lib: lib.event_categories@1 lib.steps@3
+-- locked: 4 599dd5bc8da1c79d
+-- lib: lib.event_categories@2 lib.steps@3
 -- cases: threshold_1=da4767bd threshold_2=9f6a89ee
 
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 
 -- One row per step whose estimated stack-tracing overhead is material.
@@ -58,7 +59,8 @@ WITH
   frames AS (
     SELECT w.step, count(*) AS n
     FROM _kineto_step_windows_of!((
-      SELECT s.id, s.ts FROM slice AS s WHERE s.category = 'python_function'
+      SELECT s.id, s.ts FROM slice AS s
+      WHERE s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python')
     )) AS w
     GROUP BY w.step
   ),

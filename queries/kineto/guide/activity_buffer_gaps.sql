@@ -1,12 +1,12 @@
 -- id: guide.activity_buffer_gaps
--- version: 1
+-- version: 2
 -- kind: guide
 -- title: Activity buffer gaps: device idle time caused by the profiler's own buffer requests, and the initial CPU-GPU offset
 -- source: seed 001 "Key GPU Lane Indicators: Activity Buffer Requests"
 -- needs: gpu
 -- status: stable
--- locked: 1 4973eb5cd2356dab
--- lib: lib.device_busy@1 lib.event_categories@1 lib.gpu_idle@1 lib.kernels@2 lib.stream_busy@1
+-- locked: 2 d5e517529bef4a28
+-- lib: lib.device_busy@1 lib.event_categories@2 lib.gpu_idle@1 lib.kernels@2 lib.stream_busy@1
 
 -- Kineto writes its own overhead as `Activity Buffer Request` rows (category `overhead`). A device idle
 -- gap (all streams idle) that overlaps one is charged to the profiler, not to the model. The initial
@@ -33,7 +33,10 @@ SELECT
 FROM slice AS s
 WHERE
   s.name GLOB 'Activity Buffer Request*'
-  OR (s.category = 'overhead' AND s.name GLOB '*uffer*')
+  OR (
+    s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'profiler')
+    AND s.name GLOB '*uffer*'
+  )
 ORDER BY s.ts;
 
 -- One `initial_offset` row per device, and one `buffer_gap` row per device idle gap that a buffer

@@ -1,12 +1,12 @@
 -- id: guide.compile_regions
--- version: 2
+-- version: 3
 -- kind: guide
 -- title: Compiled regions: Dynamo cache lookup, Torch-Compiled Region, AOTDispatcher prologue and CompiledFxGraph per call; CPU overhead vs device time
 -- source: seed 001 "The Impact of torch.compile: Runtime Architecture and Overhead"
 -- needs: compile
 -- status: stable
--- locked: 2 0feadee138780957
--- lib: lib.event_categories@1 lib.host_slices@1 lib.kernels@2 lib.launches@3 lib.steps@3
+-- locked: 3 42758236fd941c4a
+-- lib: lib.event_categories@2 lib.host_slices@1 lib.kernels@2 lib.launches@3 lib.steps@3
 
 -- One row per `Torch-Compiled Region` call. The pieces are matched by time inside the caller's process
 -- (Kineto does not always nest them): the `TorchDynamo Cache Lookup` that ends last before the region
@@ -85,7 +85,9 @@ WITH
     WHERE
       s.name = 'TorchDynamo Cache Lookup'
       OR s.name = 'AOTDispatcher Runtime Wrapper Prologue'
-      OR (s.name GLOB '## Call CompiledFxGraph*' AND s.category != 'gpu_user_annotation')
+      OR (s.name GLOB '## Call CompiledFxGraph*' AND s.category NOT IN (
+        SELECT category FROM kineto_event_categories WHERE event_class = 'gpu_annotation'
+      ))
   ),
   region_steps AS (
     SELECT id, step FROM _kineto_steps_of!(regions)
@@ -150,7 +152,9 @@ WITH
           USING (utid)
         WHERE
           t.upid = r.upid
-          AND s.category IN ('cpu_op', 'Operator')
+          AND s.category IN (
+            SELECT category FROM kineto_event_categories WHERE event_class = 'cpu_op' AND NOT is_annotation
+          )
           AND s.name GLOB 'aten::*'
           AND s.ts >= r.ts
           AND s.ts < r.ts + r.dur

@@ -1,5 +1,5 @@
 -- id: guide.dispatch_chain
--- version: 1
+-- version: 2
 -- kind: guide
 -- title: Dispatch chain: python frame -> record_function -> ATen op -> sub-op -> runtime call -> kernel, one row per kernel
 -- source: seed 001 "Analyzing the CPU and GPU Dispatch Chain"
@@ -7,8 +7,8 @@
 -- status: stable
 -- default name: "aten::mm"
 -- default max_rows: 50
--- locked: 1 2b02b148f0da6178
--- lib: lib.event_categories@1 lib.host_slices@1 lib.kernels@2 lib.launches@3 lib.python_frames@1 lib.steps@3
+-- locked: 2 affedc4ef3e4e849
+-- lib: lib.event_categories@2 lib.host_slices@1 lib.kernels@2 lib.launches@3 lib.python_frames@1 lib.steps@3
 
 -- Walks each kernel back through its launch (args.correlation) to the ops above it. The chain column
 -- lists the innermost python frame, the innermost record_function annotation (ProfilerStep excluded),
@@ -79,7 +79,7 @@ WITH
             ON c.category = a.category
           WHERE
             c.event_class = 'cpu_op'
-            AND a.category != 'user_annotation'
+            AND NOT c.is_annotation
             AND NOT a.name GLOB 'ProfilerStep#*'
           ORDER BY a.depth
         ) AS y
@@ -87,8 +87,11 @@ WITH
       (
         SELECT a.name
         FROM ancestor_slice(x.launch_id) AS a
+        JOIN kineto_event_categories AS c
+          ON c.category = a.category
         WHERE
-          a.category = 'user_annotation'
+          c.event_class = 'cpu_op'
+          AND c.is_annotation
           AND NOT a.name GLOB 'ProfilerStep#*'
         ORDER BY a.depth DESC
         LIMIT 1

@@ -1,5 +1,5 @@
 -- id: guide.overhead_vs_compute
--- version: 3
+-- version: 4
 -- kind: guide
 -- title: Overhead-bound or compute-bound: self CPU total vs self device total, per step and per op
 -- source: seed 001 "Identifying Bottlenecks: Overhead-Bound vs. Compute-Bound"
@@ -8,8 +8,8 @@
 -- default overhead_ratio: 3
 -- default small_op: 50us
 -- default top_ops: 10
--- locked: 3 0c54c573181dccf8
--- lib: lib.cpu_ops@3 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.launches@3
+-- locked: 4 a0b9346ab8a8c2a0
+-- lib: lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.launches@3
 --   lib.steps@3
 
 -- Self CPU = self time of CPU ops, annotations and runtime calls (torch key_averages' Self CPU total);
@@ -53,7 +53,9 @@ SELECT
     SELECT 1
     FROM ancestor_slice(o.id) AS a
     WHERE
-      a.category IN ('cpu_op', 'Operator')
+      a.category IN (
+        SELECT category FROM kineto_event_categories WHERE event_class = 'cpu_op' AND NOT is_annotation
+      )
       AND NOT a.name GLOB 'ProfilerStep#*'
   ) AS is_outer
 FROM kineto_cpu_ops AS o

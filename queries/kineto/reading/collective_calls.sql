@@ -1,13 +1,13 @@
 -- id: reading.collective_calls
--- version: 2
+-- version: 3
 -- kind: reading
 -- title: Collective calls of one rank: collective, process group, sequence number, time and message sizes
 -- source: issue 17 (collectives across ranks); NCCL nccl-tests doc/PERFORMANCE.md (what a size means per op)
 -- needs: none
 -- status: stable
 -- default device_name: ''
--- locked: 2 78ed21249ea48c49
--- lib: lib.collectives@1 lib.cpu_ops@3 lib.device_specs@1 lib.dtypes@1 lib.event_categories@1
+-- locked: 3 3b22dc5bbefffd75
+-- lib: lib.collectives@1 lib.cpu_ops@3 lib.device_specs@1 lib.dtypes@1 lib.event_categories@2
 --   lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.launches@3 lib.steps@3
 
 -- One row per collective call, the unit that `kineto-sql collectives DIR` (kineto_sql/collectives.py)
@@ -24,6 +24,7 @@
 -- ts / dur: first kernel start to last kernel end on the device (gloo: the op on gloo's thread), on this
 -- rank's clock as written; add kineto_metadata's kineto_sql.ts_offset_ns to compare ranks.
 
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.collectives;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
@@ -161,14 +162,16 @@ WITH
     LEFT JOIN process AS p
       USING (upid)
     WHERE
-      s.category = 'gpu_user_annotation'
+      s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'gpu_annotation')
       AND s.name GLOB 'nccl:*'
   ),
   host_annotations AS (
     SELECT s.id, s.arg_set_id, extract_arg(s.arg_set_id, 'args.External id') AS ext
     FROM slice AS s
     WHERE
-      s.category = 'user_annotation'
+      s.category IN (
+        SELECT category FROM kineto_event_categories WHERE event_class = 'cpu_op' AND is_annotation
+      )
       AND s.name GLOB 'nccl:*'
   ),
   by_stream AS (

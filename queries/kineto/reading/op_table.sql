@@ -1,13 +1,13 @@
 -- id: reading.op_table
--- version: 3
+-- version: 4
 -- kind: reading
 -- title: Op table: torch's key_averages() per op name, sorted by self device time then self CPU
 -- source: seed 000 section 2, reading order step 2; seed 001 "Overhead-Bound vs. Compute-Bound"
 -- needs: cpu_ops
 -- status: stable
 -- default top_n: 0
--- locked: 3 4a63cf50f0cae944
--- lib: lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.launches@3 lib.steps@3
+-- locked: 4 bc3f92bdefe45cc4
+-- lib: lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.launches@3 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_tree;
@@ -36,6 +36,8 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_reading_op_table_named(
   category STRING,
   -- Event class from kineto_event_categories.
   event_class STRING,
+  -- True for a record_function / user annotation (kineto_event_categories.is_annotation).
+  is_annotation BOOL,
   -- True when folded into its same-name parent.
   folded BOOL
 ) AS
@@ -47,6 +49,7 @@ SELECT
   s.name,
   s.category,
   c.event_class,
+  c.is_annotation,
   coalesce(h.parent_id IS NOT NULL AND ps.name = s.name AND p.child_count = 1, FALSE) AS folded
 FROM kineto_host_tree AS h
 JOIN slice AS s
@@ -139,7 +142,7 @@ SELECT
   CASE WHEN n.name GLOB 'ProfilerStep#[0-9]*' THEN 'ProfilerStep*' ELSE n.name END AS key,
   CASE
     WHEN n.event_class = 'cpu_op'
-      AND (n.category = 'user_annotation' OR n.name GLOB 'ProfilerStep#[0-9]*') THEN 'annotation'
+      AND (n.is_annotation OR n.name GLOB 'ProfilerStep#[0-9]*') THEN 'annotation'
     WHEN n.event_class = 'cpu_op' THEN 'op'
     ELSE n.event_class
   END AS kind,
