@@ -1,13 +1,14 @@
 -- id: guide.cold_start
--- version: 1
+-- version: 2
 -- kind: guide
 -- title: Cold start: is the first step wider than the median of the rest, by how much, and why
 -- source: seed 001 "Key CPU Lane Indicators: Cold-Start Overhead"; seed 000 section 3 minor (profiler schedule distortion)
 -- needs: steps, cpu_ops
 -- status: stable
 -- default cold_factor: 1.5
--- locked: 1 a9092185139eb1e0
--- lib: lib.cpu_ops@3 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.memory@2 lib.steps@3
+-- locked: 2 7ac5990c6445fc2f
+-- lib: lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.memory@2
+--   lib.runtime_calls@3 lib.steps@3
 
 -- Compares the first ProfilerStep of each process with the median width of its other steps (at least
 -- two steps are needed). The why columns count, in the first step and per other step, what one-time
@@ -21,6 +22,7 @@ INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 INCLUDE PERFETTO MODULE kineto.lib.memory;
+INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 
 -- One-time-work markers per step: host slices of the step's process inside the step window.
 CREATE OR REPLACE PERFETTO TABLE _kineto_guide_cold_marks(
@@ -30,9 +32,9 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_guide_cold_marks(
   upid JOINID(process.id),
   -- Device allocator calls (cudaMalloc, hipMalloc, cuMemAlloc...).
   mallocs LONG,
-  -- Lazy loading rows and module / library load calls.
+  -- Lazy loading rows and module / library load calls (class module_load of kineto.lib.runtime_calls).
   lazy_loads LONG,
-  -- Occupancy queries (cudaOccupancy* / hipOccupancy*).
+  -- Occupancy queries (class occupancy_query of kineto.lib.runtime_calls).
   occupancy_calls LONG,
   -- Growth of the allocator's Total Reserved over the step, bytes.
   reserved_growth LONG
@@ -55,20 +57,22 @@ SELECT
     WHERE
       s.ts >= st.ts
       AND s.ts < st.ts + st.dur
-      AND (
-        s.name = 'Lazy Function Loading'
-        OR s.name GLOB 'cuModuleLoad*'
-        OR s.name GLOB 'cuLibraryLoad*'
-        OR s.name GLOB 'hipModuleLoad*'
-      )
+      AND s.name = 'Lazy Function Loading'
+  ) + (
+    SELECT count(*)
+    FROM kineto_runtime_calls AS r
+    WHERE
+      r.ts >= st.ts
+      AND r.ts < st.ts + st.dur
+      AND r.class = 'module_load'
   ) AS lazy_loads,
   (
     SELECT count(*)
-    FROM slice AS s
+    FROM kineto_runtime_calls AS r
     WHERE
-      s.ts >= st.ts
-      AND s.ts < st.ts + st.dur
-      AND (s.name GLOB 'cudaOccupancy*' OR s.name GLOB 'hipOccupancy*')
+      r.ts >= st.ts
+      AND r.ts < st.ts + st.dur
+      AND r.class = 'occupancy_query'
   ) AS occupancy_calls,
   coalesce(
     (

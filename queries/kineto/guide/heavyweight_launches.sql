@@ -1,21 +1,23 @@
 -- id: guide.heavyweight_launches
--- version: 1
+-- version: 2
 -- kind: guide
 -- title: Heavyweight launches: occupancy queries before a kernel launch, and the kernels they precede
 -- source: seed 001 "Key CPU Lane Indicators: CUDA Occupancy Queries / Resource-Light Kernels"
 -- needs: gpu
 -- status: stable
--- locked: 1 cc7112ead38b3bbf
--- lib: lib.event_categories@1 lib.host_slices@1 lib.kernels@2 lib.launches@3 lib.steps@3
+-- locked: 2 05e96992d2971525
+-- lib: lib.event_categories@2 lib.host_slices@1 lib.kernels@2 lib.launches@3 lib.runtime_calls@3 lib.steps@3
 
--- A cudaOccupancyMaxActiveBlocksPerMultiprocessor* (or hipOccupancy*) call is paired with the next launch
--- on the same thread inside the same op: the kernel it precedes is heavyweight and adaptively launched
+-- An occupancy query (class occupancy_query of kineto.lib.runtime_calls: cudaOccupancy*, cuOccupancy*,
+-- hipOccupancy*; not the cudaFuncGetAttributes getter cuBLAS issues before every launch) is paired with the next launch on the same thread inside the same
+-- op (the query's enclosing op is kineto_host_slices.op_id, the launch's kineto_launches.op_id): the kernel it precedes is heavyweight and adaptively launched
 -- (GEMM, convolution). Memcpy / memset launches in between (split-K workspace clears) are skipped.
 -- Elementwise and reduction kernels are launched without one.
 
-INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.host_slices;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
+INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 
 -- One row per (launching op, kernel name) preceded by at least one occupancy query.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_guide_heavyweight_launches()
@@ -38,23 +40,22 @@ RETURNS TABLE(
 WITH
   occ AS (
     SELECT
-      s.id,
-      s.ts,
-      s.dur,
-      tt.utid
-    FROM slice AS s
-    JOIN kineto_event_categories AS c
-      ON c.category = s.category
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
+      r.id,
+      r.ts,
+      r.dur,
+      r.utid,
+      h.op_id
+    FROM kineto_runtime_calls AS r
+    JOIN kineto_host_slices AS h
+      USING (id)
     WHERE
-      c.event_class = 'runtime'
-      AND (s.name GLOB 'cudaOccupancy*' OR s.name GLOB 'hipOccupancy*' OR s.name GLOB 'cuOccupancy*')
+      r.class = 'occupancy_query'
   ),
   paired AS (
     SELECT
       o.id AS occ_id,
       o.dur AS occ_dur,
+      o.op_id AS occ_op_id,
       (
         SELECT l.id
         FROM kineto_launches AS l
@@ -87,16 +88,7 @@ WITH
     JOIN kineto_kernels AS k
       ON k.id = l.gpu_first_id
     WHERE
-      l.op_id IS (
-        SELECT a.id
-        FROM ancestor_slice(p.occ_id) AS a
-        JOIN kineto_event_categories AS c
-          ON c.category = a.category
-        WHERE
-          c.event_class = 'cpu_op'
-        ORDER BY a.depth DESC
-        LIMIT 1
-      )
+      l.op_id IS p.occ_op_id
     GROUP BY l.id
   ),
   all_launches AS (

@@ -1,22 +1,23 @@
 -- id: guide.profiler_flush_sync
--- version: 1
+-- version: 2
 -- kind: guide
 -- title: Profiler flush: the final device synchronize, reported as the profiler flushing, not a finding
 -- source: seed 001 "Key CPU Lane Indicators: Synchronization"
 -- needs: gpu
 -- status: stable
--- locked: 1 1ed5ecba0432d795
--- lib: lib.event_categories@1 lib.host_slices@1 lib.kernels@2 lib.launches@3 lib.steps@3
+-- locked: 2 a1b09070006e6389
+-- lib: lib.event_categories@2 lib.host_slices@1 lib.kernels@2 lib.launches@3 lib.runtime_calls@3 lib.steps@3
 
--- The last cudaDeviceSynchronize / hipDeviceSynchronize of a process counts as the profiler's flush when
--- no op starts and no kernel is launched after it on that process and it lies outside every
+-- The last device synchronize of a process (class device_sync of kineto.lib.runtime_calls:
+-- cudaDeviceSynchronize, hipDeviceSynchronize, cuCtxSynchronize, cudaThreadSynchronize) counts as the
+-- profiler's flush when no op starts and no kernel is launched after it on that process and it lies outside every
 -- ProfilerStep window (after the last step, or in a trace without steps). Its duration is the time the
 -- CPU waited for pending device work. Detectors that look at syncs should leave this row out.
 
-INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
+INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 
 -- The flush sync per process, if any (at most one row per process).
 CREATE OR REPLACE PERFETTO TABLE _kineto_guide_profiler_flush(
@@ -34,22 +35,15 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_guide_profiler_flush(
 WITH
   syncs AS (
     SELECT
-      s.id,
-      t.upid,
-      s.ts,
-      s.dur,
-      s.name,
-      row_number() OVER (PARTITION BY t.upid ORDER BY s.ts DESC) AS rn
-    FROM slice AS s
-    JOIN kineto_event_categories AS c
-      ON c.category = s.category
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
+      r.id,
+      r.upid,
+      r.ts,
+      r.dur,
+      r.name,
+      row_number() OVER (PARTITION BY r.upid ORDER BY r.ts DESC) AS rn
+    FROM kineto_runtime_calls AS r
     WHERE
-      c.event_class = 'runtime'
-      AND s.name IN ('cudaDeviceSynchronize', 'hipDeviceSynchronize', 'cuCtxSynchronize')
+      r.class = 'device_sync'
   )
 SELECT
   y.id,

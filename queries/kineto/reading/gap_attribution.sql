@@ -1,5 +1,5 @@
 -- id: reading.gap_attribution
--- version: 2
+-- version: 3
 -- kind: reading
 -- title: GPU gap attribution: every device idle gap inside a step, with what the CPU side was doing
 -- source: seed 000 section 2, reading order step 3
@@ -7,16 +7,20 @@
 -- status: stable
 -- default min_gap: 20us
 -- default busy_pct: 50
--- locked: 2 00ea08e08af09d30
--- lib: lib.device_busy@1 lib.event_categories@1 lib.gpu_idle@1 lib.host_slices@1 lib.kernels@2 lib.launches@3
---   lib.steps@3 lib.stream_busy@1
+-- locked: 3 7e3394887c0ddccf
+-- lib: lib.device_busy@1 lib.event_categories@2 lib.gpu_idle@1 lib.host_slices@1 lib.interval_merge@1
+--   lib.kernels@2 lib.launches@3 lib.runtime_calls@3 lib.steps@3 lib.stream_busy@1
 
--- Causes, first match wins: `input` (a DataLoader __next__ overlaps the gap), `sync` (a synchronizing
--- runtime call overlaps it: the op above it is named), `launch` (the host was inside ops or runtime calls
+-- Causes, first match wins: `input` (a DataLoader __next__ overlaps the gap), `sync` (a runtime call that
+-- blocks the host overlaps it, a sync or a blocking copy as kineto.lib.runtime_calls classes it: the op
+-- above it is named), `launch` (the host was inside ops or runtime calls
 -- for at least busy_pct % of the gap: dispatch and launch work kept the device waiting), `none` (the host
 -- was mostly outside any op: python, GC or the GIL).
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.host_slices;
+INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
+INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
@@ -40,36 +44,35 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_reading_gap_marks(
   kind STRING
 ) AS
 SELECT
-  s.id,
-  s.ts,
-  s.dur,
-  s.ts + s.dur AS end_ts,
-  s.name,
-  t.upid,
-  CASE WHEN c.event_class = 'runtime' THEN 'sync' ELSE 'input' END AS kind
-FROM slice AS s
-JOIN kineto_event_categories AS c
-  ON c.category = s.category
-JOIN thread_track AS tt
-  ON tt.id = s.track_id
-JOIN thread AS t
-  USING (utid)
+  h.id,
+  h.ts,
+  h.dur,
+  h.ts + h.dur AS end_ts,
+  h.name,
+  h.upid,
+  'input' AS kind
+FROM kineto_host_slices AS h
 WHERE
-  (
-    c.event_class IN ('cpu_op', 'python')
-    AND (
-      s.name GLOB '*DataLoader*__next__*'
-      OR s.name GLOB '*dataloader.py(*): __next__'
-    )
+  h.event_class IN ('cpu_op', 'python')
+  AND (
+    h.name GLOB '*DataLoader*__next__*'
+    OR h.name GLOB '*dataloader.py(*): __next__'
   )
-  OR (
-    c.event_class = 'runtime'
-    AND (
-      s.name GLOB '*Synchronize*'
-      OR s.name IN ('cudaMemcpy', 'hipMemcpy', 'cuMemcpy', 'cudaMemcpy2D', 'hipMemcpy2D', 'cudaMemset', 'hipMemset')
-    )
-  )
-ORDER BY s.ts;
+UNION ALL
+-- syncs and blocking copies as kineto.lib.runtime_calls classifies them (a pageable cudaMemcpyAsync and
+-- hipMemcpyWithStream included)
+SELECT
+  r.id,
+  r.ts,
+  r.dur,
+  r.ts + r.dur AS end_ts,
+  r.name,
+  r.upid,
+  'sync' AS kind
+FROM kineto_runtime_calls AS r
+WHERE
+  r.blocks_host
+ORDER BY ts;
 
 -- When each process's host was inside an op or a runtime call (annotations and python frames excluded):
 -- the union over its threads, as maximal intervals.
@@ -84,56 +87,27 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_reading_gap_host_busy(
 WITH
   host AS (
     SELECT
-      t.upid,
-      s.ts,
-      s.ts + s.dur AS end_ts
-    FROM slice AS s
-    JOIN kineto_event_categories AS c
-      ON c.category = s.category
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
+      h.upid,
+      h.ts,
+      h.dur
+    FROM kineto_host_slices AS h
     WHERE
-      s.dur > 0
+      h.dur > 0
       AND (
-        c.event_class = 'runtime'
+        h.event_class = 'runtime'
         OR (
-          c.event_class = 'cpu_op'
-          AND s.category != 'user_annotation'
-          AND NOT s.name GLOB 'ProfilerStep#*'
-          AND NOT s.name GLOB '*DataLoader*'
+          h.event_class = 'cpu_op'
+          AND h.category NOT IN (SELECT category FROM kineto_event_categories WHERE is_annotation)
+          AND NOT h.name GLOB 'ProfilerStep#*'
+          AND NOT h.name GLOB '*DataLoader*'
         )
       )
-  ),
-  ordered AS (
-    SELECT
-      upid,
-      ts,
-      end_ts,
-      max(end_ts) OVER (
-        PARTITION BY upid
-        ORDER BY ts, end_ts
-        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-      ) AS prev_end
-    FROM host
-  ),
-  grouped AS (
-    SELECT
-      *,
-      sum(CASE WHEN prev_end IS NULL OR ts > prev_end THEN 1 ELSE 0 END) OVER (
-        PARTITION BY upid
-        ORDER BY ts, end_ts
-        ROWS UNBOUNDED PRECEDING
-      ) AS grp
-    FROM ordered
   )
 SELECT
   upid,
-  min(ts) AS ts,
-  max(end_ts) AS end_ts
-FROM grouped
-GROUP BY upid, grp
+  ts,
+  ts + dur AS end_ts
+FROM kineto_interval_merge!(host, upid)
 ORDER BY ts;
 
 -- One row per device idle gap piece (a gap clipped to one CPU ProfilerStep window) of at least
@@ -276,7 +250,7 @@ WITH
           ON ec.category = a.category
         WHERE
           ec.event_class = 'cpu_op'
-          AND a.category != 'user_annotation'
+          AND NOT ec.is_annotation
           AND NOT a.name GLOB 'ProfilerStep#*'
         ORDER BY a.depth
         LIMIT 1
@@ -288,7 +262,7 @@ WITH
           ON ec.category = a.category
         WHERE
           ec.event_class = 'cpu_op'
-          AND a.category != 'user_annotation'
+          AND NOT ec.is_annotation
           AND NOT a.name GLOB 'ProfilerStep#*'
         ORDER BY a.depth DESC
         LIMIT 1
@@ -303,7 +277,7 @@ WITH
         WHERE
           c.cause = 'none'
           AND t.upid = c.upid
-          AND s.category = 'python_function'
+          AND s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python')
           AND s.ts <= c.ts + c.dur / 2
           AND s.ts + s.dur > c.ts + c.dur / 2
         ORDER BY s.depth DESC
