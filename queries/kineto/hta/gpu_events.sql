@@ -1,13 +1,13 @@
 -- id: hta.gpu_events
--- version: 1
+-- version: 2
 -- kind: hta
 -- title: The GPU events HTA's analyses read, with HTA's kernel type (compute / communication / memory / other)
 -- source: seed 000 section 4 (HTA); research/peers.md 1.0 (HTA 0.5.0 ingest semantics)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- locked: 1 cee810bca8f2b914
--- lib: lib.event_categories@1 lib.kernels@2
+-- locked: 2 52c993cba034a78d
+-- lib: lib.event_categories@2 lib.kernels@2
 
 -- The cleaner default (hta_compat FALSE) keeps the whole trace (HTA silently drops the last profiler
 -- step), counts only real device work (category kernel, gpu_memcpy, gpu_memset; never cuda_sync
@@ -98,6 +98,43 @@ SELECT
   END AS hta_type,
   f.is_device_op
 FROM flagged f, steps;
+
+-- The runtime calls HTA 0.5.0's analyses count as launches, by name, as HTA spells them (its own lists,
+-- not kineto.lib.runtime_calls' classes: hta_compat must reproduce HTA's numbers, and HTA leaves out e.g.
+-- cudaGraphLaunch and cudaLaunchCooperativeKernel).
+CREATE OR REPLACE PERFETTO TABLE _kineto_hta_launch_calls(
+  -- Runtime call name.
+  name STRING,
+  -- 1 when HTA's cuda_kernel_launch_stats counts it (both modes).
+  launch_stats LONG,
+  -- 1 when kernel_launch_stats counts it outside hta_compat only (driver / HIP launches HTA misses).
+  launch_stats_extra LONG,
+  -- 1 when HTA's queue-length analysis counts it (both modes).
+  queue_length LONG
+) AS
+WITH names(name, launch_stats, launch_stats_extra, queue_length) AS (
+  VALUES
+    ('cudaLaunchKernel', 1, 0, 1),
+    ('cudaLaunchKernelExC', 1, 0, 1),
+    ('runFunction - job_prep_and_submit_for_execution', 1, 0, 1),
+    ('cudaMemcpyAsync', 1, 0, 1),
+    ('cudaMemsetAsync', 1, 0, 1),
+    ('cuLaunchKernel', 0, 1, 1),
+    ('cuLaunchKernelEx', 0, 1, 1),
+    ('hipLaunchKernel', 0, 1, 1),
+    ('hipExtLaunchKernel', 0, 1, 0),
+    ('hipExtModuleLaunchKernel', 0, 1, 1),
+    ('hipModuleLaunchKernel', 0, 1, 0),
+    ('hipMemcpyAsync', 0, 1, 1),
+    ('hipMemsetAsync', 0, 1, 1),
+    ('hipMemcpyWithStream', 0, 1, 1)
+)
+SELECT
+  name,
+  launch_stats,
+  launch_stats_extra,
+  queue_length
+FROM names;
 
 -- Merges possibly overlapping intervals (columns k, ts, end_ts) into disjoint ones per key k,
 -- exactly like HTA's merge_kernel_intervals.

@@ -1,5 +1,5 @@
 -- id: hta.kernel_launch_stats
--- version: 2
+-- version: 3
 -- kind: hta
 -- title: CUDA kernel launch statistics: launch delay, short kernels, runtime and launch-delay outliers
 -- source: seed 000 section 4 (HTA); research/peers.md 1.5 (CudaKernelAnalysis.cuda_kernel_launch_stats)
@@ -8,8 +8,8 @@
 -- default hta_compat: FALSE
 -- default runtime_cutoff: 50us
 -- default launch_delay_cutoff: 100us
--- locked: 2 37bfbbab584d3986
--- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@2
+-- locked: 3 e218ba6d73ce8b41
+-- lib: hta.gpu_events@2 lib.event_categories@2 lib.kernels@2
 
 -- Per launch (runtime call joined to its GPU event by args.correlation): cpu = the call's duration,
 -- gpu = the event's duration, launch delay = max(0, gpu start - call end). Short kernel: cpu <=
@@ -56,12 +56,12 @@ WITH calls AS MATERIALIZED (
   WHERE stream = -1
     AND correlation != -1
     AND IIF($hta_compat, hta_kept = 1, 1)
-    AND (
-      name IN ('cudaLaunchKernel', 'cudaLaunchKernelExC', 'runFunction - job_prep_and_submit_for_execution',
-               'cudaMemcpyAsync', 'cudaMemsetAsync')
-      OR (NOT $hta_compat AND name IN ('cuLaunchKernel', 'cuLaunchKernelEx', 'hipLaunchKernel',
-                                       'hipExtLaunchKernel', 'hipExtModuleLaunchKernel', 'hipModuleLaunchKernel',
-                                       'hipMemcpyAsync', 'hipMemsetAsync', 'hipMemcpyWithStream'))
+    AND name IN (
+      SELECT n.name
+      FROM _kineto_hta_launch_calls AS n
+      WHERE
+        n.launch_stats = 1
+        OR (NOT $hta_compat AND n.launch_stats_extra = 1)
     )
 ),
 pairs AS (

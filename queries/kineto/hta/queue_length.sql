@@ -1,5 +1,5 @@
 -- id: hta.queue_length
--- version: 1
+-- version: 2
 -- kind: hta
 -- title: Queue length per stream: operations launched but not yet started, and time at the 1024 cap
 -- source: seed 000 section 4 (HTA); research/peers.md 1.6 (TraceCounters queue length)
@@ -7,8 +7,8 @@
 -- status: stable
 -- default hta_compat: FALSE
 -- default max_queue_length: 1024
--- locked: 1 d8555ae44ffc3b18
--- lib: hta.gpu_events@1 lib.event_categories@1 lib.kernels@2
+-- locked: 2 2d95e28e6bd119ec
+-- lib: hta.gpu_events@2 lib.event_categories@2 lib.kernels@2
 
 -- +1 at the start of each launch call (cudaLaunchKernel[ExC], cuLaunchKernel[Ex], cudaMemcpyAsync,
 -- cudaMemsetAsync, HIP/MTIA equivalents) on the stream of its GPU event, -1 at the start of that
@@ -60,10 +60,7 @@ WITH calls AS MATERIALIZED (
   FROM _kineto_hta_rows
   WHERE stream = -1 AND correlation > 0
     AND IIF($hta_compat, hta_kept = 1, 1)
-    AND name IN ('cudaLaunchKernel', 'cudaLaunchKernelExC', 'cuLaunchKernel', 'cuLaunchKernelEx',
-                 'cudaMemcpyAsync', 'cudaMemsetAsync', 'runFunction - job_prep_and_submit_for_execution',
-                 'hipLaunchKernel', 'hipExtModuleLaunchKernel', 'hipMemsetAsync', 'hipMemcpyAsync',
-                 'hipMemcpyWithStream')
+    AND name IN (SELECT n.name FROM _kineto_hta_launch_calls AS n WHERE n.queue_length = 1)
 ),
 gpu AS MATERIALIZED (
   SELECT id, correlation, stream, ts FROM kineto_hta_gpu_events($hta_compat)
