@@ -29,7 +29,7 @@
 -- default min_tail_launches: 10
 -- default skew_pct: 5
 -- locked: 1 50714b9f3aa1aa5d
--- lib: lib.event_categories@1 lib.host_slices@1 lib.kernels@2 lib.launches@3 lib.steps@3
+-- lib: lib.event_categories@2 lib.host_slices@1 lib.kernels@2 lib.launches@3 lib.steps@3
 -- cases: launches_without_kernels=ba4f7417 one_trailing_launch_is_valid=153e66c0 counter_replay=2cae4b47
 --   full_queue_is_not_replay=786dcfc5 truncated_device_buffer=ec10fcc6 clock_skew=97435e43
 

@@ -25,7 +25,7 @@
 -- default min_alloc_mb: 1
 -- default min_cpu_large_allocs: 4
 -- locked: 1 a165d4187a8670e5
--- lib: lib.event_categories@1 lib.memory@2 lib.steps@3
+-- lib: lib.event_categories@2 lib.memory@2 lib.steps@3
 -- cases: runtime_malloc_mid_step=deb8073f cpu_large_allocs_threshold_1=6607ffcc
 --   cpu_large_allocs_threshold_2=975176a3
 

@@ -1,6 +1,6 @@
 -- version: 2
 -- locked: 2 6b9ba20c6571c173
--- lib: lib.event_categories@1 lib.steps@3
+-- lib: lib.event_categories@2 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

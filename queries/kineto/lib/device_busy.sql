@@ -1,6 +1,6 @@
 -- version: 1
 -- locked: 1 a56b18dece8aee22
--- lib: lib.event_categories@1 lib.kernels@2 lib.stream_busy@1
+-- lib: lib.event_categories@2 lib.kernels@2 lib.stream_busy@1
 
 INCLUDE PERFETTO MODULE kineto.lib.stream_busy;
 

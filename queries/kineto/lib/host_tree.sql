@@ -1,6 +1,6 @@
 -- version: 1
 -- locked: 1 4e68302d2f701701
--- lib: lib.event_categories@1
+-- lib: lib.event_categories@2
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE intervals.intersect;

@@ -1,6 +1,6 @@
 -- version: 2
 -- locked: 2 bd0962a128e38b73
--- lib: lib.event_categories@1
+-- lib: lib.event_categories@2
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 

@@ -1,6 +1,6 @@
 -- version: 2
 -- locked: 2 b56c50816d6156af
--- lib: lib.event_categories@1 lib.steps@3
+-- lib: lib.event_categories@2 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

@@ -1,6 +1,6 @@
 -- version: 1
 -- locked: 1 4bcf8622dc7953e2
--- lib: lib.event_categories@1 lib.steps@3
+-- lib: lib.event_categories@2 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 

@@ -1,6 +1,6 @@
 -- version: 3
 -- locked: 3 b3bd83bb4e2747b1
--- lib: lib.event_categories@1
+-- lib: lib.event_categories@2
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE intervals.intersect;

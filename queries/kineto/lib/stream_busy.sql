@@ -1,6 +1,6 @@
 -- version: 1
 -- locked: 1 c327d81470a5c21f
--- lib: lib.event_categories@1 lib.kernels@2
+-- lib: lib.event_categories@2 lib.kernels@2
 
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 

@@ -8,7 +8,7 @@
 -- default sparse_below_pct: 50
 -- default cold_start_factor: 1.5
 -- locked: 2 790549c0b3bf7692
--- lib: lib.cpu_ops@3 lib.device_busy@1 lib.event_categories@1 lib.host_slices@1 lib.host_tree@1 lib.kernels@2
+-- lib: lib.cpu_ops@3 lib.device_busy@1 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.kernels@2
 --   lib.steps@3 lib.stream_busy@1
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
