@@ -1,5 +1,5 @@
 -- id: catalog.gc_gil_stall
--- version: 3
+-- version: 4
 -- kind: detector
 -- title: GC / GIL stall: Python garbage collection pausing every thread inside steps
 -- source: seed 000 section 3, major fault "GC / GIL stall"
@@ -20,12 +20,15 @@
 -- default min_gc: 1ms
 -- default min_gap: 5ms
 -- default gaps_without_gc: FALSE
--- locked: 3 c841e0d9187fa3d2
--- lib: lib.event_categories@2 lib.steps@3
+-- locked: 4 92e1c73f82ffbad4
+-- lib: lib.event_categories@2 lib.host_slices@1 lib.interval_merge@1 lib.python_gc@1 lib.steps@3
 -- cases: at_threshold_1=a9d81d9b at_threshold_2=b71ae947 gap_without_gc_only_on_request_1=32766a18
 --   gap_without_gc_only_on_request_2=25c79bcc
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.host_slices;
+INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
+INCLUDE PERFETTO MODULE kineto.lib.python_gc;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 
 -- Host activity intervals that count as "a thread is doing framework work": ATen ops and runtime calls
@@ -40,35 +43,20 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_host_activity(
 ) AS
 WITH
   acts AS (
-    SELECT t.upid, s.ts, s.ts + s.dur AS end_ts
-    FROM slice AS s
-    JOIN kineto_event_categories AS c
-      ON c.category = s.category
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
+    SELECT h.upid, h.ts, h.dur
+    FROM kineto_host_slices AS h
     WHERE
-      (c.event_class = 'runtime' OR (c.event_class = 'cpu_op' AND s.category != 'user_annotation'))
-      AND NOT s.name GLOB 'ProfilerStep#*'
-  ),
-  ordered AS (
-    SELECT
-      *,
-      max(end_ts) OVER (PARTITION BY upid ORDER BY ts, end_ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-    FROM acts
-  ),
-  grouped AS (
-    SELECT
-      *,
-      sum(CASE WHEN prev_end IS NULL OR ts > prev_end THEN 1 ELSE 0 END) OVER (
-        PARTITION BY upid ORDER BY ts, end_ts ROWS UNBOUNDED PRECEDING
-      ) AS grp
-    FROM ordered
+      (
+        h.event_class = 'runtime'
+        OR (
+          h.event_class = 'cpu_op'
+          AND h.category NOT IN (SELECT category FROM kineto_event_categories WHERE is_annotation)
+        )
+      )
+      AND NOT h.name GLOB 'ProfilerStep#*'
   )
-SELECT upid, min(ts) AS ts, max(end_ts) - min(ts) AS dur
-FROM grouped
-GROUP BY upid, grp;
+SELECT upid, ts, dur
+FROM kineto_interval_merge!(acts, upid);
 
 -- One row per step with GC stalls (or, with gaps_without_gc, long all-thread gaps).
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_gc_gil_stall(
@@ -103,25 +91,10 @@ RETURNS TABLE(
   gap_max_dur DURATION
 ) AS
 WITH
-  gc AS (
-    SELECT s.id, s.ts, s.dur, t.upid
-    FROM slice AS s
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
-    WHERE
-      s.name = 'Python GC'
-      OR (s.category = 'python_function' AND (s.name GLOB '*gc.collect*' OR s.name GLOB '<built-in method collect of module gc*'))
-  ),
-  gc_steps AS (
-    SELECT id, step FROM _kineto_steps_of!(gc)
-  ),
+  -- GC passes (kineto.lib.python_gc) with their step
   gc_in_step AS (
-    SELECT g.ts, g.dur, gs.step
-    FROM gc AS g
-    LEFT JOIN gc_steps AS gs
-      USING (id)
+    SELECT g.ts, g.dur, g.step
+    FROM kineto_python_gc AS g
   ),
   gc_step AS (
     SELECT step, count(*) AS n, sum(dur) AS d, max(dur) AS mx, min(ts) AS first_ts

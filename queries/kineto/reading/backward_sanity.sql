@@ -1,12 +1,12 @@
 -- id: reading.backward_sanity
--- version: 1
+-- version: 2
 -- kind: reading
 -- title: Backward sanity: forward vs backward width per step, and forward recompute inside backward
 -- source: seed 000 section 2, reading order step 4; seed 000 section 3 (activation-checkpointing surprise)
 -- needs: steps, cpu_ops
 -- status: stable
 -- default min_recompute_ops: 2
--- locked: 1 e0e07277562199ed
+-- locked: 2 61aa8cac4be6cea9
 -- lib: lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.steps@3
 
 -- Backward = the outermost `autograd::engine::evaluate_function: ...` rows of the step (any thread of
@@ -72,7 +72,7 @@ WITH
           ON c.category = a.category
         WHERE
           c.event_class = 'cpu_op'
-          AND a.category != 'user_annotation'
+          AND NOT c.is_annotation
           AND NOT a.name GLOB 'ProfilerStep#*'
         ORDER BY a.depth DESC
         LIMIT 1
@@ -259,7 +259,10 @@ WITH
           s.ts >= st.ts
           AND s.ts < st.ts + st.dur
           AND (
-            (s.category = 'python_function' AND s.name GLOB '*torch/utils/checkpoint.py*')
+            (
+              s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python')
+              AND s.name GLOB '*torch/utils/checkpoint.py*'
+            )
             OR s.name GLOB '*CheckpointFunction*'
             OR extract_arg(s.arg_set_id, 'args.Call stack') GLOB '*torch/utils/checkpoint.py*'
           )
