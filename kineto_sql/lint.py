@@ -5,7 +5,8 @@ keywords, only `CREATE OR REPLACE PERFETTO {TABLE|VIEW|FUNCTION|MACRO|INDEX}` an
 statements, a typed schema on every table/view, a `--` comment above every object and every column /
 argument, public names (`kineto_<module>` in lib, the entrypoint `kineto_<area>_<name>` in a query, helpers
 `_kineto_...`), includes that resolve (lib includes only lib), no LIKE, sqlglot parses each statement's
-SELECT body once the PerfettoSQL wrapper is peeled, no `SELECT *` in public outputs, declared params equal
+SELECT body once the PerfettoSQL wrapper is peeled, no `SELECT *` in public outputs, no raw event category or
+runtime-call name compared outside lib (kineto_sql/vocabulary_lint.py), declared params equal
 the entrypoint's arguments (names, order, types), detector envelope columns, and fresh version locks in the headers (kineto_sql/versions.py).
 Every problem is `path:line: what to fix`.
 """
@@ -23,7 +24,7 @@ from kineto_sql.rule_tests import load_rule_tests
 from kineto_sql.includes import includes_of, module_path
 from kineto_sql.sql_package import PACKAGE, package_dir
 from kineto_sql.sql_text import ObjectDef, Statement, mask, parse_object, split_statements
-from kineto_sql import versions
+from kineto_sql import versions, vocabulary_lint
 
 SQL_KEYWORDS = frozenset("""
 abort action add after all alter always analyze and as asc attach autoincrement before begin between by cascade
@@ -77,6 +78,7 @@ def _line_of_column(st: Statement, name: str) -> int:
 
 def lint_file(path: Path, root: Path, spec: QuerySpec | None) -> list[Problem]:
     problems: list[Problem] = []
+    categories = vocabulary_lint.raw_categories(root)
     text = path.read_text()
     rel = path.relative_to(root)
     parts = rel.with_suffix("").parts
@@ -139,16 +141,19 @@ def lint_file(path: Path, root: Path, spec: QuerySpec | None) -> list[Problem]:
         elif obj.name != public_name:
             problems.append(Problem(path, st.line, f"public object {obj.name} must be named {public_name} (one public "
                                                    f"object per module); prefix helpers with {internal_prefix}"))
-        if obj.body is not None and obj.kind != "MACRO":
+        if obj.body is not None:
             try:
                 tree = parse_body(obj.body)
             except ParseError as exc:
-                first = str(exc).splitlines()[0]
-                problems.append(Problem(path, obj.body_line, f"body of {obj.name} does not parse as SQL: {first}"))
-            else:
-                if not obj.name.startswith("_") and _outer_select_has_star(tree):
+                tree = None
+                if obj.kind != "MACRO":  # a macro body may be a fragment; it is checked where it parses
+                    first = str(exc).splitlines()[0]
+                    problems.append(Problem(path, obj.body_line, f"body of {obj.name} does not parse as SQL: {first}"))
+            if tree is not None:
+                if obj.kind != "MACRO" and not obj.name.startswith("_") and _outer_select_has_star(tree):
                     problems.append(Problem(path, obj.body_line, f"{obj.name}: name the output columns instead of "
                                                                  "SELECT * (public outputs are a contract)"))
+                problems += vocabulary_lint.check(path, rel, obj, tree, categories)
     publics = [o for o in objects if not o.name.startswith("_")]
     if len(publics) != 1:
         problems.append(Problem(path, 1, f"{module} must define exactly one public object ({public_name}); "

@@ -247,3 +247,80 @@ def test_a_lib_module_without_its_version_line_is_a_problem(tmp_path):
                                             "  name STRING\n) AS\nSELECT name FROM slice;\n")
     assert any("a lib module starts with its own `-- version: N` line" in p.message
                for p in lint.lint(root, check_lock=False))
+
+
+VOCAB = GOOD.replace("SELECT name FROM slice LIMIT $top_n;", "SELECT name FROM slice AS s WHERE {cond} LIMIT $top_n;")
+
+
+def test_vocabulary_lint_rejects_a_runtime_call_name_with_one_clear_message(tmp_path):
+    root = tmp_path / "kineto"
+    (root / "reading").mkdir(parents=True)
+    (root / "reading" / "demo.sql").write_text(VOCAB.format(cond="s.name = 'cudaStreamSynchronize'"))
+    (root / "reading" / "demo.test.toml").write_text(GOOD_TESTS)
+    [problem] = lint.lint(root, check_lock=False)
+    assert str(problem) == (
+        f"{root / 'reading' / 'demo.sql'}:19: kineto_reading_demo: raw runtime-call name 'cudaStreamSynchronize' in a "
+        "comparison: runtime calls are classified once by the rule table of kineto.lib.runtime_calls; read "
+        "kineto_runtime_calls.class (add a rule there if no class fits)")
+
+
+@pytest.mark.parametrize(("cond", "literal"), [
+    ("s.name GLOB 'hip*'", "'hip*'"),
+    ("s.name IN ('aten::mm', 'cuLaunchKernel')", "'cuLaunchKernel'"),
+    ("s.category = 'python_function'", "'python_function'"),
+    ("s.category != 'gpu_user_annotation'", "'gpu_user_annotation'"),
+    ("s.category IN ('cpu_op', 'Operator')", "'cpu_op'"),
+    ("s.category IN ('cpu_op', 'Operator')", "'Operator'"),
+    ("s.name = 'x' AND s.category = 'kernel'", "'kernel'"),
+    ("CASE s.category WHEN 'ac2g' THEN 1 END = 1", "'ac2g'"),
+])
+def test_vocabulary_lint_rejects_raw_categories_and_runtime_names(tmp_path, cond, literal):
+    problems = _lint_one(tmp_path, "reading/demo.sql", VOCAB.format(cond=cond))
+    assert problems and all(" raw " in p for p in problems), problems
+    assert sum(literal in p for p in problems) == 1, problems
+
+
+@pytest.mark.parametrize("cond", [
+    "s.name GLOB '*cutlass*'",                 # a kernel name, not a runtime call
+    "s.name = 'aten::copy_'",
+    "'cudaLaunchKernel' IS NOT NULL",          # not a comparison of a column with a name
+    "s.name IN (SELECT 'kernel' AS source)",   # an output value, not a comparison
+])
+def test_vocabulary_lint_leaves_lib_vocabulary_and_other_strings_alone(tmp_path, cond):
+    assert _lint_one(tmp_path, "reading/demo.sql", VOCAB.format(cond=cond)) == []
+
+
+def test_vocabulary_lint_accepts_lib_vocabulary_values(tmp_path):
+    text = VOCAB.format(cond="s.id IN (SELECT r.id FROM kineto_runtime_calls AS r WHERE r.class = 'launch')"
+                             " AND s.category IN (SELECT c.category FROM kineto_event_categories AS c"
+                             " WHERE c.event_class = 'cpu_op' AND NOT c.is_annotation)")
+    assert _lint_one(tmp_path, "reading/demo.sql", text) == []
+
+
+def test_vocabulary_lint_allows_raw_names_in_lib(tmp_path):
+    text = textwrap.dedent("""\
+        -- version: 1
+
+        -- Demo.
+        CREATE OR REPLACE PERFETTO TABLE kineto_demo(
+          -- Id.
+          id LONG
+        ) AS
+        SELECT s.id FROM slice AS s WHERE s.name = 'cudaStreamSynchronize' AND s.category = 'cuda_runtime';
+        """)
+    root = tmp_path / "kineto"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "demo.sql").write_text(text)
+    assert [p.message for p in lint.lint(root, check_lock=False)] == []
+
+
+def test_vocabulary_allow_list_names_live_files_with_a_reason():
+    from kineto_sql.vocabulary_lint import ALLOWED
+    for rel, reason in ALLOWED.items():
+        assert (package_dir() / rel).is_file(), rel
+        assert len(reason) > 40, rel
+
+
+def test_the_repo_passes_the_vocabulary_lint():
+    problems = [str(p) for p in lint.lint(check_lock=False) if "raw " in p.message]
+    assert problems == []
