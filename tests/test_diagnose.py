@@ -20,6 +20,7 @@ from kineto_sql.diagnose.render_html import render_html
 from kineto_sql.diagnose.render_text import render_markdown, render_text
 from kineto_sql.diagnose.run import detectors, diagnose_path, diagnose_trace, rank_findings, severity_for
 from tests.conftest import CORPUS, GOLDEN, corpus_id, corpus_traces, needs_corpus
+from tests.query_support import load_trace  # noqa: F401  (fixture)
 
 SCHEMA = json.loads(importlib.resources.files("kineto_sql").joinpath("diagnose/schema.json").read_text())
 
@@ -212,3 +213,47 @@ def test_diagnose_runs_on_every_corpus_trace(path, loaded):
     assert diagnosis.errors == (), diagnosis.errors
     assert len(diagnosis.findings) + len(diagnosis.silent) + len(diagnosis.skipped) == len(detectors())
     jsonschema.validate(Diagnosis(str(path), (diagnosis,)).to_json(), SCHEMA)
+
+
+def _cold_dominated(steady_steps: int):
+    """A 9 ms first step (launch-heavy start-up: 400 launches of 20 us) and `steady_steps` steps of 50 us of
+    host work with the GPU idle: the mi250 minitoy shape."""
+    from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
+
+    events = [ProfilerStep(1, ts_us=0, dur_us=9000)]
+    for i in range(400):
+        events += [Launch(correlation=i + 1, ts_us=100 + 20 * i, dur_us=18),
+                   Kernel(correlation=i + 1, ts_us=110 + 20 * i, dur_us=2)]
+    for k in range(steady_steps):
+        ts = 9000 + 50 * k
+        events += [ProfilerStep(2 + k, ts_us=ts, dur_us=50), CpuOp("aten::cat", ts_us=ts + 2, dur_us=46)]
+    return KinetoTrace(events)
+
+
+def test_a_capture_that_is_its_cold_start_leads_with_the_cold_start(load_trace):
+    # One steady 50 us step is 0.55% of the 9.05 ms captured: too small a sample to read a steady state
+    # from. Shares are of the whole capture, the cold start ranks with (and here above) the steady findings,
+    # and capture_validity says why, at info.
+    t = diagnose_trace(load_trace(_cold_dominated(1)))
+    assert not t.verdict.steady_representative
+    assert t.verdict.lane_ns == 9_050_000
+    assert "1 steady window of 0.050 ms in all holds 0.6%" in t.verdict.sample_sentence
+    validity = next(f for f in t.findings if f.query_id == "catalog.capture_validity")
+    assert validity.severity == "info" and validity.numbers["kind"] == "steady_sample_too_small"
+    costly = [f for f in t.findings if f.severity != "info"]
+    assert costly[0].query_id == "catalog.cold_start"
+    steady = [f for f in costly if f.scope == "steady"]
+    assert steady and all(f.of_capture and f.severity == "low" for f in steady)
+    host = next(f for f in steady if f.query_id == "catalog.host_compute_gaps")
+    assert host.impact_ns == 50_000 and host.impact_pct == 0.55
+
+
+def test_three_short_steady_steps_are_still_the_steady_state(load_trace):
+    # the same start-up with three 50 us steps: a distribution; cold start stays out of the ranking
+    t = diagnose_trace(load_trace(_cold_dominated(3)))
+    assert t.verdict.steady_representative and t.verdict.sample_sentence is None
+    assert t.verdict.lane_ns == 150_000
+    assert "catalog.capture_validity" not in [f.query_id for f in t.findings]
+    costly = [f for f in t.findings if f.severity != "info"]
+    assert costly[0].query_id == "catalog.host_compute_gaps" and costly[0].severity == "high"
+    assert costly[-1].scope == "cold"

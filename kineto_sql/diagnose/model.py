@@ -38,7 +38,9 @@ class Verdict:
     """The first thing a person reads: how long a step is, how busy the GPU is, which regime.
 
     Everything comes from reading.verdict and reading.step_ledger (SQL); `regime_reason` is the verdict's
-    sentence. `lane_ns` (steady window time x devices) is the denominator of every finding's share."""
+    sentence. `lane_ns` (steady window time x devices) is the denominator of every finding's share. When the
+    steady windows are too small a sample (`steady_representative` False, kineto.lib.steady_sample says why
+    in `sample_sentence`), lane_ns and the shares are of every window, cold ones included."""
 
     steps: int
     median_step_ns: int | None
@@ -56,6 +58,8 @@ class Verdict:
     comm_pct: float | None = None
     idle_pct: float | None = None
     ledger: tuple[LedgerBucket, ...] = ()
+    steady_representative: bool = True
+    sample_sentence: str | None = None
 
     def to_json(self) -> dict:
         return {
@@ -75,6 +79,8 @@ class Verdict:
             "comm_pct": self.comm_pct,
             "idle_pct": self.idle_pct,
             "ledger": [vars(b) for b in self.ledger],
+            "steady_representative": self.steady_representative,
+            "sample_sentence": self.sample_sentence,
         }
 
 
@@ -113,6 +119,9 @@ class Finding:
     claimed: dict = field(default_factory=dict)
     estimate_ns: int | None = None
     scope: str = "steady"
+    # True when the share is of every window, cold ones included (the steady sample was too small to be
+    # the denominator: Verdict.steady_representative is False).
+    of_capture: bool = False
 
     def to_json(self) -> dict:
         return {
@@ -139,6 +148,7 @@ class Finding:
             "claimed_ns": dict(self.claimed),
             "estimate_ns": self.estimate_ns,
             "scope": self.scope,
+            "of_capture": self.of_capture,
         }
 
 

@@ -35,11 +35,19 @@ def _sentence(text: str) -> str:
     return text if not text or text.endswith((".", "!", "?")) else text + "."
 
 
+def share_of(finding) -> str:
+    """What a finding's impact_pct is a share of, in words."""
+    if getattr(finding, "scope", "steady") == "cold":
+        return "capture windows, one-time"
+    if getattr(finding, "of_capture", False):
+        return "whole capture"
+    return "steady step time"
+
+
 def narrate(finding) -> str:
     """Five sentences: what and how much, the evidence, the catalog row, how to confirm, what to do."""
-    scope = getattr(finding, "scope", "steady")
     claims = getattr(finding, "claims", ())
-    share = (f" ({pct(finding.impact_pct)} of the {'capture windows, one-time' if scope == 'cold' else 'steady step time'})"
+    share = (f" ({pct(finding.impact_pct)} of the {share_of(finding)})"
              if finding.impact_pct is not None else "")
     source = f", claimed from the step ledger's {', '.join(claims)}" if claims and finding.impact_ns > 0 else ""
     cost = (f"costs {ms(finding.impact_ns)}{share}{source}" if finding.impact_ns > 0

@@ -11,7 +11,7 @@ from plotly.offline import get_plotlyjs
 
 from kineto_sql import __version__
 from kineto_sql.diagnose.model import Diagnosis, TraceDiagnosis
-from kineto_sql.diagnose.narrate import ms, pct
+from kineto_sql.diagnose.narrate import ms, pct, share_of
 
 _TEMPLATE = Template(importlib.resources.files("kineto_sql").joinpath("diagnose/report.html").read_text())
 CAPTURE_VALIDITY = "catalog.capture_validity"
@@ -177,7 +177,7 @@ def _findings_html(t: TraceDiagnosis) -> str:
         return "<p>No detector fired.</p>"
     cards = []
     for i, f in enumerate(t.findings, 1):
-        share = f", {pct(f.impact_pct)} of steady step time" if f.impact_pct is not None else ""
+        share = f", {pct(f.impact_pct)} of the {share_of(f)}" if f.impact_pct is not None else ""
         evidence = "".join(f"<li>{html.escape(e)}</li>" for e in f.evidence)
         reproduce = "".join(f"<code>{html.escape(c)}</code><br>" for c in f.reproduce)
         cards.append(

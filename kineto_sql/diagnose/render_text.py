@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from kineto_sql.diagnose.model import Diagnosis, Finding, TraceDiagnosis
-from kineto_sql.diagnose.narrate import ms, pct
+from kineto_sql.diagnose.narrate import ms, pct, share_of
 
 TOP = 5
 
@@ -21,14 +21,16 @@ def _verdict_lines(t: TraceDiagnosis) -> list[str]:
     else:
         lines.append(f"verdict: {v.regime}.")
     lines.append(f"  {v.regime_reason}.")
+    if v.sample_sentence:
+        lines.append(f"  {v.sample_sentence}")
     if v.ledger:
-        lines.append("  ledger (steady time, reading.step_ledger): "
+        lines.append(f"  ledger ({'steady' if v.steady_representative else 'all windows'} time, reading.step_ledger): "
                      + ", ".join(f"{b.bucket} {b.pct:.0f}%" for b in v.ledger[:6] if b.pct >= 0.5))
     return lines
 
 
 def _finding_lines(i: int, f: Finding, markdown: bool) -> list[str]:
-    share = f", {pct(f.impact_pct)} of {'all windows (one-time)' if f.scope == 'cold' else 'steady step time'}" \
+    share = f", {pct(f.impact_pct)} of the {share_of(f)}" \
         if f.impact_pct is not None else ""
     head = f"{i}. [{f.severity}] {f.title}: {ms(f.impact_ns)}{share} ({f.count} rows, {f.id_version})"
     if markdown:

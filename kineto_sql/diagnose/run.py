@@ -8,7 +8,11 @@ never claim the same time. Where several claim one bucket, the larger estimate c
 get what is left (`rest of ...` claims go last: they take what no specific cause explained); a rule with
 no claims line claims from every steady bucket, last. The claimed time is the finding's impact, so the
 steady findings' shares add up to at most 100% of the steady step time. Cold windows are their own pool
-(`cold`): catalog.cold_start claims it and ranks after the steady findings."""
+(`cold`): catalog.cold_start claims it and ranks after the steady findings.
+
+A capture that is mostly its cold start (kineto.lib.steady_sample: fewer than 3 steady windows holding under
+10% of the windows' time) has no steady state to rank against: every share is then of all the windows, and
+cold and steady findings are ranked together by the time they claim."""
 from __future__ import annotations
 
 import math
@@ -73,7 +77,9 @@ def diagnose_trace(tp, progress: Progress | None = None) -> TraceDiagnosis:
     say(f"{Path(source).name}: step verdict")
     verdict, pools = _verdict(tp)
     denominator = verdict.lane_ns or verdict.total_step_ns or _trace_span(tp)
-    cold_denominator = (verdict.lane_ns or 0) + pools.get(COLD, 0) or denominator
+    # lane_ns already holds the cold windows when the steady sample is too small
+    cold_denominator = denominator if not verdict.steady_representative else \
+        (verdict.lane_ns or 0) + pools.get(COLD, 0) or denominator
     fired, silent, skipped, errors = [], [], [], []
     for spec in detectors():
         say(f"{Path(source).name}: {spec.id}")
@@ -90,8 +96,8 @@ def diagnose_trace(tp, progress: Progress | None = None) -> TraceDiagnosis:
             fired.append((spec, result.df))
     claimed = resolve_claims([(spec, _estimate(df)) for spec, df in fired], pools)
     findings = [_finding(spec, df, cold_denominator if spec.claims == (COLD,) else denominator, source,
-                         claimed[spec.id]) for spec, df in fired]
-    findings = rank_findings(findings)
+                         claimed[spec.id], of_capture=not verdict.steady_representative) for spec, df in fired]
+    findings = rank_findings(findings, cold_apart=verdict.steady_representative)
     fixes = tuple(f"{f.kind}: {f.count}" for f in tp.report.fixes)
     say(f"{Path(source).name}: {OP_TABLE}")
     return TraceDiagnosis(source, tp.rank, verdict, tuple(findings), tuple(silent), tuple(skipped), fixes,
@@ -168,11 +174,13 @@ def _top_ops(tp, limit: int = 10) -> tuple[dict, ...]:
     return tuple({k: _plain(v) for k, v in row.items()} for row in run.df.head(limit).to_dict(orient="records"))
 
 
-def rank_findings(findings) -> list[Finding]:
+def rank_findings(findings, cold_apart: bool = True) -> list[Finding]:
     """Capture validity first; then steady findings by claimed step time, ties by severity, then id; cold-start
-    findings last (one-time work is kept out of the steady-state ranking)."""
-    return sorted(findings, key=lambda f: (f.query_id not in FIRST, f.scope == "cold", -f.impact_ns,
-                                           -severity_rank(f.severity), f.query_id))
+    findings last (one-time work is kept out of the steady-state ranking). With `cold_apart` False (the
+    steady sample is too small to stand for a steady state) cold findings rank with the others by the time
+    they claim."""
+    return sorted(findings, key=lambda f: (f.query_id not in FIRST, cold_apart and f.scope == "cold",
+                                           -f.impact_ns, -severity_rank(f.severity), f.query_id))
 
 
 def severity_for(impact_ns: int, impact_pct: float | None) -> str:
@@ -216,17 +224,23 @@ def _verdict(tp) -> tuple[Verdict, dict[str, int]]:
                        "the trace has no window to read (no host or device events)", has_gpu), {}
     v = verdict_run.df.iloc[0]
     ledger = ledger_run.df
-    steady = ledger[~ledger["is_cold"].astype(bool)]
+    cold = ledger["is_cold"].astype(bool)
+    steady = ledger[~cold]
     pools = {str(b): int(d) for b, d in steady.groupby("bucket")["dur"].sum().items()}
-    pools[COLD] = int(ledger[ledger["is_cold"].astype(bool)]["dur"].sum())
+    pools[COLD] = int(ledger[cold]["dur"].sum())
     lane_ns = _int(v.get("lane_dur"))
-    buckets = tuple(LedgerBucket(b, d, round(100.0 * d / lane_ns, 2) if lane_ns else 0.0)
-                    for b, d in sorted(((b, d) for b, d in pools.items() if b != COLD), key=lambda x: -x[1]))
+    representative = _num(v.get("steady_representative"))
+    representative = True if representative is None else bool(representative)
+    # what the shares are of: the steady windows, or every window when they are too small a sample
+    analysed = steady if representative else ledger
+    totals = analysed.groupby("bucket")["dur"].sum()
+    buckets = tuple(LedgerBucket(str(b), int(d), round(100.0 * d / lane_ns, 2) if lane_ns else 0.0)
+                    for b, d in sorted(totals.items(), key=lambda x: -x[1]))
     return Verdict(
         steps=int(v["windows"]),
         median_step_ns=_int(v.get("median_window_dur")),
         total_step_ns=_int(v.get("total_window_dur")),
-        gpu_occupancy_pct=_busy_pct(steady, lane_ns) if has_gpu else None,
+        gpu_occupancy_pct=_busy_pct(analysed, lane_ns) if has_gpu else None,
         regime=str(v["regime"]),
         regime_reason=str(v["sentence"]).rstrip("."),
         has_gpu=has_gpu,
@@ -239,6 +253,8 @@ def _verdict(tp) -> tuple[Verdict, dict[str, int]]:
         comm_pct=_float(v.get("comm_pct")),
         idle_pct=_float(v.get("idle_pct")),
         ledger=buckets,
+        steady_representative=representative,
+        sample_sentence=_plain(v.get("sample_sentence")),
     ), pools
 
 
@@ -272,7 +288,7 @@ def _float(value):
 
 
 def _finding(spec, df: pd.DataFrame, denominator: int | None, source: str,
-             claimed: dict[str, int] | None = None) -> Finding:
+             claimed: dict[str, int] | None = None, of_capture: bool = False) -> Finding:
     estimate = _estimate(df)
     impact = estimate if claimed is None else sum(claimed.values())
     pct = round(100.0 * impact / denominator, 2) if denominator else None
@@ -317,6 +333,7 @@ def _finding(spec, df: pd.DataFrame, denominator: int | None, source: str,
         claimed=dict(claimed or {}),
         estimate_ns=estimate,
         scope="cold" if cold else "steady",
+        of_capture=of_capture and not cold,
     )
     return _with_narration(finding)
 

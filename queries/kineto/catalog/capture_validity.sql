@@ -1,7 +1,7 @@
 -- id: catalog.capture_validity
--- version: 1
+-- version: 2
 -- kind: detector
--- title: Capture validity: GPU activity lost, counter-replay timing, truncated device buffer, skewed clocks
+-- title: Capture validity: GPU activity lost, counter-replay timing, truncated device buffer, skewed clocks, too small a steady sample
 -- source: issue 12 item 12 (judge the capture before anything else)
 -- signature: runtime launches whose device activity is missing (kernels absent or far fewer than
 --   launches); launches that each take milliseconds while their kernels take microseconds (CUPTI counter
@@ -9,16 +9,18 @@
 --   activity buffer filled or was cut); kernels that start before the call that launched them.
 -- confirming: per kind: the launches and how many of them have device activity (by correlation id), the
 --   median launch and kernel durations, the launches after the last device activity, the kernels that
---   start before their launch; `kineto-sql info TRACE` for what the loader saw.
+--   start before their launch; the steady windows' count and share of the windows' time against the cold
+--   ones; `kineto-sql info TRACE` for what the loader saw.
 -- cost: none in the workload; the capture itself is wrong, so every time on the device side (occupancy,
 --   idle gaps, kernel shares, launch delays) is missing or distorted. impact_dur is 0; the finding is
 --   ranked before every other and carries a severity floor (min_severity).
 -- false_positives: launches near the very end of a capture whose kernels ran after it stopped (kept below
---   the thresholds by the minimum counts); a trace trimmed on purpose to a window (test fixtures).
+--   the thresholds by the minimum counts); a trace trimmed on purpose to a window (test fixtures); a
+--   capture of start-up on purpose (the too-small steady sample is then what was wanted).
 -- example: launches_without_kernels
 -- fix: see each row's fix: re-record with ProfilerActivity.CUDA (and a working CUPTI / roctracer), without
 --   counter metrics (no experimental_config profiler_metrics, no ncu running), with a shorter active window
---   or a larger activity buffer.
+--   or a larger activity buffer, or with a schedule that waits past the cold start and captures 3+ steps.
 -- needs: none
 -- status: preview
 -- catalog_row: major.capture_validity
@@ -28,10 +30,13 @@
 -- default replay_ratio: 10
 -- default min_tail_launches: 10
 -- default skew_pct: 5
--- locked: 1 50714b9f3aa1aa5d
--- lib: lib.event_categories@2 lib.host_slices@1 lib.kernels@2 lib.launches@3 lib.steps@3
+-- locked: 2 bceb136b1b3eefb4
+-- lib: lib.dataloader@2 lib.event_categories@2 lib.host_slices@1 lib.iterations@1 lib.kernels@2
+--   lib.launches@3 lib.steady_sample@1 lib.steps@3
 -- cases: launches_without_kernels=ba4f7417 one_trailing_launch_is_valid=153e66c0 counter_replay=2cae4b47
 --   full_queue_is_not_replay=786dcfc5 truncated_device_buffer=ec10fcc6 clock_skew=97435e43
+--   steady_sample_too_small=9e158806 steady_tenth_is_a_sample=eb8aa4bb
+--   three_short_steady_steps_are_a_sample=82cb53f4
 
 -- Why the checks hold on any trace:
 -- * Lost GPU activity. Every kernel launch, async memcpy / memset and graph launch puts device work with
@@ -51,9 +56,14 @@
 --   (5%) of the linked launches (and at least 3) show it, the host and device clocks are misaligned
 --   (Kineto's GPU clock conversion, merged traces of several machines): launch delays and idle
 --   attribution are off by the skew.
+-- * Too small a steady sample (kineto.lib.steady_sample, its header says why): fewer than 3 steady
+--   windows holding under 10% of the windows' time, the rest cold. The capture is its start-up; diagnose
+--   reads shares against every window and ranks the cold start with the steady findings. This row costs
+--   nothing and has no severity floor (info): the cold start finding carries the time.
 
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
+INCLUDE PERFETTO MODULE kineto.lib.steady_sample;
 
 -- One row per capture problem found.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_capture_validity(
@@ -81,7 +91,7 @@ RETURNS TABLE(
   step LONG,
   -- One sentence with the numbers.
   evidence STRING,
-  -- lost_gpu_activity, counter_replay, truncated_device_buffer or clock_skew.
+  -- lost_gpu_activity, counter_replay, truncated_device_buffer, clock_skew or steady_sample_too_small.
   kind STRING,
   -- Runtime calls that put work on a device.
   launch_count LONG,
@@ -97,7 +107,8 @@ RETURNS TABLE(
   tail_launch_count LONG,
   -- Linked launches whose device work starts before the call.
   skewed_count LONG,
-  -- Severity floor: high when device numbers are meaningless, medium when part of them are.
+  -- Severity floor: high when device numbers are meaningless, medium when part of them are, NULL (none)
+  -- for a too small steady sample.
   min_severity STRING,
   -- The fix for this kind.
   fix STRING
@@ -219,6 +230,17 @@ WITH
       s.n_matched >= $min_launches
       AND s.n_skew >= 3
       AND 100.0 * s.n_skew / s.n_matched >= $skew_pct
+    UNION ALL
+    SELECT
+      (SELECT min(ts) FROM kineto_iterations),
+      (SELECT max(ts + dur) - min(ts) FROM kineto_iterations),
+      'steady_sample_too_small',
+      NULL,
+      ss.sentence,
+      'Profile with schedule(wait=1, warmup=1, active=3) or more steps so the captured steps are past the cold start (lazy init, allocator warm-up, autotuning, compilation); the first step''s cost is then its own reading, not the capture.'
+    FROM kineto_steady_sample AS ss
+    WHERE
+      NOT ss.representative
   )
 SELECT
   f.ts,

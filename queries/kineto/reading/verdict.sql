@@ -1,15 +1,15 @@
 -- id: reading.verdict
--- version: 1
+-- version: 2
 -- kind: reading
 -- title: Verdict: the step's regime (device-, host-, communication-bound or mixed) from the ledger, in one sentence
 -- source: seed 000 section 2, reading order step 1 (GPU sparse or dense), read from reading.step_ledger
 -- needs: none
 -- status: preview
--- locked: 1 44cb2776d00d8980
+-- locked: 2 e418cebb6fcc7f30
 -- lib: lib.collectives@1 lib.cpu_ops@3 lib.dataloader@2 lib.device_busy@1 lib.event_categories@2
 --   lib.gpu_idle@1 lib.host_slices@1 lib.host_tree@1 lib.internal_reads@1 lib.iterations@1
---   lib.kernel_classes@1 lib.kernels@2 lib.launches@3 lib.ledger@2 lib.runtime_calls@3 lib.steps@3
---   lib.stream_busy@1
+--   lib.kernel_classes@1 lib.kernels@2 lib.launches@3 lib.ledger@2 lib.runtime_calls@3 lib.steady_sample@1
+--   lib.steps@3 lib.stream_busy@1
 
 -- Shares are of the steady-state time: every (window, device) lane of reading.step_ledger except cold
 -- windows. compute = device busy except exposed collectives (overlapped collectives count as compute: they
@@ -23,8 +23,13 @@
 -- A capture without device activity has a host-side ledger: communication-bound when host-side
 -- collectives take >= 50 % of it, else host-bound (the host is the whole step).
 -- The median window width is the mean of the two middle widths when the count is even.
+-- When the steady windows are too small a sample of the steady state (kineto.lib.steady_sample: fewer than
+-- 3 of them holding under 10% of the windows' time, a capture that is mostly its cold start), the shares
+-- and the regime are of every window, cold included, and the sentence says so: the steady part would
+-- describe a sliver of the capture.
 
 INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.steady_sample;
 
 -- Plain words for the idle / host causes named in the sentence.
 CREATE OR REPLACE PERFETTO TABLE _kineto_reading_verdict_cause_words(
@@ -88,11 +93,21 @@ RETURNS TABLE(
   -- Largest idle (or, host-only, waiting) cause bucket.
   top_cause STRING,
   -- Its share, %.
-  top_cause_pct DOUBLE
+  top_cause_pct DOUBLE,
+  -- FALSE when the steady windows are too small a sample (kineto.lib.steady_sample): the shares, lane_dur
+  -- and the regime are then of every window, cold included.
+  steady_representative BOOL,
+  -- Why the steady sample is too small, in one sentence; NULL when it is a sample.
+  sample_sentence STRING
 ) AS
 WITH
+  sample AS (
+    SELECT coalesce((SELECT representative FROM kineto_steady_sample), TRUE) AS representative,
+      (SELECT sentence FROM kineto_steady_sample) AS sentence
+  ),
+  -- the analysed lanes: the steady ones, or all of them when the steady sample is too small
   steady AS (
-    SELECT * FROM kineto_ledger WHERE NOT is_cold
+    SELECT * FROM kineto_ledger WHERE NOT is_cold OR NOT (SELECT representative FROM sample)
   ),
   lanes AS (
     SELECT sum(dur) AS lane_dur, count(DISTINCT device) AS device_count, max(device IS NOT NULL) AS has_device
@@ -156,6 +171,8 @@ WITH
       s.*,
       su.*,
       l.*,
+      sa.representative,
+      sa.sentence AS sample_sentence,
       c.bucket AS top_cause,
       c.pct AS top_cause_pct,
       cw.words AS top_words,
@@ -171,7 +188,7 @@ WITH
         WHEN 'capture' THEN 'whole-capture'
         ELSE 'inferred (' || su.source || ')'
       END AS source_words
-    FROM shares AS s, summary AS su, lanes AS l
+    FROM shares AS s, summary AS su, lanes AS l, sample AS sa
     LEFT JOIN causes AS c
       ON 1
     LEFT JOIN _kineto_reading_verdict_cause_words AS cw
@@ -187,7 +204,12 @@ SELECT
       j.source_words,
       CASE WHEN j.n = 1 THEN '' ELSE 's' END,
       j.median_dur / 1e6,
-      CASE WHEN j.cold_n > 0 THEN printf('; %d cold window of %.3f ms kept apart', j.cold_n, j.cold_dur / 1e6) ELSE '' END,
+      CASE
+        WHEN NOT j.representative
+          THEN printf('; too small a sample: read with the %d cold window%s of %.3f ms', j.cold_n, CASE WHEN j.cold_n = 1 THEN '' ELSE 's' END, j.cold_dur / 1e6)
+        WHEN j.cold_n > 0 THEN printf('; %d cold window of %.3f ms kept apart', j.cold_n, j.cold_dur / 1e6)
+        ELSE ''
+      END,
       j.compute_pct,
       j.comm_pct,
       j.idle_pct,
@@ -204,7 +226,12 @@ SELECT
       j.source_words,
       CASE WHEN j.n = 1 THEN '' ELSE 's' END,
       j.median_dur / 1e6,
-      CASE WHEN j.cold_n > 0 THEN printf('; %d cold window of %.3f ms kept apart', j.cold_n, j.cold_dur / 1e6) ELSE '' END,
+      CASE
+        WHEN NOT j.representative
+          THEN printf('; too small a sample: read with the %d cold window%s of %.3f ms', j.cold_n, CASE WHEN j.cold_n = 1 THEN '' ELSE 's' END, j.cold_dur / 1e6)
+        WHEN j.cold_n > 0 THEN printf('; %d cold window of %.3f ms kept apart', j.cold_n, j.cold_dur / 1e6)
+        ELSE ''
+      END,
       j.ops_pct,
       j.python_pct,
       j.comm_pct,
@@ -228,7 +255,9 @@ SELECT
   round(j.comm_pct, 2) AS comm_pct,
   round(j.idle_pct, 2) AS idle_pct,
   j.top_cause,
-  round(j.top_cause_pct, 2) AS top_cause_pct
+  round(j.top_cause_pct, 2) AS top_cause_pct,
+  j.representative AS steady_representative,
+  j.sample_sentence
 FROM judged AS j
 WHERE
   j.lane_dur > 0;
