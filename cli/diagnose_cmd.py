@@ -10,12 +10,14 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options
+from kineto_sql.cli.fleet_cmd import executor_options
 from kineto_sql.cli.output import friendly_errors
 from kineto_sql.cli.progress import configure, is_quiet, stage
 from kineto_sql.diagnose.model import SEVERITIES
 from kineto_sql.diagnose.render_html import render_html
 from kineto_sql.diagnose.render_text import render_markdown, render_text
 from kineto_sql.diagnose.run import diagnose_path
+from kineto_sql.fleet.executors import executor_for
 
 
 @click.command("diagnose")
@@ -26,11 +28,12 @@ from kineto_sql.diagnose.run import diagnose_path
 @click.option("--fail-on", type=click.Choice(SEVERITIES), default=None,
               help="Exit 1 when a finding at or above this severity exists (for CI gates).")
 @click.option("--jobs", type=int, default=1, show_default=True, help="Processes for a rank directory.")
+@executor_options
 @click.option("--no-progress", is_flag=True, help="No progress on stderr (the same as --quiet).")
 @engine_options
 @friendly_errors
-def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jobs: int, no_progress: bool,
-            engine_kind: str, tp_shell: str | None):
+def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jobs: int, executor: str,
+            address: str | None, no_progress: bool, engine_kind: str, tp_shell: str | None):
     """Read TARGET (a trace, or a directory of rank traces) the way an expert would.
 
     Runs the reading order, then every detector the trace can support (saying why it skips the others),
@@ -51,7 +54,7 @@ def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jo
         task = bar.add_task("loading", total=None)
         diagnosis = diagnose_path(target, engine_choice(engine_kind, tp_shell),
                                   progress=lambda text: (bar.update(task, description=text), stage(text)),
-                                  jobs=jobs)
+                                  jobs=jobs, executor=executor_for(executor, jobs, address))
     if fmt == "json":
         text = orjson.dumps(diagnosis.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS,
                             default=str).decode() + "\n"

@@ -57,11 +57,12 @@ def detectors() -> list[catalog.QuerySpec]:
 
 
 def diagnose_path(target: Path, engine: EngineChoice = EngineChoice(), progress: Progress | None = None,
-                  jobs: int = 1) -> Diagnosis:
+                  jobs: int = 1, executor=None) -> Diagnosis:
+    """A trace, or a rank directory (its ranks as fleet tasks: `jobs` local processes, or `executor`)."""
     started = time.perf_counter()
     failures = []
     if target.is_dir():
-        traces, summary, failures = _diagnose_ranks(target, engine, progress, jobs)
+        traces, summary, failures = _diagnose_ranks(target, engine, progress, jobs, executor)
     else:
         with open_trace(target, engine) as tp:
             traces = [diagnose_trace(tp, progress)]
