@@ -20,14 +20,16 @@ import numpy as np
 
 from kineto_sql.loading.events import engine_tid, ns, pushes_slice, sort_key
 from kineto_sql.loading.report import IngestReport
+from kineto_sql.loading.scan import TraceScan, fast_ns as _ns
 
 FLOW_PHASES = ("s", "t", "f")
 # Explicit (v2) flow ids live in their own id space in the importer; start high for readability.
 V2_BIND_BASE = 7_000_000_000
 
 
-def bind_flows(events: list[dict], original_tracks: dict[int, tuple], report: IngestReport) -> bool:
-    flow_indices = [i for i, e in enumerate(events) if e.get("ph") in FLOW_PHASES]
+def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], report: IngestReport) -> bool:
+    """`scan` was taken before the overlap split; `moved_to_lanes` holds the indices that split moved."""
+    flow_indices = scan.flow_indices
     if not flow_indices:
         return False
 
@@ -39,22 +41,11 @@ def bind_flows(events: list[dict], original_tracks: dict[int, tuple], report: In
             lazy_stacks.append(_Stacks(events, flow_indices))
         return lazy_stacks[0]
 
-    # Slices that begin at each (thread, instant), with their sort keys: a Kineto flow event sits exactly
-    # where its slice begins, so its binding is the last of these that sorts before it.
-    # Only slices that begin where some flow event of their process sits can matter (a miss here only
-    # sends that flow to the full simulation), so most slices are skipped without converting their times.
-    flow_points = {(events[j].get("pid"), events[j].get("ts")) for j in flow_indices}
-    begins: dict[tuple, list[tuple]] = defaultdict(list)
-    for i, e in enumerate(events):
-        if (e.get("pid"), e.get("ts")) in flow_points and pushes_slice(e):
-            ts = ns(e.get("ts"))
-            if ts is not None:
-                begins[(e.get("pid"), engine_tid(e), ts)].append(sort_key(e, i, ts))
-    by_correlation: dict[tuple, list[int]] = defaultdict(list)
-    for i, track in original_tracks.items():
-        args = events[i].get("args")
-        if isinstance(args, dict) and isinstance(args.get("correlation"), int):
-            by_correlation[(track, args["correlation"])].append(i)
+    intended_of, at_risk = _intended_and_at_risk(events, scan, moved_to_lanes)
+    if moved_to_lanes:
+        begins = _begins_at_flow_points(events, at_risk)
+    else:
+        begins = _begins_from_scan(events, scan, at_risk)
 
     def bound_to(track: tuple, key: tuple, enclosing: bool, j: int) -> int | None:
         if enclosing:
@@ -65,18 +56,17 @@ def bind_flows(events: list[dict], original_tracks: dict[int, tuple], report: In
             return stacks().own_target(j)
         return stacks().target_on(track, key, enclosing)
 
-    moved, to_rebind, intended_of, flow_keys = 0, set(), {}, {}
+    # Flow events are never X: their sort key is (ts, 2, 0, index) (events.sort_key).
+    flow_keys = {}
     for j in flow_indices:
+        ts = _ns(events[j].get("ts"))
+        if ts is not None:
+            flow_keys[j] = (ts, 2, 0, j)
+    moved, to_rebind = 0, set()
+    for j in at_risk:
         e = events[j]
-        ts = ns(e.get("ts"))
-        if ts is None:
-            continue
-        flow_keys[j] = sort_key(e, j, ts)
         track = (e.get("pid"), engine_tid(e))
-        intended = _intended_slice(events, by_correlation.get((track, _as_int(e.get("id"))), ()), ts)
-        if intended is None:
-            continue
-        intended_of[j] = intended
+        intended = intended_of[j]
         target_track = (events[intended].get("pid"), engine_tid(events[intended]))
         enclosing = e.get("ph") != "f" or e.get("bp") == "e"
         if bound_to(target_track, flow_keys[j], enclosing, j) == intended:
@@ -89,18 +79,19 @@ def bind_flows(events: list[dict], original_tracks: dict[int, tuple], report: In
     # A flow end sorted before its start (same timestamp, written first) is dropped by the importer
     # (stat flow_end_without_start, severity info only). Equal-time events that are not X keep file
     # order, so moving the end to the end of the file fixes it without touching any timestamp.
-    reorder = set()
+    reorder, halves = set(), 0
     pairs: dict[tuple, list[int]] = defaultdict(list)
     for j in flow_keys:
-        pairs[(repr(events[j].get("id")), events[j].get("cat"), events[j].get("name"))].append(j)
+        e = events[j]
+        pairs[(repr(e.get("id")), e.get("cat"), e.get("name"))].append(j)
     for members in pairs.values():
-        starts = [j for j in members if events[j].get("ph") == "s"]
-        ends = [j for j in members if events[j].get("ph") == "f"]
+        starts = [j for j in members if events[j]["ph"] == "s"]
+        ends = [j for j in members if events[j]["ph"] == "f"]
         if len(starts) == 1 and len(ends) == 1 and flow_keys[ends[0]] < flow_keys[starts[0]]:
             reorder.add(ends[0])
+        if not starts or not ends:
+            halves += len(members)
 
-    halves = sum(len(m) for m in pairs.values()
-                 if not any(events[j].get("ph") == "s" for j in m) or not any(events[j].get("ph") == "f" for j in m))
     report.add("flow_half_arrow", halves,
                "flow events whose other half is not in the file (a start without an end or the reverse): "
                "no arrow can be drawn for them, in Perfetto or anywhere; nothing was changed")
@@ -123,6 +114,78 @@ def bind_flows(events: list[dict], original_tracks: dict[int, tuple], report: In
                "flows whose intended slice could not be bound (it already carries another explicit flow); "
                "the importer binds them as the file says")
     return bool(moved or rebound or reorder)
+
+
+def _intended_and_at_risk(events: list[dict], scan: TraceScan, moved: set[int]) -> tuple[dict, list]:
+    """Each flow event's intended slice (the X event of its thread that carries its id as `correlation`
+    and contains its timestamp), and the flow events whose binding the importer may get wrong.
+
+    A flow event is *at risk* unless all of these hold, in which case the importer binds it to its
+    intended slice by construction and bind_flows would change nothing for it:
+      - it binds to the enclosing slice (ph s/t, or f with bp "e"): the last slice begun before it;
+      - its intended slice begins exactly at its timestamp, and is the only slice-pushing event that
+        begins on that thread at that instant (X events sort before flow events at equal ts, so nothing
+        can sort between the slice and the flow, and every slice begun earlier sorts before the slice);
+      - that slice was not moved to an overlap lane. (The overlap split only moves slices off a thread,
+        onto fresh lane threads, so a thread keeps a subset of its slices: the one slice that began there
+        is still the only one.)
+    A flow event without a timestamp or without an intended slice is never changed, so never at risk.
+    """
+    intended_of, at_risk = {}, []
+    by_correlation, begins = scan.by_correlation, scan.begins
+    for j in scan.flow_indices:
+        e = events[j]
+        ts = _ns(e.get("ts"))
+        if ts is None:
+            continue
+        pid, tid = e.get("pid"), e.get("tid")
+        track = (pid, pid if (not tid and pid) else tid)
+        flow_id = e["id"]
+        candidates = by_correlation.get((track, flow_id if flow_id.__class__ is int else _as_int(flow_id)))
+        if not candidates:
+            continue
+        if len(candidates) == 1 and _ns(events[candidates[0]]["ts"]) == ts:
+            intended, starts_here = candidates[0], True  # the common case: one slice, flow at its start
+        else:
+            intended = _intended_slice(events, candidates, ts)
+            if intended is None:
+                continue
+            starts_here = ns(events[intended].get("ts")) == ts
+        intended_of[j] = intended
+        if (not starts_here or begins.get(track + (ts,)) != intended or intended in moved
+                or not (e["ph"] != "f" or e.get("bp") == "e")):
+            at_risk.append(j)
+    return intended_of, at_risk
+
+
+def _begins_from_scan(events: list[dict], scan: TraceScan, at_risk: list[int]) -> dict[tuple, list[tuple]]:
+    """The sort keys of the slices beginning where an at-risk flow event sits (threads as scanned)."""
+    out: dict[tuple, list[tuple]] = {}
+    for j in at_risk:
+        e = events[j]
+        ts = ns(e.get("ts"))
+        pid, tid = e.get("pid"), e.get("tid")
+        point = (pid, pid if (not tid and pid) else tid, ts)
+        if point in out:
+            continue
+        have = scan.begins.get(point)
+        indices = () if have is None else have if have.__class__ is list else (have,)
+        out[point] = [sort_key(events[i], i, ts) for i in indices]
+    return out
+
+
+def _begins_at_flow_points(events: list[dict], flow_indices: list[int]) -> dict[tuple, list[tuple]]:
+    """The same, from the events as they are now (after the overlap split moved some to lanes): only
+    slices that begin where one of these flow events' process sits can matter (a miss here only sends
+    that flow to the full simulation)."""
+    flow_points = {(events[j].get("pid"), events[j].get("ts")) for j in flow_indices}
+    begins: dict[tuple, list[tuple]] = defaultdict(list)
+    for i, e in enumerate(events):
+        if (e.get("pid"), e.get("ts")) in flow_points and pushes_slice(e):
+            ts = ns(e.get("ts"))
+            if ts is not None:
+                begins[(e.get("pid"), engine_tid(e), ts)].append(sort_key(e, i, ts))
+    return begins
 
 
 class _Stacks:

@@ -15,16 +15,16 @@ This module fixes the input first and records each change in an IngestReport:
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
 from kineto_sql.errors import TraceInputError
-from kineto_sql.loading.events import engine_tid, ns
 from kineto_sql.loading.flows import bind_flows
 from kineto_sql.loading.report import IngestReport
+from kineto_sql.loading.scan import scan_events
 from kineto_sql.loading.source import parse_json
 from kineto_sql.loading.validate import DEEP_ARGS_WHY, cut_deep, validate_events, validate_metadata
 
@@ -78,12 +78,13 @@ def prepare(raw: bytes, path: Path) -> PreparedTrace:
     changed = report.ts_offset_ns != 0 or bool(report.dropped) or len(report.fixes) > fixes_before
     changed |= _remap_ids(events, report)
     changed |= _split_tid_zero(events, report)
-    original_tracks = {i: (e.get("pid"), engine_tid(e)) for i, e in enumerate(events) if e.get("ph") == "X"}
-    changed |= _split_overlaps(events, report)
-    changed |= bind_flows(events, original_tracks, report)
+    scan = scan_events(events)
+    moved_to_lanes = _split_overlaps(events, scan.x_by_track, report)
+    changed |= bool(moved_to_lanes)
+    changed |= bind_flows(events, scan, moved_to_lanes, report)
     changed |= _scan_args(events, report)
 
-    del original_tracks
+    del scan
     if not changed:
         return PreparedTrace(raw, metadata, report)
     # Peak memory is the parsed events plus the text on either side: let the input text go first.
@@ -213,21 +214,14 @@ def _split_tid_zero(events: list[dict], report: IngestReport) -> bool:
 
 # -- overlapping slices ----------------------------------------------------------------------------
 
-def _split_overlaps(events: list[dict], report: IngestReport) -> bool:
-    """Packs X events that cannot nest on their thread into overlap lanes, as v52 would drop them."""
-    tracks: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)
-    for index, e in enumerate(events):
-        if e.get("ph") != "X":
-            continue
-        ts, dur = ns(e.get("ts")), ns(e.get("dur"))
-        if ts is None or dur is None:
-            continue
-        tracks[(e.get("pid"), engine_tid(e))].append((ts, -dur, index))
-
-    thread_names = {(e.get("pid"), e.get("tid")): (e.get("args") or {}).get("name")
-                    for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+def _split_overlaps(events: list[dict], tracks: dict[tuple, list[tuple[int, int, int]]],
+                    report: IngestReport) -> set[int]:
+    """Packs X events that cannot nest on their thread into overlap lanes, as v52 would drop them.
+    `tracks`: (pid, engine tid) -> [(ts ns, -dur ns, index)] of its X events (scan.TraceScan.x_by_track).
+    Returns the indices of the events it moved."""
+    thread_names = None
     next_tid = LANE_TID_BASE
-    moved_examples, lanes_made, moved = [], [], 0
+    moved_examples, lanes_made, moved = [], [], set()
     for key, items in tracks.items():
         items.sort()
         lane_stacks: list[list[int]] = [[]]
@@ -246,6 +240,9 @@ def _split_overlaps(events: list[dict], report: IngestReport) -> bool:
             lane_of.append(lane)
         if len(lane_stacks) == 1:
             continue
+        if thread_names is None:
+            thread_names = {(e.get("pid"), e.get("tid")): (e.get("args") or {}).get("name")
+                            for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
         pid, tid = key
         lane_tids = [tid]
         base_name = thread_names.get((pid, tid)) or f"thread {tid}"
@@ -258,17 +255,17 @@ def _split_overlaps(events: list[dict], report: IngestReport) -> bool:
         for (ts, neg_dur, index), lane in zip(items, lane_of):
             if lane:
                 events[index]["tid"] = lane_tids[lane]
-                moved += 1
+                moved.add(index)
                 if len(moved_examples) < 5:
                     moved_examples.append(f"{events[index].get('name')} @ {ts} ns on {base_name}")
 
-    report.add("overlap_lane", moved,
+    report.add("overlap_lane", len(moved),
                "Perfetto v52 drops an X event that overlaps another on the same thread without nesting "
                "(stat slice_drop_overlapping_complete_event) and binds its flow to the wrong slice; each such "
                "event moved, unchanged, to an overlap lane of its process",
                examples=moved_examples)
     report.add("overlap_lane_thread", len(lanes_made), "threads created to hold those events", examples=lanes_made)
-    return bool(moved)
+    return moved
 
 
 def _scan_args(events: list[dict], report: IngestReport) -> bool:
