@@ -98,13 +98,19 @@ class KinetoTraceProcessor(TraceProcessor):
 
     def load_bytes(self, data: bytes) -> None:
         """Ingests a whole trace (append + finalize) and registers our SQL package."""
+        self.load_chunks((data,))
+
+    def load_chunks(self, chunks) -> None:
+        """Ingests a trace given as consecutive pieces of its bytes (any split), then finalizes; the
+        wasm engine takes each piece as it comes, so the caller can write the next one meanwhile."""
         try:
             if self.choice.kind == "native":
-                self._parse_trace(io.BytesIO(data))
+                self._parse_trace(io.BytesIO(b"".join(chunks)))
             else:
-                result = self._backend.parse(data)
-                if result is not None and result.error:
-                    raise EngineError(f"the trace processor refused the trace: {result.error}")
+                for chunk in chunks:
+                    result = self._backend.parse(chunk)
+                    if result is not None and result.error:
+                        raise EngineError(f"the trace processor refused the trace: {result.error}")
                 self._backend.notify_eof()
                 if self._package:
                     self._backend.register_sql_package(*self._package)

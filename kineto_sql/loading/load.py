@@ -53,10 +53,10 @@ def open_trace(path, engine: EngineChoice = EngineChoice(), rank_from_name: int 
 
 def open_prepared(prepared: PreparedTrace, path: Path, engine: EngineChoice = EngineChoice(),
                   rank_from_name: int | None = None) -> KinetoTraceProcessor:
-    choice = engine.resolve(len(prepared.data))
+    choice = engine.resolve(prepared.size_hint)
     tp = KinetoTraceProcessor(choice, sql_package=("kineto", package_modules()), sql_package_dir=package_dir())
     try:
-        tp.load_bytes(prepared.data)
+        tp.load_chunks(prepared.chunks())
         tp.attach(LoadedTrace(path, prepared.report, prepared.metadata, rank_of(prepared, rank_from_name)))
         _add_ingest_tables(tp, prepared, path, tp.rank)
         _check_loss(tp, prepared, path, choice.allow_loss)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -41,13 +40,54 @@ _LONG_DIGITS = re.compile(rb"\d{19}")
 _TS_FIELD = re.compile(rb'("ts"\s*:\s*)(-?\d+)(\.\d*)?(?=[,}\s eE])')
 
 
-@dataclass
-class PreparedTrace:
-    """What the engine will ingest, the top-level metadata Perfetto ignores, and the report of changes."""
+# Events per piece when the rewritten trace is written out for the engine: ~5 MB of JSON on a GPU trace.
+CHUNK_EVENTS = 16384
 
-    data: bytes
-    metadata: dict
-    report: IngestReport
+
+class PreparedTrace:
+    """What the engine will ingest, the top-level metadata Perfetto ignores, and the report of changes.
+
+    An unchanged trace is its own input bytes. A rewritten one is held as its events and written out
+    piece by piece (`chunks()`) while the engine ingests, each piece's events released as it is written,
+    so the parsed events, the output text and the engine's heap never all peak at once. `data` writes
+    the whole text instead (the UI serves it; it is kept), and is the same bytes as the pieces joined.
+    """
+
+    def __init__(self, data: bytes | None, metadata: dict, report: IngestReport, events: list | None = None):
+        self._data = data
+        self._events = events
+        self.metadata = metadata
+        self.report = report
+
+    @property
+    def data(self) -> bytes:
+        if self._data is None:
+            self._data = b"".join(self.chunks())
+        return self._data
+
+    @property
+    def size_hint(self) -> int:
+        """The byte size of the text, or of the input when it is still to be written (for the engine choice)."""
+        return len(self._data) if self._data is not None else self.report.input_bytes
+
+    def chunks(self):
+        """The trace text in pieces; for a rewritten trace, this consumes its events (one pass only)."""
+        if self._data is not None:
+            yield self._data
+            return
+        events = self._events
+        if events is None:
+            raise RuntimeError("this prepared trace was already written out once")
+        self._events = None
+        yield b'{"traceEvents":['
+        for start in range(0, len(events), CHUNK_EVENTS):
+            piece = events[start:start + CHUNK_EVENTS]
+            events[start:start + CHUNK_EVENTS] = [None] * len(piece)
+            text = orjson.dumps(piece)
+            del piece
+            yield (b"," + text[1:-1]) if start else text[1:-1]
+        rest = orjson.dumps(self.metadata)
+        yield b"]" + (b"," + rest[1:] if len(rest) > 2 else b"}")
 
 
 def prepare(raw: bytes, path: Path) -> PreparedTrace:
@@ -87,10 +127,11 @@ def prepare(raw: bytes, path: Path) -> PreparedTrace:
     del scan
     if not changed:
         return PreparedTrace(raw, metadata, report)
-    # Peak memory is the parsed events plus the text on either side: let the input text go first.
+    # Peak memory is the parsed events plus the text on either side: let the input text go first, and
+    # write the output only while the engine reads it (PreparedTrace.chunks).
     del raw, doc
     report.rewritten = True
-    return PreparedTrace(orjson.dumps({"traceEvents": events, **metadata}), metadata, report)
+    return PreparedTrace(None, metadata, report, events)
 
 
 # -- timestamps ------------------------------------------------------------------------------------
