@@ -1,60 +1,70 @@
 -- id: catalog.memory_churn
--- version: 1
+-- version: 3
 -- kind: detector
--- title: Memory churn: allocator round trips to the driver / system inside steps
+-- title: Memory churn: allocator round trips to the driver / system inside iterations
 -- source: seed 000 section 3, major fault "Memory churn -> malloc stalls"
--- signature: cudaMalloc / cudaFree (hipMalloc / hipFree) calls mid-step; an allocator sawtooth in the
+-- signature: cudaMalloc / cudaFree (hipMalloc / hipFree) calls inside steady iterations (ProfilerStep
+--   windows, else the inferred ones of kineto.lib.iterations); an allocator sawtooth in the
 --   [memory] events (reserved memory moving inside a step; on CPU, multi-MB system allocations of varying
 --   sizes every step); peak near capacity.
--- confirming: per step: malloc/free runtime calls and their time, reserved-memory changes, large CPU
---   allocations and their distinct sizes, the allocated sawtooth amplitude, reserved minus allocated.
--- cost: cudaMalloc / cudaFree synchronize the device and take milliseconds; system allocations of many MB
---   page-fault on first touch. impact_dur is the host time in malloc/free runtime calls (0 when only
---   allocator events show the churn).
--- false_positives: the first steps while the caching allocator warms up; a deliberate
---   torch.cuda.empty_cache() between phases.
+-- confirming: per iteration: malloc/free runtime calls and their time, the ledger's idle.alloc (device
+--   idle while the host is in them), reserved-memory changes, large CPU allocations and their distinct
+--   sizes, the allocated sawtooth amplitude, reserved minus allocated.
+-- cost: cudaMalloc / cudaFree synchronize the device and take milliseconds; a warm caching allocator makes
+--   none, so every one inside a steady iteration is the cache growing, being emptied, or bypassed. Their
+--   cost is the device time they leave idle: impact_dur is the ledger's idle.alloc of the iteration (the
+--   device idle while the host sits in a malloc / free, reading.step_ledger's precedence), so calls that
+--   run while the device is busy cost nothing. System allocations of many MB on a CPU-only capture
+--   page-fault on first touch; the trace does not separate that from the op's own work (impact 0).
+-- false_positives: the first iteration while the caching allocator warms up (cold windows are left out:
+--   catalog.cold_start's); a deliberate torch.cuda.empty_cache() between phases.
 -- example: runtime_malloc_mid_step
 -- fix: static shapes (pad / bucket), expandable_segments:True, preallocate and reuse buffers (out=),
 --   no torch.cuda.empty_cache() in the loop.
--- needs: steps
--- claims: idle.alloc, host.ops
+-- needs: none
+-- claims: idle.alloc
 -- status: stable
 -- catalog_row: major.memory_churn
 -- default min_runtime_calls: 1
 -- default min_reserved_changes: 1
 -- default min_alloc_mb: 1
 -- default min_cpu_large_allocs: 4
--- locked: 1 a165d4187a8670e5
--- lib: lib.event_categories@2 lib.memory@2 lib.steps@3
--- cases: runtime_malloc_mid_step=deb8073f cpu_large_allocs_threshold_1=6607ffcc
---   cpu_large_allocs_threshold_2=975176a3
+-- locked: 3 a50de858108c19b7
+-- lib: lib.collectives@1 lib.cpu_ops@3 lib.dataloader@2 lib.device_busy@1 lib.event_categories@2
+--   lib.gpu_idle@1 lib.host_slices@1 lib.host_tree@1 lib.internal_reads@1 lib.iterations@1
+--   lib.kernel_classes@1 lib.kernels@2 lib.launches@3 lib.ledger@2 lib.memory@2 lib.runtime_calls@3
+--   lib.steps@3 lib.stream_busy@1 lib.window_of@1
+-- cases: runtime_malloc_mid_step=cc7541a7 malloc_with_the_device_idle_costs_its_idle_time=5c89fde1
+--   malloc_under_a_busy_device_costs_nothing=ba03c573 iterations_without_profiler_step=b0de4a35
+--   cpu_large_allocs_threshold_1=6607ffcc cpu_large_allocs_threshold_2=975176a3
 
-INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.ledger;
 INCLUDE PERFETTO MODULE kineto.lib.memory;
+INCLUDE PERFETTO MODULE kineto.lib.window_of;
 
--- One row per step with allocator churn.
+-- One row per steady iteration with allocator churn.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_memory_churn(
-  -- Malloc/free runtime calls per step that fire (the caching allocator makes none once warm)
+  -- Malloc/free runtime calls per iteration that fire (the caching allocator makes none once warm)
   min_runtime_calls LONG,
-  -- Device reserved-memory changes per step that fire.
+  -- Device reserved-memory changes per iteration that fire.
   min_reserved_changes LONG,
   -- A CPU allocation of at least this many MB goes to the system allocator.
   min_alloc_mb DOUBLE,
-  -- Large CPU allocations per step that fire, with at least 2 distinct sizes.
+  -- Large CPU allocations per iteration that fire, with at least 2 distinct sizes.
   min_cpu_large_allocs LONG
 )
 RETURNS TABLE(
-  -- Step start.
+  -- Iteration start.
   ts TIMESTAMP,
-  -- Step width.
+  -- Iteration width.
   dur DURATION,
-  -- Step time at stake: host time in malloc/free runtime calls (0 when only allocator events show it).
+  -- Step time lost: the ledger's idle.alloc of the iteration (device idle while the host is in malloc/free).
   impact_dur DURATION,
-  -- Step number.
+  -- Iteration number.
   step LONG,
   -- One sentence with the numbers.
   evidence STRING,
-  -- cudaMalloc / cudaFree / hipMalloc / hipFree... calls in the step.
+  -- cudaMalloc / cudaFree / hipMalloc / hipFree... calls in the iteration.
   runtime_call_count LONG,
   -- Their time.
   runtime_call_dur DURATION,
@@ -64,46 +74,71 @@ RETURNS TABLE(
   cpu_large_alloc_count LONG,
   -- Their distinct sizes.
   cpu_large_alloc_sizes LONG,
-  -- Max minus min Total Allocated over the step's [memory] events (the sawtooth amplitude), bytes.
+  -- Max minus min Total Allocated over the iteration's [memory] events (the sawtooth amplitude), bytes.
   sawtooth_bytes LONG,
-  -- Largest Total Reserved minus Total Allocated in the step (device), bytes.
-  reserved_minus_allocated_bytes LONG
+  -- Largest Total Reserved minus Total Allocated in the iteration (device), bytes.
+  reserved_minus_allocated_bytes LONG,
+  -- The fix for what was seen: runtime calls (the device allocator) or large CPU allocations.
+  fix STRING
 ) AS
 WITH
+  -- the previous Total Reserved of the same allocator, over the whole capture
   ev AS (
     SELECT
       m.*,
-      lag(m.total_reserved) OVER (PARTITION BY m.device_type, m.device ORDER BY m.ts, m.id) AS prev_reserved
+      lag(m.total_reserved) OVER (PARTITION BY m.source, m.device_type, m.device ORDER BY m.ts, m.id) AS prev_reserved
     FROM kineto_memory AS m
+  ),
+  placed AS (
+    SELECT e.*, w.window_id
+    FROM ev AS e
+    JOIN kineto_window_of!(kineto_memory) AS w
+      USING (id)
     WHERE
-      m.source = 'allocator'
+      NOT w.is_cold
   ),
   alloc AS (
     SELECT
-      step,
+      window_id,
       sum(device_type != 0 AND prev_reserved IS NOT NULL AND total_reserved != prev_reserved) AS reserved_change_count,
       sum(device_type = 0 AND kind = 'alloc' AND bytes >= $min_alloc_mb * 1048576) AS cpu_large_alloc_count,
       count(DISTINCT CASE WHEN device_type = 0 AND kind = 'alloc' AND bytes >= $min_alloc_mb * 1048576 THEN bytes END) AS cpu_large_alloc_sizes,
       max(total_allocated) - min(total_allocated) AS sawtooth_bytes,
       max(CASE WHEN device_type != 0 THEN total_reserved - total_allocated END) AS reserved_minus_allocated_bytes
-    FROM ev
+    FROM placed
     WHERE
-      step IS NOT NULL
-    GROUP BY step
+      source = 'allocator'
+    GROUP BY window_id
   ),
   rt AS (
-    SELECT step, count(*) AS n, sum(dur) AS d
-    FROM kineto_memory
+    SELECT window_id, count(*) AS n, sum(dur) AS d
+    FROM placed
     WHERE
       source = 'runtime'
-      AND step IS NOT NULL
-    GROUP BY step
+    GROUP BY window_id
+  ),
+  windows AS (
+    SELECT
+      window_id,
+      max(step) AS step,
+      max(source) AS source,
+      max(window_ts) AS window_ts,
+      max(window_dur) AS window_dur,
+      sum(CASE WHEN bucket = 'idle.alloc' THEN dur ELSE 0 END) AS alloc_idle_dur,
+      count(DISTINCT coalesce(device, -1)) AS lanes
+    FROM kineto_ledger
+    WHERE
+      NOT is_cold
+    GROUP BY window_id
   ),
   rows AS (
     SELECT
-      st.ts,
-      st.dur,
-      st.step,
+      w.window_ts AS ts,
+      w.window_dur AS dur,
+      w.step,
+      w.source,
+      w.lanes,
+      w.alloc_idle_dur,
       coalesce(rt.n, 0) AS runtime_call_count,
       coalesce(rt.d, 0) AS runtime_call_dur,
       coalesce(a.reserved_change_count, 0) AS reserved_change_count,
@@ -111,26 +146,38 @@ WITH
       coalesce(a.cpu_large_alloc_sizes, 0) AS cpu_large_alloc_sizes,
       a.sawtooth_bytes,
       a.reserved_minus_allocated_bytes
-    FROM kineto_steps AS st
+    FROM windows AS w
     LEFT JOIN alloc AS a
-      USING (step)
+      USING (window_id)
     LEFT JOIN rt
-      USING (step)
+      USING (window_id)
   )
 SELECT
   r.ts,
   r.dur,
-  r.runtime_call_dur AS impact_dur,
+  r.alloc_idle_dur AS impact_dur,
   r.step,
   printf(
-    'Step %d: %d malloc/free runtime calls (%.3f ms), %d reserved-memory changes, %d CPU allocations >= %.0f MB in %d sizes; allocated swings %.1f MB%s.',
+    '%s %d: %s%s%s; allocated swings %.1f MB%s.',
+    CASE WHEN r.source = 'profiler_step' THEN 'Step' ELSE 'Iteration' END,
     r.step,
-    r.runtime_call_count,
-    r.runtime_call_dur / 1e6,
-    r.reserved_change_count,
-    r.cpu_large_alloc_count,
-    $min_alloc_mb,
-    r.cpu_large_alloc_sizes,
+    CASE
+      WHEN r.runtime_call_count > 0 THEN printf(
+        '%d malloc/free runtime calls take %.3f ms and the device idles %.3f ms in them (%.1f%% of the %.3f ms %s)',
+        r.runtime_call_count,
+        r.runtime_call_dur / 1e6,
+        r.alloc_idle_dur / 1e6,
+        100.0 * r.alloc_idle_dur / max(r.dur * r.lanes, 1),
+        r.dur / 1e6,
+        CASE WHEN r.source = 'profiler_step' THEN 'step' ELSE 'iteration' END
+      )
+      ELSE 'no malloc/free runtime calls'
+    END,
+    CASE WHEN r.reserved_change_count > 0 THEN printf(', %d reserved-memory changes', r.reserved_change_count) ELSE '' END,
+    CASE
+      WHEN r.cpu_large_alloc_count > 0 THEN printf(', %d CPU allocations >= %.0f MB in %d sizes', r.cpu_large_alloc_count, $min_alloc_mb, r.cpu_large_alloc_sizes)
+      ELSE ''
+    END,
     coalesce(r.sawtooth_bytes, 0) / 1048576.0,
     CASE
       WHEN r.reserved_minus_allocated_bytes IS NOT NULL THEN printf(', reserved exceeds allocated by up to %.1f MB', r.reserved_minus_allocated_bytes / 1048576.0)
@@ -143,7 +190,11 @@ SELECT
   r.cpu_large_alloc_count,
   r.cpu_large_alloc_sizes,
   r.sawtooth_bytes,
-  r.reserved_minus_allocated_bytes
+  r.reserved_minus_allocated_bytes,
+  CASE
+    WHEN r.runtime_call_count > 0 OR r.reserved_change_count > 0 THEN 'A warm caching allocator calls no cudaMalloc / cudaFree: check that it is not disabled (PYTORCH_NO_CUDA_MEMORY_CACHING) or emptied in the loop (torch.cuda.empty_cache()), keep shapes static (pad / bucket) or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, and preallocate / reuse buffers (out=).'
+    ELSE 'Reuse large CPU buffers instead of allocating them every iteration (preallocate, out=, in-place ops), keep shapes static, and keep per-iteration tensors off the system allocator''s large-allocation path (a pinned / reused staging buffer).'
+  END AS fix
 FROM rows AS r
 WHERE
   r.runtime_call_count >= $min_runtime_calls
