@@ -1,4 +1,6 @@
-"""Shared fixtures: where the shared corpus is, and one loaded engine per trace per test session."""
+"""Shared fixtures: where the shared corpus is, one loaded engine and one diagnosis per trace per test
+session, and one xdist group per trace (so that under `-n 2 --dist loadgroup` each trace is loaded and
+diagnosed on one worker only, instead of on both)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kineto_sql import open_trace
+from tests import trace_groups
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = (REPO / ".." / "shared").resolve()
@@ -43,3 +46,44 @@ def loaded():
     for tp in _LOADED.values():
         tp.close()
     _LOADED.clear()
+
+
+_DIAGNOSED: dict[Path, object] = {}
+
+
+@pytest.fixture(scope="session")
+def diagnosed(loaded):
+    """`diagnosed(path)`: a trace file's TraceDiagnosis (diagnose_trace on the session's engine), or a rank
+    directory's Diagnosis (diagnose_path); computed once per session, shared by every test file."""
+    from kineto_sql.diagnose.run import diagnose_path, diagnose_trace
+
+    def get(path):
+        path = Path(path).resolve()
+        if path not in _DIAGNOSED:
+            _DIAGNOSED[path] = diagnose_path(path) if path.is_dir() else diagnose_trace(loaded(path))
+        return _DIAGNOSED[path]
+
+    yield get
+    _DIAGNOSED.clear()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    trace_groups.mark_items(config, items, GOLDEN / "traces", CORPUS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist controller: tell each worker where to write its test -> trace group map."""
+    node.workerinput[trace_groups.WORKER_KEY] = trace_groups.controller_dir(node.config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getoption("dist") == "loadgroup":  # pyproject's addopts; `--dist load` turns it off
+        return trace_groups.TraceGroupScheduling(config, log)
+    return None
+
+
+def pytest_unconfigure(config):
+    trace_groups.remove_dir(config)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from kineto_sql.diagnose.run import COLD, diagnose_trace, resolve_claims
+from kineto_sql.diagnose.run import COLD, resolve_claims
 from kineto_sql.runner import run_query
 from tests.conftest import corpus_id, corpus_traces, needs_corpus
 from tests.query_support import golden_trace_paths
@@ -32,8 +32,7 @@ def test_resolve_claims_never_overdraws_a_bucket():
                    "c": {"idle.launch": 20}, "d": {COLD: 40}}
 
 
-def _check(tp, label):
-    diagnosis = diagnose_trace(tp)
+def _check(tp, diagnosis, label):
     assert diagnosis.errors == (), f"{label}: {diagnosis.errors}"
     ledger = run_query(tp, "reading.step_ledger").df
     steady = ledger[~ledger["is_cold"].astype(bool)]
@@ -57,11 +56,11 @@ def _check(tp, label):
 
 
 @pytest.mark.parametrize("path", golden_trace_paths(), ids=lambda p: p.name)
-def test_claims_never_overlap_on_golden(path, loaded):
-    _check(loaded(path), path.name)
+def test_claims_never_overlap_on_golden(path, loaded, diagnosed):
+    _check(loaded(path), diagnosed(path), path.name)
 
 
 @needs_corpus
 @pytest.mark.parametrize("path", corpus_traces(), ids=corpus_id)
-def test_claims_never_overlap_on_the_corpus(path, loaded):
-    _check(loaded(path), corpus_id(path))
+def test_claims_never_overlap_on_the_corpus(path, loaded, diagnosed):
+    _check(loaded(path), diagnosed(path), corpus_id(path))

@@ -19,7 +19,7 @@ from kineto_sql.diagnose.model import Diagnosis, Finding, TraceDiagnosis, Verdic
 from kineto_sql.diagnose.narrate import narrate
 from kineto_sql.diagnose.render_html import render_html
 from kineto_sql.diagnose.render_text import render_markdown, render_text
-from kineto_sql.diagnose.run import detectors, diagnose_path, diagnose_trace, rank_findings, severity_for
+from kineto_sql.diagnose.run import detectors, rank_findings, severity_for
 from tests.conftest import CORPUS, GOLDEN, corpus_id, corpus_traces, needs_corpus
 from tests.query_support import load_trace  # noqa: F401  (fixture)
 
@@ -187,8 +187,8 @@ MINOR_TO_DETECTOR = _catalog_rows("minor.")
 
 @pytest.mark.parametrize("path,fault_id", [c for c in _golden_planted() if c[1] in MINOR_TO_DETECTOR],
                          ids=lambda v: getattr(v, "name", v))
-def test_a_planted_minor_row_is_among_the_findings(path, fault_id, loaded):
-    ids = [f.query_id for f in diagnose_trace(loaded(path)).findings]
+def test_a_planted_minor_row_is_among_the_findings(path, fault_id, diagnosed):
+    ids = [f.query_id for f in diagnosed(path).findings]
     assert MINOR_TO_DETECTOR[fault_id] in ids, f"{path.name}: findings {ids}"
 
 
@@ -205,17 +205,17 @@ def _top_finding_cases():
 
 
 @pytest.mark.parametrize("path,fault_id", list(_top_finding_cases()))
-def test_top_finding_on_a_planted_golden_trace_is_the_planted_fault(path, fault_id, loaded):
+def test_top_finding_on_a_planted_golden_trace_is_the_planted_fault(path, fault_id, diagnosed):
     detector = FAULT_TO_DETECTOR[fault_id]
     if path.is_dir():
-        diagnosis = diagnose_path(path)
+        diagnosis = diagnosed(path)
         if detector == "catalog.straggler_rank":
             assert diagnosis.ranks_summary and diagnosis.ranks_summary.get("straggler") is not None
             return
         ids = [t.findings[0].query_id for t in diagnosis.traces if t.findings]
         assert detector in ids, f"{path.name}: top findings per rank {ids}, expected {detector}"
         return
-    diagnosis = diagnose_trace(loaded(path))
+    diagnosis = diagnosed(path)
     ids = [f.query_id for f in diagnosis.findings]
     assert ids, f"nothing fired on {path.name}"
     assert ids[0] == detector, f"{path.name}: top finding {ids[0]}, expected {detector}; all: {ids}"
@@ -223,9 +223,9 @@ def test_top_finding_on_a_planted_golden_trace_is_the_planted_fault(path, fault_
 
 @needs_corpus
 @pytest.mark.parametrize("path", corpus_traces(), ids=corpus_id)
-def test_diagnose_runs_on_every_corpus_trace(path, loaded):
+def test_diagnose_runs_on_every_corpus_trace(path, diagnosed):
     """Every detector either answers or says why it cannot: no query error on any public trace."""
-    diagnosis = diagnose_trace(loaded(path))
+    diagnosis = diagnosed(path)
     assert diagnosis.errors == (), diagnosis.errors
     assert len(diagnosis.findings) + len(diagnosis.silent) + len(diagnosis.skipped) == len(detectors())
     jsonschema.validate(Diagnosis(str(path), (diagnosis,)).to_json(), SCHEMA)

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from kineto_sql.diagnose.run import diagnose_path, diagnose_trace
 from tests.conftest import CORPUS, corpus_id, corpus_traces, needs_corpus
 from tests.readings import compute_readings
 
@@ -112,43 +111,36 @@ def _params(aspect: str):
 
 
 # ----------------------------------------------------------------------------- diagnose, once per trace
-_SETS: dict[Path, object] = {}
-
-
 @pytest.fixture(scope="session")
-def diagnosed(loaded):
-    memo: dict[Path, object] = {}
-
+def diagnosis_of(diagnosed):
+    """The case's TraceDiagnosis: the trace's own, or its rank's within the rank directory's diagnosis
+    (both computed once per session by conftest's `diagnosed`, shared with the other test files)."""
     def get(case: Case):
         if case.file is None:
-            if case.target not in memo:
-                memo[case.target] = diagnose_trace(loaded(case.target))
-            return memo[case.target]
-        if case.target not in _SETS:
-            _SETS[case.target] = diagnose_path(case.target)
-        (trace,) = [t for t in _SETS[case.target].traces if Path(t.source).name == case.file]
+            return diagnosed(case.target)
+        (trace,) = [t for t in diagnosed(case.target).traces if Path(t.source).name == case.file]
         return trace
 
     return get
 
 
 @pytest.mark.parametrize("case", list(_params("regime")))
-def test_regime_matches_the_reading(case, diagnosed):
-    trace = diagnosed(case)
+def test_regime_matches_the_reading(case, diagnosis_of):
+    trace = diagnosis_of(case)
     accepted = [case.reading["regime"], *case.reading.get("regime_also", [])]
     assert regime_of(trace) in accepted, f"{case.name}: reading {accepted}, diagnose: {said(trace)}"
 
 
 @pytest.mark.parametrize("case", list(_params("first")))
-def test_first_finding_is_what_an_expert_fixes_first(case, diagnosed):
-    trace = diagnosed(case)
+def test_first_finding_is_what_an_expert_fixes_first(case, diagnosis_of):
+    trace = diagnosis_of(case)
     accepted = case.reading["expert_first"]
     assert first_of(trace) in accepted, f"{case.name}: expert fixes {accepted} first, diagnose: {said(trace)}"
 
 
 @pytest.mark.parametrize("case", list(_params("high")))
-def test_no_high_finding_contradicts_the_reading(case, diagnosed):
-    trace = diagnosed(case)
+def test_no_high_finding_contradicts_the_reading(case, diagnosis_of):
+    trace = diagnosis_of(case)
     wrong = highs_of(trace) & set(case.reading["must_not_be_high"])
     assert not wrong, f"{case.name}: high {sorted(wrong)} contradicts the reading ({case.reading['why']})"
 
@@ -159,16 +151,13 @@ def _set_params():
         if "ranks" in doc:
             marks = pytest.mark.xfail(strict=True, reason=doc["straggler_disagrees"]) \
                 if doc.get("straggler_disagrees") else ()
-            yield pytest.param(path, id=path.stem, marks=marks)
+            yield pytest.param(path, CORPUS / doc["trace"].rstrip("/"), id=path.stem, marks=marks)
 
 
-@pytest.mark.parametrize("path", list(_set_params()))
-def test_cross_rank_straggler_matches_the_reading(path):
+@pytest.mark.parametrize("path,target", list(_set_params()))
+def test_cross_rank_straggler_matches_the_reading(path, target, diagnosed):
     doc = _load(path)
-    target = CORPUS / doc["trace"].rstrip("/")
-    if target not in _SETS:
-        _SETS[target] = diagnose_path(target)
-    named = (_SETS[target].ranks_summary or {}).get("straggler")
+    named = (diagnosed(target).ranks_summary or {}).get("straggler")
     if doc["straggler"]:
         assert named in doc["straggler"], f"reading: one of ranks {doc['straggler']}; diagnose names {named}"
     else:

@@ -1,0 +1,92 @@
+"""One xdist work unit per trace: under `-n 2`, every test of one golden or corpus trace (or rank
+directory) runs on the same worker, so the trace is loaded, its lib tables built and diagnosed once per
+run instead of once on each worker.
+
+A test's trace is read off its parameters (a Path, a rule's TraceCheck, an expert reading's Case). The
+tests carry `xdist_group` marks, but pytest >= 9.2 no longer lets pytest-xdist 3.8 append the group to the
+nodeid (pytest-dev/pytest-xdist#1386: `--dist loadgroup` then silently groups nothing), so the workers
+also write {nodeid: group} to a directory the controller gives them, and `TraceGroupScheduling` (xdist's
+loadgroup scheduler) takes each test's work unit from that map.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from xdist.scheduler import LoadGroupScheduling
+
+from kineto_sql import rule_tests
+
+WORKER_KEY = "kineto_sql_trace_groups"
+
+
+def trace_group(value, golden_traces: Path, corpus: Path) -> str | None:
+    """The group of a test parameter that names a golden or corpus trace: the trace file, or the rank
+    directory it lies in (its ranks are diagnosed together). None for any other parameter."""
+    if isinstance(value, rule_tests.TraceCheck):
+        path = rule_tests.resolve_trace_name(value.trace)
+    elif isinstance(value, Path):
+        path = value
+    elif isinstance(getattr(value, "target", None), Path):  # tests/test_expert_readings.py's Case
+        path = value.target
+    else:
+        return None
+    path = path.resolve()
+    for prefix, base in (("golden", golden_traces), ("corpus", corpus)):
+        if base in path.parents:
+            return f"{prefix}/{path.relative_to(base).parts[0]}"
+    return None
+
+
+def mark_items(config, items, golden_traces: Path, corpus: Path) -> None:
+    """Marks each test that reads exactly one trace with its group; on an xdist worker, also writes the
+    nodeid -> group map for the controller's scheduler."""
+    groups = {}
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        found = {g for g in (trace_group(v, golden_traces, corpus) for v in params.values()) if g}
+        if len(found) == 1:
+            group = found.pop()
+            item.add_marker(pytest.mark.xdist_group(group))
+            groups[item.nodeid] = group
+    directory = getattr(config, "workerinput", {}).get(WORKER_KEY)
+    if directory:
+        target = Path(directory) / f"{config.workerinput['workerid']}.json"
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(json.dumps(groups))
+        tmp.replace(target)
+
+
+def controller_dir(config) -> str:
+    """The directory the workers write their maps into (made on the first node, removed at the end)."""
+    if not hasattr(config, "_kineto_sql_trace_groups"):
+        config._kineto_sql_trace_groups = tempfile.mkdtemp(prefix="kineto-sql-trace-groups-")
+    return config._kineto_sql_trace_groups
+
+
+def remove_dir(config) -> None:
+    directory = getattr(config, "_kineto_sql_trace_groups", None)
+    if directory:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+class TraceGroupScheduling(LoadGroupScheduling):
+    """xdist's loadgroup scheduling, with the groups from the workers' maps (read once, when the first
+    work unit is formed: every worker has finished collecting by then)."""
+
+    def __init__(self, config, log=None):
+        super().__init__(config, log)
+        self._groups: dict[str, str] | None = None
+
+    def _split_scope(self, nodeid: str) -> str:
+        if self._groups is None:
+            self._groups = {}
+            directory = getattr(self.config, "_kineto_sql_trace_groups", None)
+            for path in sorted(Path(directory).glob("*.json")) if directory else ():
+                self._groups.update(json.loads(path.read_text()))
+        group = self._groups.get(nodeid)
+        return f"group {group}" if group else super()._split_scope(nodeid)
