@@ -2,7 +2,8 @@
 directory) runs on the same worker, so the trace is loaded, its lib tables built and diagnosed once per
 run instead of once on each worker.
 
-A test's trace is read off its parameters (a Path, a rule's TraceCheck, an expert reading's Case). The
+A test's trace is read off its parameters (a Path, a rule's TraceCheck, an expert reading's Case); tests
+that share a module-scoped fixture (a dask cluster, a browser) stay together in their module's unit. The
 tests carry `xdist_group` marks, but pytest >= 9.2 no longer lets pytest-xdist 3.8 append the group to the
 nodeid (pytest-dev/pytest-xdist#1386: `--dist loadgroup` then silently groups nothing), so the workers
 also write {nodeid: group} to a directory the controller gives them, and `TraceGroupScheduling` (xdist's
@@ -42,15 +43,30 @@ def trace_group(value, golden_traces: Path, corpus: Path) -> str | None:
     return None
 
 
+def shares_module_fixture(item) -> bool:
+    """Whether the test uses a fixture its module's other tests share (module/class scope, or session
+    scope defined in the module: a dask cluster, a browser): split across workers, each would build it."""
+    info = getattr(item, "_fixtureinfo", None)
+    module = item.nodeid.split("::")[0]
+    for defs in (info.name2fixturedefs.values() if info else ()):
+        fixture = defs[-1]
+        if fixture.scope in ("class", "module", "package") or (fixture.scope == "session" and fixture.baseid == module):
+            return True
+    return False
+
+
 def mark_items(config, items, golden_traces: Path, corpus: Path) -> None:
-    """Marks each test that reads exactly one trace with its group; on an xdist worker, also writes the
-    nodeid -> group map for the controller's scheduler."""
+    """Marks each test that reads exactly one trace with its trace's group, else a test that shares a
+    module fixture with its module's group; on an xdist worker, also writes the nodeid -> group map for the
+    controller's scheduler."""
     groups = {}
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         found = {g for g in (trace_group(v, golden_traces, corpus) for v in params.values()) if g}
-        if len(found) == 1:
-            group = found.pop()
+        group = found.pop() if len(found) == 1 else None
+        if group is None and shares_module_fixture(item):
+            group = "module " + item.nodeid.split("::")[0]
+        if group:
             item.add_marker(pytest.mark.xdist_group(group))
             groups[item.nodeid] = group
     directory = getattr(config, "workerinput", {}).get(WORKER_KEY)
