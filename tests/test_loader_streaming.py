@@ -51,3 +51,31 @@ def test_the_engine_gets_the_same_trace_from_pieces(monkeypatch):
     with open_prepared(prepare(raw, Path("t.json")), Path("t.json")) as tp:
         assert tp.df(COUNTS).values.tolist() == want == [[25, 12]]
         assert tp.df("SELECT count(*) AS n FROM stats WHERE severity IN ('error', 'data_loss') AND value > 0").n[0] == 0
+
+
+def _tricky_doc(n: int) -> dict:
+    """Events whose args hold what a piece cut could be fooled by: '}, {' and '}]' inside strings, lists
+    of objects, nested objects at the end of an event; top-level keys on both sides of traceEvents."""
+    events = [{"ph": "X", "name": f'op "}}, {{" {i} }}]', "pid": 1, "tid": 1, "ts": i * 10, "dur": 5,
+               "args": {"list": [{"a": i}, {"b": "}, {"}], "obj": {"c": {"d": "}]"}}}} for i in range(n)]
+    return {"schemaVersion": 1, "traceEvents": events, "deviceProperties": [{"id": 0, "name": "x}, {y"}],
+            "traceName": "t"}
+
+
+@pytest.mark.parametrize("shape", ["object", "nested traceEvents key first", "bare list"])
+def test_a_large_trace_parsed_in_pieces_is_the_whole_parse(monkeypatch, shape):
+    from kineto_sql.loading import source
+
+    monkeypatch.setattr(source, "PIECE_BYTES", 1000)
+    doc = _tricky_doc(300)
+    if shape == "nested traceEvents key first":
+        doc = {"distributedInfo": {"traceEvents": [{"x": 1}]}, **doc}
+    raw = orjson.dumps(doc["traceEvents"] if shape == "bare list" else doc, option=orjson.OPT_INDENT_2)
+    assert len(raw) > 40 * 1000
+    pieces = source._parse_in_pieces(raw)
+    if shape == "object":
+        assert pieces == orjson.loads(raw)
+        assert list(pieces) == ["schemaVersion", "traceEvents", "deviceProperties", "traceName"]
+    else:
+        assert pieces is None  # it does not split cleanly: the whole text is parsed instead
+    assert source.parse_trace(raw, Path("t.json")) == orjson.loads(raw)

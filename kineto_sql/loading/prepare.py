@@ -24,7 +24,7 @@ from kineto_sql.errors import TraceInputError
 from kineto_sql.loading.flows import bind_flows
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.scan import scan_events
-from kineto_sql.loading.source import parse_json
+from kineto_sql.loading.source import parse_trace
 from kineto_sql.loading.validate import DEEP_ARGS_WHY, cut_deep, validate_events, validate_metadata
 
 # Above this a double cannot hold every nanosecond of a microsecond timestamp with 3 decimals.
@@ -38,6 +38,11 @@ TID_ZERO_BASE = 4_150_000_000
 
 _LONG_DIGITS = re.compile(rb"\d{19}")
 _TS_FIELD = re.compile(rb'("ts"\s*:\s*)(-?\d+)(\.\d*)?(?=[,}\s eE])')
+# What can need the rebase below: a negative timestamp, or one of 13+ digits (>= 1e12 us) when some
+# timestamp has a fraction. Searching for these rules it out for most traces without listing every ts.
+_TS_NEGATIVE = re.compile(rb'"ts"\s*:\s*-')
+_TS_13_DIGITS = re.compile(rb'"ts"\s*:\s*\d{13}')
+_TS_FRACTION = re.compile(rb'"ts"\s*:\s*-?\d+\.\d*[1-9]')
 
 
 # Events per piece when the rewritten trace is written out for the engine: ~5 MB of JSON on a GPU trace.
@@ -94,7 +99,7 @@ def prepare(raw: bytes, path: Path) -> PreparedTrace:
     report = IngestReport(source=str(path), input_bytes=len(raw))
     raw = _rebase_timestamps(raw, report)
     fixes_before = len(report.fixes)
-    doc = parse_json(raw, path)
+    doc = parse_trace(raw, path)
     if isinstance(doc, list):
         events, metadata = doc, {}
     elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
@@ -120,6 +125,7 @@ def prepare(raw: bytes, path: Path) -> PreparedTrace:
     changed |= _split_tid_zero(events, report)
     scan = scan_events(events)
     moved_to_lanes = _split_overlaps(events, scan.x_by_track, report)
+    scan.x_by_track = {}  # its memory, before the flow binding adds its own
     changed |= bool(moved_to_lanes)
     changed |= bind_flows(events, scan, moved_to_lanes, report)
     changed |= _scan_args(events, report)
@@ -137,6 +143,8 @@ def prepare(raw: bytes, path: Path) -> PreparedTrace:
 # -- timestamps ------------------------------------------------------------------------------------
 
 def _rebase_timestamps(raw: bytes, report: IngestReport) -> bytes:
+    if not _TS_NEGATIVE.search(raw) and not (_TS_13_DIGITS.search(raw) and _TS_FRACTION.search(raw)):
+        return raw
     matches = _TS_FIELD.findall(raw)
     if not matches:
         return raw

@@ -66,6 +66,78 @@ def read_bytes(path: Path) -> bytes:
     return raw
 
 
+# A large trace is parsed a piece of its traceEvents at a time: orjson first builds its own document of
+# the whole input (about 2x the text) before it makes the Python objects, and on a whole trace that
+# transient is the peak of the load. Pieces of this size bound it to a few MB.
+PIECE_BYTES = 4 << 20
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_BETWEEN_EVENTS = re.compile(rb'\}\s*,\s*\{')
+_AFTER_LAST_EVENT = re.compile(rb'\}\s*\]')
+_TRIES = 16
+
+
+def parse_trace(raw: bytes, path: Path):
+    """The parsed document, as parse_json gives it (same objects, same errors)."""
+    if len(raw) > 2 * PIECE_BYTES:
+        doc = _parse_in_pieces(raw)
+        if doc is not None:
+            return doc
+    return parse_json(raw, path)
+
+
+def _loads_list(text: bytes):
+    """The values of `text` as a JSON array's items, or None when it is not a sequence of whole values."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _parse_in_pieces(raw: bytes):
+    """{...,"traceEvents": [events], ...} parsed as its events' pieces plus the rest; None when the text
+    does not split cleanly (then the caller parses it whole, and reports any error as parse_json does).
+
+    A piece is cut after a `}` followed by `, {`; `[` + piece + `]` parses only if the cut is between two
+    whole events of the array (a cut inside an event leaves an object or a string open). The rest of the
+    document, with the array emptied, must parse to an object whose traceEvents is that empty array, so
+    the array really was the document's own traceEvents."""
+    key = _EVENTS_KEY.search(raw)
+    if key is None:
+        return None
+    events, pos, size = [], key.end(), len(raw)
+    while pos + PIECE_BYTES < size:
+        search_from, part = pos + PIECE_BYTES, None
+        for _ in range(_TRIES):
+            cut = _BETWEEN_EVENTS.search(raw, search_from)
+            if cut is None:
+                break
+            part = _loads_list(b"[" + raw[pos:cut.start() + 1] + b"]")
+            if part is not None:
+                break
+            search_from = cut.end()
+        if part is None or cut is None:
+            break
+        events.extend(part)
+        pos = cut.end() - 1
+    search_from = pos
+    for _ in range(_TRIES):
+        end = _AFTER_LAST_EVENT.search(raw, search_from)
+        if end is None:
+            return None
+        part = _loads_list(b"[" + raw[pos:end.start() + 1] + b"]")
+        if part is not None:
+            break
+        search_from = end.end()
+    else:
+        return None
+    rest = _loads_list(raw[:key.start()] + b'"traceEvents":[]' + raw[end.end():])
+    if type(rest) is not dict or rest.get("traceEvents") != []:
+        return None
+    events.extend(part)
+    rest["traceEvents"] = events
+    return rest
+
+
 def parse_json(raw: bytes, path: Path):
     """Parses JSON with orjson, falling back to the stdlib for integers beyond 64 bits."""
     try:
