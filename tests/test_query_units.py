@@ -216,6 +216,32 @@ def test_stream_busy_merges_overlapping_and_touching_kernels(load_trace):
     assert got == [(0, 35 * US, 3), (50 * US, 5 * US, 1)]
 
 
+def _merge_trace() -> KinetoTrace:
+    """Device 0 stream 7: 0-100 with 20-30 and 40-50 nested in it (the second starts after the first nested
+    one ended: only a running max of earlier ends keeps it in), 100-150 touching, 200-210 twice
+    (identical), 300-305 disjoint. Stream 8 (50-60) and device 1 (0-10) overlap it in time only."""
+    return KinetoTrace([Kernel(1, 0, 100), Kernel(2, 20, 10), Kernel(3, 40, 10), Kernel(4, 100, 50),
+                        Kernel(5, 200, 10), Kernel(6, 200, 10), Kernel(7, 300, 5),
+                        Kernel(8, 50, 10, stream=8), Kernel(9, 0, 10, device=1)])
+
+
+def test_interval_merge_nested_touching_identical_disjoint_per_partition(load_trace):
+    tp = load_trace(_merge_trace())
+    got = rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.kernels; INCLUDE PERFETTO MODULE kineto.lib.interval_merge",
+               "SELECT device, stream, ts, dur, interval_count FROM kineto_interval_merge!("
+               "(SELECT device, stream, ts, dur FROM kineto_kernels), (device, stream)) ORDER BY device, stream, ts")
+    assert got == [(0, 7, 0, 150 * US, 4), (0, 7, 200 * US, 10 * US, 2), (0, 7, 300 * US, 5 * US, 1),
+                   (0, 8, 50 * US, 10 * US, 1), (1, 7, 0, 10 * US, 1)]
+    one = rows(tp, "SELECT 1",
+               "SELECT k, ts, dur, interval_count FROM kineto_interval_merge!("
+               "(SELECT 0 AS k, ts, dur FROM kineto_kernels), (k)) ORDER BY ts")
+    assert one == [(0, 0, 150 * US, 6), (0, 200 * US, 10 * US, 2), (0, 300 * US, 5 * US, 1)]
+    # stream_busy / device_busy are this merge: the same intervals, busy time to the ns
+    assert rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.device_busy",
+                "SELECT device, stream, ts, dur, activity_count FROM kineto_stream_busy") == got
+    assert rows(tp, "SELECT 1", "SELECT sum(dur) FROM kineto_device_busy WHERE device = 0") == [(165 * US,)]
+
+
 def test_memory_instants_and_malloc_calls(load_trace):
     tp = load_trace(standard_trace())
     got = rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.memory",
@@ -288,7 +314,7 @@ def test_step_table_rows(load_trace):
                                       "verdict", "cold_start"]].itertuples(index=False)]
     assert got == [(1, 1000 * US, 0, 200 * US, 50 * US, 5.0, "sparse", 1),
                    (2, 500 * US, 0, 20 * US, 0, 0.0, "sparse", 0)]
-    assert run.id_version == "reading.step_table@2"
+    assert run.id_version == "reading.step_table@3"
 
 
 def test_step_table_params_change_verdict_and_cold_start(load_trace):

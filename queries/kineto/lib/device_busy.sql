@@ -1,7 +1,8 @@
--- version: 1
--- locked: 1 a56b18dece8aee22
--- lib: lib.event_categories@2 lib.kernels@2 lib.stream_busy@1
+-- version: 2
+-- locked: 2 8ab0f90099f261e7
+-- lib: lib.event_categories@2 lib.interval_merge@2 lib.kernels@2 lib.stream_busy@2
 
+INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
 INCLUDE PERFETTO MODULE kineto.lib.stream_busy;
 
 -- When each device was busy on any stream: the union of its streams' busy intervals. Sum `dur` for
@@ -16,34 +17,10 @@ CREATE OR REPLACE PERFETTO TABLE kineto_device_busy(
   -- Number of stream busy intervals merged into it.
   interval_count LONG
 ) AS
-WITH
-  ordered AS (
-    SELECT
-      device,
-      ts,
-      ts + dur AS end_ts,
-      max(ts + dur) OVER (
-        PARTITION BY device
-        ORDER BY ts, ts + dur
-        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-      ) AS prev_end_ts
-    FROM kineto_stream_busy
-  ),
-  grouped AS (
-    SELECT
-      *,
-      sum(CASE WHEN prev_end_ts IS NULL OR ts > prev_end_ts THEN 1 ELSE 0 END) OVER (
-        PARTITION BY device
-        ORDER BY ts, end_ts
-        ROWS UNBOUNDED PRECEDING
-      ) AS grp
-    FROM ordered
-  )
 SELECT
   device,
-  min(ts) AS ts,
-  max(end_ts) - min(ts) AS dur,
-  count(*) AS interval_count
-FROM grouped
-GROUP BY device, grp
+  ts,
+  dur,
+  interval_count
+FROM kineto_interval_merge!(kineto_stream_busy, (device))
 ORDER BY device, ts;
