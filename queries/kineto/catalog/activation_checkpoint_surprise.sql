@@ -1,5 +1,5 @@
 -- id: catalog.activation_checkpoint_surprise
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Activation-checkpointing surprise: forward recompute inside backward, or checkpointing that
 --   does not recompute
@@ -22,13 +22,15 @@
 -- catalog_row: major.activation_checkpointing_surprise
 -- default min_recompute_ops: 2
 -- default expect_recompute: FALSE
--- locked: 2 21a9eda7379a8ed2
--- lib: lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.steps@3
+-- locked: 3 6ad54acc6d2e1968
+-- lib: lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.interval_merge@2
+--   lib.steps@3
 -- cases: activation_checkpoint_recompute_present_1=f26d69c3
 --   activation_checkpoint_recompute_present_2=95fdcaca
 --   activation_checkpoint_expected_recompute_and_missing_1=1422c1e7
 --   activation_checkpoint_expected_recompute_and_missing_2=50e6c94c
 
+INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
@@ -59,32 +61,15 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_backward_spans(
 ) AS
 WITH
   nodes AS (
-    SELECT h.origin_utid, o.ts, o.ts + o.dur AS end_ts
+    SELECT h.origin_utid, o.ts, o.dur
     FROM kineto_cpu_ops AS o
     JOIN kineto_host_tree AS h
       USING (id)
     WHERE
       o.name GLOB 'autograd::engine::evaluate_function: *'
-  ),
-  ordered AS (
-    SELECT
-      *,
-      max(end_ts) OVER (
-        PARTITION BY origin_utid ORDER BY ts, end_ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-      ) AS prev_end
-    FROM nodes
-  ),
-  grouped AS (
-    SELECT
-      *,
-      sum(CASE WHEN prev_end IS NULL OR ts > prev_end THEN 1 ELSE 0 END) OVER (
-        PARTITION BY origin_utid ORDER BY ts, end_ts ROWS UNBOUNDED PRECEDING
-      ) AS grp
-    FROM ordered
   )
-SELECT origin_utid, min(ts) AS ts, max(end_ts) - min(ts) AS dur
-FROM grouped
-GROUP BY origin_utid, grp;
+SELECT origin_utid, ts, dur
+FROM kineto_interval_merge!(nodes, (origin_utid));
 
 -- One row per step with unexpected recompute, or with checkpoint frames but no recompute.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_activation_checkpoint_surprise(

@@ -1,5 +1,5 @@
 -- id: catalog.gc_gil_stall
--- version: 4
+-- version: 5
 -- kind: detector
 -- title: GC / GIL stall: Python garbage collection pausing every thread inside steps
 -- source: seed 000 section 3, major fault "GC / GIL stall"
@@ -20,8 +20,8 @@
 -- default min_gc: 1ms
 -- default min_gap: 5ms
 -- default gaps_without_gc: FALSE
--- locked: 4 92e1c73f82ffbad4
--- lib: lib.event_categories@2 lib.host_slices@1 lib.interval_merge@1 lib.python_gc@1 lib.steps@3
+-- locked: 5 0e233140e01fec45
+-- lib: lib.event_categories@2 lib.host_slices@1 lib.interval_merge@2 lib.python_gc@1 lib.steps@3
 -- cases: at_threshold_1=a9d81d9b at_threshold_2=b71ae947 gap_without_gc_only_on_request_1=32766a18
 --   gap_without_gc_only_on_request_2=25c79bcc
 
@@ -56,7 +56,7 @@ WITH
       AND NOT h.name GLOB 'ProfilerStep#*'
   )
 SELECT upid, ts, dur
-FROM kineto_interval_merge!(acts, upid);
+FROM kineto_interval_merge!(acts, (upid));
 
 -- One row per step with GC stalls (or, with gaps_without_gc, long all-thread gaps).
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_gc_gil_stall(

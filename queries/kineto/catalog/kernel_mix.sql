@@ -1,5 +1,5 @@
 -- id: catalog.kernel_mix
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Kernel mix of a busy GPU: unfused attention, unfused elementwise / norm work, device-to-device copy storms
 -- source: issue 12 item 11 (what fills a busy GPU); seed 000 section 4 (HTA kernel breakdown)
@@ -30,8 +30,8 @@
 -- default min_softmax_pct: 5
 -- default elementwise_pct: 30
 -- default copy_pct: 10
--- locked: 2 fa4eba69f0ccf349
--- lib: lib.event_categories@2 lib.host_slices@1 lib.interval_merge@1 lib.kernel_classes@1 lib.kernels@2
+-- locked: 3 eb9f53be4c2fcb23
+-- lib: lib.event_categories@2 lib.host_slices@1 lib.interval_merge@2 lib.kernel_classes@1 lib.kernels@2
 --   lib.launches@3 lib.steps@3
 -- cases: unfused_attention_fires=3f432733 small_softmax_is_not_attention=c845e908
 --   idle_gpu_is_not_judged=a715cbaa unfused_elementwise_fires=875d4a40
@@ -200,7 +200,7 @@ WITH
   -- device and would make a waiting GPU look busy).
   busy AS (
     SELECT device, sum(dur) AS d
-    FROM kineto_interval_merge!((SELECT device, ts, dur FROM acts), device)
+    FROM kineto_interval_merge!((SELECT device, ts, dur FROM acts), (device))
     GROUP BY device
   ),
   top AS (

@@ -1,5 +1,5 @@
 -- id: catalog.record_function_absence
--- version: 4
+-- version: 5
 -- kind: detector
 -- title: record_function absence: long stretches of each step covered by no user annotation
 -- source: seed 000 section 3, minor fault "record_function absence"
@@ -20,11 +20,13 @@
 -- status: stable
 -- catalog_row: minor.record_function_absence
 -- default min_unannotated_pct: 50
--- locked: 4 37ec6e764296ce08
--- lib: lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.steps@3
+-- locked: 5 aae8da64121e7706
+-- lib: lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.interval_merge@2
+--   lib.steps@3
 -- cases: coverage_threshold_1=95ef1250 coverage_threshold_2=4a077af3 torchrec_hash_annotations_count=1aa09a21
 --   compiled_graph_range_is_not_a_user_annotation=727008ea
 
+INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 
@@ -79,22 +81,9 @@ WITH
         OR o.name GLOB 'PyTorch Profiler*'
       )
   ),
-  ordered AS (
-    SELECT
-      *,
-      max(end_ts) OVER (PARTITION BY step ORDER BY ts, end_ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-    FROM ann
-  ),
-  grouped AS (
-    SELECT
-      *,
-      sum(CASE WHEN prev_end IS NULL OR ts > prev_end THEN 1 ELSE 0 END) OVER (
-        PARTITION BY step ORDER BY ts, end_ts ROWS UNBOUNDED PRECEDING
-      ) AS grp
-    FROM ordered
-  ),
   merged AS (
-    SELECT step, max(end_ts) - min(ts) AS d, count(*) AS n FROM grouped GROUP BY step, grp
+    SELECT step, dur AS d, interval_count AS n
+    FROM kineto_interval_merge!((SELECT step, ts, end_ts - ts AS dur FROM ann), (step))
   ),
   cover AS (
     SELECT step, sum(d) AS covered, sum(n) AS n FROM merged GROUP BY step

@@ -1,5 +1,5 @@
 -- id: catalog.unoverlapped_allreduce
--- version: 1
+-- version: 2
 -- kind: detector
 -- title: Unoverlapped DDP all-reduce (deprecated: see catalog.exposed_communication): gradient collectives serialized after the backward pass
 -- source: seed 000 section 3, major fault "Unoverlapped DDP all-reduce"
@@ -20,9 +20,9 @@
 -- status: deprecated
 -- default max_overlap_pct: 10
 -- default min_collective_pct: 1
--- locked: 1 1fd5537eb0a4db71
+-- locked: 2 9a462955ec0c9a6f
 -- lib: lib.backward_windows@1 lib.collectives@1 lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@1
---   lib.host_tree@1 lib.kernels@2 lib.launches@3 lib.steps@3
+--   lib.host_tree@1 lib.interval_merge@2 lib.kernels@2 lib.launches@3 lib.steps@3
 -- cases: after_backward=9adf0339 overlap_threshold_1=9ae25637 overlap_threshold_2=c235f308
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
@@ -30,6 +30,7 @@ INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
 INCLUDE PERFETTO MODULE kineto.lib.collectives;
 INCLUDE PERFETTO MODULE kineto.lib.backward_windows;
+INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
 INCLUDE PERFETTO MODULE intervals.intersect;
 
 -- Compute-kernel busy intervals per device (merged), the "backward compute" of GPU traces.
@@ -41,30 +42,8 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_compute_busy(
   -- Length.
   dur DURATION
 ) AS
-WITH
-  ordered AS (
-    SELECT
-      device,
-      ts,
-      ts + dur AS end_ts,
-      max(ts + dur) OVER (
-        PARTITION BY device ORDER BY ts, ts + dur ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-      ) AS prev_end
-    FROM kineto_kernels
-    WHERE
-      class = 'compute'
-  ),
-  grouped AS (
-    SELECT
-      *,
-      sum(CASE WHEN prev_end IS NULL OR ts > prev_end THEN 1 ELSE 0 END) OVER (
-        PARTITION BY device ORDER BY ts, end_ts ROWS UNBOUNDED PRECEDING
-      ) AS grp
-    FROM ordered
-  )
-SELECT device, min(ts) AS ts, max(end_ts) - min(ts) AS dur
-FROM grouped
-GROUP BY device, grp;
+SELECT device, ts, dur
+FROM kineto_interval_merge!((SELECT device, ts, dur FROM kineto_kernels WHERE class = 'compute'), (device));
 
 -- Communication-kernel busy intervals per device (merged), with the step of their first kernel.
 CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_comm_busy(
@@ -81,37 +60,18 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_comm_busy(
   -- Kernels merged.
   kernel_count LONG
 ) AS
-WITH
-  ordered AS (
-    SELECT
-      device,
-      ts,
-      ts + dur AS end_ts,
-      step,
-      max(ts + dur) OVER (
-        PARTITION BY device ORDER BY ts, ts + dur ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-      ) AS prev_end
-    FROM kineto_collectives
-    WHERE
-      source = 'kernel'
-  ),
-  grouped AS (
-    SELECT
-      *,
-      sum(CASE WHEN prev_end IS NULL OR ts > prev_end THEN 1 ELSE 0 END) OVER (
-        PARTITION BY device ORDER BY ts, end_ts ROWS UNBOUNDED PRECEDING
-      ) AS grp
-    FROM ordered
-  )
 SELECT
   row_number() OVER (ORDER BY device, min(ts)) AS id,
   device,
   min(ts) AS ts,
-  max(end_ts) - min(ts) AS dur,
+  max(_merge_end_ts) - min(ts) AS dur,
   min(step) AS step,
   count(*) AS kernel_count
-FROM grouped
-GROUP BY device, grp;
+FROM _kineto_interval_merge_rows!(
+  (SELECT device, ts, dur, step FROM kineto_collectives WHERE source = 'kernel'),
+  (device)
+)
+GROUP BY device, merge_group;
 
 -- Overlap of each merged communication interval with merged compute.
 CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_comm_overlap(

@@ -1,13 +1,13 @@
 -- id: hta.gpu_events
--- version: 2
+-- version: 3
 -- kind: hta
 -- title: The GPU events HTA's analyses read, with HTA's kernel type (compute / communication / memory / other)
 -- source: seed 000 section 4 (HTA); research/peers.md 1.0 (HTA 0.5.0 ingest semantics)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- locked: 2 52c993cba034a78d
--- lib: lib.event_categories@2 lib.kernels@2
+-- locked: 3 0c7b46eb6d83819a
+-- lib: lib.event_categories@2 lib.interval_merge@2 lib.kernels@2
 
 -- The cleaner default (hta_compat FALSE) keeps the whole trace (HTA silently drops the last profiler
 -- step), counts only real device work (category kernel, gpu_memcpy, gpu_memset; never cuda_sync
@@ -15,6 +15,7 @@
 -- ncclKernel/ncclDevKernel as communication: the clean mode reads kineto.lib.kernels (its class rules
 -- cover NCCL renames, RCCL, MSCCL, ROCm blit kernels). Every kineto.hta.* query builds on this module.
 
+INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 
 -- One row per slice with the fields HTA promotes to columns (stream, correlation, default -1 as in
@@ -136,29 +137,16 @@ SELECT
   queue_length
 FROM names;
 
--- Merges possibly overlapping intervals (columns k, ts, end_ts) into disjoint ones per key k,
--- exactly like HTA's merge_kernel_intervals.
+-- Merges possibly overlapping intervals (columns k, ts, end_ts) into disjoint ones per key k, exactly
+-- like HTA's merge_kernel_intervals (touching intervals join): kineto.lib.interval_merge in HTA's columns.
 CREATE OR REPLACE PERFETTO MACRO _kineto_hta_merge(
   -- A table or subquery with columns k (group key), ts and end_ts.
   src TableOrSubquery
 )
 RETURNS TableOrSubquery AS
 (
-  SELECT k, MIN(ts) AS ts, MAX(end_ts) AS end_ts
-  FROM (
-    SELECT
-      k, ts, end_ts,
-      SUM(IIF(prev_max IS NULL OR ts > prev_max, 1, 0))
-        OVER (PARTITION BY k ORDER BY ts, end_ts ROWS UNBOUNDED PRECEDING) AS grp
-    FROM (
-      SELECT
-        k, ts, end_ts,
-        MAX(end_ts) OVER (PARTITION BY k ORDER BY ts, end_ts
-                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_max
-      FROM $src
-    )
-  )
-  GROUP BY k, grp
+  SELECT k, ts, ts + dur AS end_ts
+  FROM kineto_interval_merge!((SELECT k, ts, end_ts - ts AS dur FROM $src), (k))
 );
 
 -- The GPU events HTA's analyses read, one row per event, with the kernel type of the chosen mode.

@@ -1,5 +1,5 @@
 -- id: reading.gap_attribution
--- version: 3
+-- version: 4
 -- kind: reading
 -- title: GPU gap attribution: every device idle gap inside a step, with what the CPU side was doing
 -- source: seed 000 section 2, reading order step 3
@@ -7,9 +7,9 @@
 -- status: stable
 -- default min_gap: 20us
 -- default busy_pct: 50
--- locked: 3 7e3394887c0ddccf
--- lib: lib.device_busy@1 lib.event_categories@2 lib.gpu_idle@1 lib.host_slices@1 lib.interval_merge@1
---   lib.kernels@2 lib.launches@3 lib.runtime_calls@3 lib.steps@3 lib.stream_busy@1
+-- locked: 4 3714a61325f3753e
+-- lib: lib.device_busy@2 lib.event_categories@2 lib.gpu_idle@1 lib.host_slices@1 lib.interval_merge@2
+--   lib.kernels@2 lib.launches@3 lib.runtime_calls@3 lib.steps@3 lib.stream_busy@2
 
 -- Causes, first match wins: `input` (a DataLoader __next__ overlaps the gap), `sync` (a runtime call that
 -- blocks the host overlaps it, a sync or a blocking copy as kineto.lib.runtime_calls classes it: the op
@@ -107,7 +107,7 @@ SELECT
   upid,
   ts,
   ts + dur AS end_ts
-FROM kineto_interval_merge!(host, upid)
+FROM kineto_interval_merge!(host, (upid))
 ORDER BY ts;
 
 -- One row per device idle gap piece (a gap clipped to one CPU ProfilerStep window) of at least

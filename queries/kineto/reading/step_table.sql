@@ -1,5 +1,5 @@
 -- id: reading.step_table
--- version: 2
+-- version: 3
 -- kind: reading
 -- title: Step table: step width, CPU busy, GPU busy and occupancy per ProfilerStep
 -- source: seed 000 section 2, reading order step 1; seed 001 "Cold-Start Overhead"
@@ -7,14 +7,15 @@
 -- status: stable
 -- default sparse_below_pct: 50
 -- default cold_start_factor: 1.5
--- locked: 2 790549c0b3bf7692
--- lib: lib.cpu_ops@3 lib.device_busy@1 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.kernels@2
---   lib.steps@3 lib.stream_busy@1
+-- locked: 3 766dde83d91fde2a
+-- lib: lib.cpu_ops@3 lib.device_busy@2 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1
+--   lib.interval_merge@2 lib.kernels@2 lib.steps@3 lib.stream_busy@2
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.device_busy;
+INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
 INCLUDE PERFETTO MODULE intervals.intersect;
 
 -- CPU op time inside each step window: ATen ops (not annotations, not bare python frames) of the
@@ -31,7 +32,7 @@ WITH
     SELECT
       ii.id_0 AS step_id,
       ii.ts,
-      ii.ts + ii.dur AS end_ts
+      ii.dur
     FROM _interval_intersect!(
       (
         (SELECT id, ts, dur, upid FROM kineto_steps WHERE dur > 0),
@@ -40,36 +41,8 @@ WITH
       (upid)
     ) AS ii
   ),
-  ordered AS (
-    SELECT
-      step_id,
-      ts,
-      end_ts,
-      max(end_ts) OVER (
-        PARTITION BY step_id
-        ORDER BY ts, end_ts
-        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-      ) AS prev_end_ts
-    FROM clipped
-  ),
-  grouped AS (
-    SELECT
-      step_id,
-      ts,
-      end_ts,
-      sum(CASE WHEN prev_end_ts IS NULL OR ts > prev_end_ts THEN 1 ELSE 0 END) OVER (
-        PARTITION BY step_id
-        ORDER BY ts, end_ts
-        ROWS UNBOUNDED PRECEDING
-      ) AS grp
-    FROM ordered
-  ),
   merged AS (
-    SELECT
-      step_id,
-      max(end_ts) - min(ts) AS dur
-    FROM grouped
-    GROUP BY step_id, grp
+    SELECT step_id, dur FROM kineto_interval_merge!(clipped, (step_id))
   )
 SELECT
   st.id AS step_id,
