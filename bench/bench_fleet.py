@@ -23,8 +23,8 @@ DRIVER = """
 import json, resource, sys, time
 from kineto_sql.fleet.executors import DaskExecutor, LocalExecutor
 from kineto_sql.fleet.run import run_fleet
-target, out, mode, arg, parts = sys.argv[1:6]
-executor = DaskExecutor(arg) if mode == 'dask' else LocalExecutor(int(arg))
+target, out, mode, arg, parts, recycle = sys.argv[1:7]
+executor = DaskExecutor(arg) if mode == 'dask' else LocalExecutor(int(arg), int(recycle) or None)
 t0 = time.perf_counter()
 run = run_fleet(target, tuple(parts.split(',')), executor, out)
 wall = time.perf_counter() - t0
@@ -35,9 +35,9 @@ print(json.dumps({'run_s': wall, 'ranks': len(run.report.ranks), 'failed': len(r
 """
 
 
-def run_driver(target: Path, out: Path, mode: str, arg: str, parts: str) -> dict:
+def run_driver(target: Path, out: Path, mode: str, arg: str, parts: str, recycle: int) -> dict:
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", DRIVER, str(target), str(out), mode, arg, parts],
+    proc = subprocess.run([sys.executable, "-c", DRIVER, str(target), str(out), mode, arg, parts, str(recycle)],
                           capture_output=True, text=True, check=True)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     result["wall_s"] = time.perf_counter() - started
@@ -48,6 +48,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[32, 128])
     parser.add_argument("--parts", default="hta,collectives")
+    parser.add_argument("--executors", nargs="+", default=["local1", "local2", "dask"],
+                        choices=["local1", "local2", "dask"])
+    parser.add_argument("--tasks-per-worker", type=int, default=0,
+                        help="local workers replaced after this many ranks (0: never; the fleet CLI uses 16)")
     args = parser.parse_args()
     from distributed import LocalCluster
 
@@ -61,20 +65,25 @@ def main() -> None:
             target = Path(tmp) / f"ranks{size}"
             replicate_ranks(CORPUS / "dlrm_8rank", size // 8, target)
             mb = sum(p.stat().st_size for p in target.iterdir()) / 1e6
-            for label, mode, arg in (("local --jobs 1", "local", "1"), ("local --jobs 2", "local", "2"),
-                                     ("dask, 2 workers", "dask", cluster.scheduler_address)):
+            for key, label, mode, arg in (("local1", "local --jobs 1", "local", "1"),
+                                          ("local2", "local --jobs 2", "local", "2"),
+                                          ("dask", "dask, 2 workers", "dask", cluster.scheduler_address)):
+                if key not in args.executors:
+                    continue
                 out = Path(tmp) / f"out{size}-{mode}-{len(rows)}"
-                r = run_driver(target, out, mode, arg, args.parts)
+                r = run_driver(target, out, mode, arg, args.parts, args.tasks_per_worker)
                 r.update(size=size, executor=label, gz_mb=round(mb, 1))
                 rows.append(r)
                 print(json.dumps(r), flush=True)
     print()
     print(f"parts: {args.parts}")
-    print("| ranks | gz MB | executor | wall s | s / rank | driver peak RSS MB | straggler |")
-    print("|---:|---:|---|---:|---:|---:|---:|")
+    print(f"tasks per local worker: {args.tasks_per_worker or 'unlimited'}")
+    print("| ranks | gz MB | executor | wall s | s / rank | driver peak RSS MB | largest local worker MB | straggler |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|")
     for r in rows:
+        worker = f"{r['workers_rss_mb']:.0f}" if r["executor"].startswith("local") else "(cluster)"
         print(f"| {r['size']} | {r['gz_mb']} | {r['executor']} | {r['wall_s']:.1f} | {r['wall_s'] / r['size']:.2f} "
-              f"| {r['driver_rss_mb']:.0f} | {r['straggler']} |")
+              f"| {r['driver_rss_mb']:.0f} | {worker} | {r['straggler']} |")
 
 
 if __name__ == "__main__":

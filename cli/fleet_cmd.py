@@ -14,6 +14,9 @@ from kineto_sql.errors import KinetoSqlError
 from kineto_sql.fleet.task import PARTS, is_url
 
 TOP = 5
+# local workers are replaced after this many ranks (see LocalExecutor): ~250 MB of retained engine memory
+# at most per worker, for ~0.1 s per rank of interpreter start-up
+TASKS_PER_WORKER = 16
 
 
 def executor_options(func):
@@ -85,7 +88,7 @@ def command(target: str, out: Path | None, jobs: int, executor: str, address: st
     else:
         if not is_url(target) and not Path(target).is_dir():
             raise KinetoSqlError(f"{target}: no such directory; pass a directory of rank traces, a URL, or a dataset")
-        runner = executor_for(executor, jobs, address)
+        runner = executor_for(executor, jobs, address, TASKS_PER_WORKER)
         with rank_progress() as progress:
             task = progress.add_task("ranks", total=None)
 
