@@ -85,6 +85,17 @@ def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], re
         e = events[j]
         pairs[(repr(e.get("id")), e.get("cat"), e.get("name"))].append(j)
     for members in pairs.values():
+        if len(members) == 1:  # half an arrow: the common case on GPU traces (flow ends without starts)
+            halves += 1
+            continue
+        if len(members) == 2:
+            a, b = members
+            phases = events[a]["ph"] + events[b]["ph"]
+            if phases == "sf" or phases == "fs":  # the common case: one start, one end
+                start, end = (a, b) if phases == "sf" else (b, a)
+                if flow_keys[end] < flow_keys[start]:
+                    reorder.add(end)
+                continue
         starts = [j for j in members if events[j]["ph"] == "s"]
         ends = [j for j in members if events[j]["ph"] == "f"]
         if len(starts) == 1 and len(ends) == 1 and flow_keys[ends[0]] < flow_keys[starts[0]]:
@@ -95,9 +106,12 @@ def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], re
     report.add("flow_half_arrow", halves,
                "flow events whose other half is not in the file (a start without an end or the reverse): "
                "no arrow can be drawn for them, in Perfetto or anywhere; nothing was changed")
-    for j in to_rebind_partners(pairs, to_rebind, intended_of, events):
+    # Only the pairs with a member to rebind, in the order of the file (the explicit ids follow it).
+    keys = {(repr(events[j].get("id")), events[j].get("cat"), events[j].get("name")) for j in to_rebind}
+    touched = {key: pairs[key] for key in sorted(keys, key=lambda k: pairs[k][0])}
+    for j in to_rebind_partners(touched, to_rebind, intended_of, events):
         intended_of[j] = stacks().own_target(j)
-    rebound, unresolved, drop, late = _rebind_explicitly(events, pairs, to_rebind, intended_of)
+    rebound, unresolved, drop, late = _rebind_explicitly(events, touched, to_rebind, intended_of)
     reorder |= late
     if drop or reorder:
         tail = [events[i] for i in sorted(reorder - drop)]
