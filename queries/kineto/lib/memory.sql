@@ -1,13 +1,14 @@
--- version: 2
--- locked: 2 b56c50816d6156af
--- lib: lib.event_categories@2 lib.steps@3
+-- version: 3
+-- locked: 3 8aa28e07e6d6c43b
+-- lib: lib.event_categories@2 lib.host_slices@1 lib.kernels@2 lib.runtime_calls@3 lib.steps@3
 
-INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 
 -- Memory activity: the caching allocator's `[memory]` instants (profile_memory=True), one per
--- allocation or free with the running totals, and the device allocator runtime calls (cudaMalloc,
--- cudaFree, hipMalloc, hipFree, cuMemAlloc...) that the caching allocator makes when it grows.
+-- allocation or free with the running totals, and the device allocator runtime calls that the caching
+-- allocator makes when it grows (classes malloc / free of kineto.lib.runtime_calls: cudaMalloc, cudaFree,
+-- hipMalloc, hipFree, cuMemAlloc, and cuMemCreate / cuMemRelease of expandable segments).
 CREATE OR REPLACE PERFETTO TABLE kineto_memory(
   -- Slice id of the instant or the runtime call.
   id JOINID(slice.id),
@@ -69,7 +70,7 @@ WITH
       s.dur,
       'runtime' AS source,
       CASE
-        WHEN s.name GLOB '*Free*' THEN 'free'
+        WHEN r.class = 'free' THEN 'free'
         ELSE 'alloc'
       END AS kind,
       s.name,
@@ -80,24 +81,11 @@ WITH
       NULL AS device,
       s.parent_id,
       s.track_id
-    FROM slice AS s
-    JOIN kineto_event_categories AS c
-      ON c.category = s.category
+    FROM kineto_runtime_calls AS r
+    JOIN slice AS s
+      USING (id)
     WHERE
-      c.event_class = 'runtime'
-      AND (
-        s.name GLOB 'cudaMalloc*'
-        OR s.name GLOB 'cudaFree*'
-        OR s.name GLOB 'cuMemAlloc*'
-        OR s.name GLOB 'cuMemFree*'
-        OR s.name GLOB 'hipMalloc*'
-        OR s.name GLOB 'hipFree*'
-        OR s.name GLOB 'hipExtMalloc*'
-        OR s.name GLOB 'cudaHostAlloc*'
-        OR s.name GLOB 'cudaFreeHost*'
-        OR s.name GLOB 'hipHostMalloc*'
-        OR s.name GLOB 'hipHostFree*'
-      )
+      r.class IN ('malloc', 'free')
   ),
   located AS (
     SELECT e.*, t.utid, t.upid
