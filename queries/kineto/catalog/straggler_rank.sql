@@ -24,7 +24,7 @@
 -- default min_wait_pct: 20
 -- locked: 2 d15a9daa512f1ec2
 -- lib: lib.collectives@1 lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.kernels@2
---   lib.launches@3 lib.steps@3
+--   lib.launches@4 lib.runtime_calls@3 lib.steps@3
 -- cases: waiting_rank_fires_at_ratio_1=2370340d waiting_rank_fires_at_ratio_2=c3c255b5
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;

@@ -1,11 +1,12 @@
--- version: 3
--- locked: 3 621d1150e0131437
--- lib: lib.event_categories@2 lib.host_slices@1 lib.kernels@2 lib.steps@3
+-- version: 4
+-- locked: 4 ecf3a855d3499f67
+-- lib: lib.event_categories@2 lib.host_slices@1 lib.kernels@2 lib.runtime_calls@3 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
+INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 
 -- Device activities grouped by correlation id: what one runtime call put on the device (one kernel, or
 -- hundreds for a CUDA/HIP graph launch).
@@ -58,9 +59,10 @@ WHERE
   extract_arg(r.arg_set_id, 'args.correlation') = k.correlation
 ORDER BY launch_id;
 
--- Runtime calls that launch device work: kernel launches (cudaLaunchKernel, cuLaunchKernel,
--- hipLaunchKernel, hipExtModuleLaunchKernel...), async copies and sets, graph launches, and any other
--- runtime call whose correlation id some device activity carries. Linked to their device activities by
+-- Runtime calls that launch device work: the classes launch (cudaLaunchKernel, cuLaunchKernel,
+-- hipLaunchKernel, hipExtModuleLaunchKernel, graph launches, MTIA runFunction...) and async_copy (by name:
+-- a pageable cudaMemcpyAsync stays a launch) of kineto.lib.runtime_calls, and any other runtime call
+-- whose correlation id some device activity carries. Linked to their device activities by
 -- `args.correlation` (flows only confirm), and to the CPU op they were called from.
 CREATE OR REPLACE PERFETTO TABLE kineto_launches(
   -- Slice id of the runtime call.
@@ -99,21 +101,10 @@ CREATE OR REPLACE PERFETTO TABLE kineto_launches(
   flow_confirmed BOOL
 ) AS
 WITH
-  -- runtime calls from the shared host-slice table (built once per trace), args from the slice by id
+  -- runtime calls as kineto.lib.runtime_calls classifies them (correlation already read there)
   calls AS (
-    SELECT
-      h.id,
-      h.ts,
-      h.dur,
-      h.name,
-      h.utid,
-      h.upid,
-      extract_arg(s.arg_set_id, 'args.correlation') AS correlation
-    FROM kineto_host_slices AS h
-    JOIN slice AS s
-      USING (id)
-    WHERE
-      h.event_class = 'runtime'
+    SELECT r.id, r.ts, r.dur, r.name, r.utid, r.upid, r.correlation, r.name_class
+    FROM kineto_runtime_calls AS r
   ),
   launches AS (
     SELECT
@@ -128,14 +119,7 @@ WITH
       USING (correlation)
     WHERE
       g.correlation IS NOT NULL
-      OR ca.name GLOB 'cu*Launch*'
-      OR ca.name GLOB 'hip*Launch*'
-      OR ca.name GLOB 'cudaMemcpy*Async*'
-      OR ca.name GLOB 'cudaMemset*Async*'
-      OR ca.name GLOB 'hipMemcpy*Async*'
-      OR ca.name GLOB 'hipMemset*Async*'
-      OR ca.name GLOB 'cuMemcpy*Async*'
-      OR ca.name GLOB 'cuMemset*Async*'
+      OR ca.name_class IN ('launch', 'async_copy')
   ),
   with_op AS (
     SELECT
