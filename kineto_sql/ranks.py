@@ -25,6 +25,7 @@ ANALYSES: tuple[tuple[str, str, str], ...] = (
     ("kernel_types", "hta.kernel_type_breakdown", "GPU time by kernel type"),
     ("launches", "hta.kernel_launch_stats", "Kernel launch statistics"),
     ("steps", "hta.step_times", "Profiler steps"),
+    ("balance", "reading.rank_balance", "Own work vs collective wait per steady step (step ledger)"),
 )
 
 # Quantities compared across ranks: (column, meaning, +1 when a larger value costs the job time,
@@ -34,6 +35,9 @@ QUANTITIES: tuple[tuple[str, str, int], ...] = (
     ("compute_us", "GPU compute time", +1),
     ("comm_us", "communication kernel time", -1),
     ("idle_us", "GPU idle time", +1),
+    # kineto.lib.rank_balance, the definition catalog.straggler_rank judges one rank by: device busy outside
+    # exposed collectives, or on a CPU trainer every host bucket but the collective wait
+    ("own_work_us", "own work per step (outside collective waits)", +1),
 )
 
 DEFAULT_THRESHOLD_PCT = 10.0
@@ -95,7 +99,7 @@ class RanksReport:
 
 
 def analysis_params(key: str, hta_compat: bool) -> dict[str, object]:
-    return {} if key == "steps" else {"hta_compat": hta_compat}
+    return {} if key in ("steps", "balance") else {"hta_compat": hta_compat}
 
 
 def run_rank(path: str, rank_from_name: int | None, hta_compat: bool, engine=None) -> RankResult:
@@ -235,6 +239,7 @@ def summary_frame(results: list[RankResult]) -> pd.DataFrame:
             "comm_us": o.get("comm_us", 0.0) if t else None,
             "idle_us": t.get("idle_us"),
             "overlap_pct": o.get("overlap_pct"),
+            "own_work_us": _first(r.frames.get("balance")).get("own_work_us"),
         })
     return pd.DataFrame(rows)
 
@@ -261,6 +266,8 @@ def distribution_frame(summary: pd.DataFrame) -> tuple[pd.DataFrame, tuple[Quant
     median_step = summary["step_us"].median() if summary["step_us"].notna().any() else None
     stats = []
     for column, meaning, direction in QUANTITIES:
+        if column not in summary:
+            continue
         col = summary[["rank", column]].dropna()
         if len(col) < 2:
             continue
@@ -340,6 +347,10 @@ def _straggler_text(summary: pd.DataFrame, worst: QuantityStats, stats: tuple[Qu
         s5 = (f"Next, compare rank {r}'s kernel breakdown (kineto-sql run hta.kernel_breakdown) with a median "
               f"rank's: more or longer kernels point at data imbalance (variable sequence length), equal "
               f"kernels running slower point at the hardware.")
+    elif worst.column == "own_work_us":
+        s5 = (f"Next, compare rank {r}'s op table (kineto-sql run reading.op_table) and step timeline with a "
+              f"median rank's: more ops or larger inputs point at data imbalance, the same ops running slower "
+              f"at a slower or oversubscribed host (CPU threads, other processes on its cores).")
     else:
         s5 = (f"Next, open rank {r}'s idle-time breakdown (hta.idle_time_breakdown) to see whether its GPU "
               f"waits on the host or on other streams, and compare its CPU timeline with a median rank's.")

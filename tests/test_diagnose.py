@@ -273,3 +273,40 @@ def test_three_short_steady_steps_are_still_the_steady_state(load_trace):
     costly = [f for f in t.findings if f.severity != "info"]
     assert costly[0].query_id == "catalog.host_compute_gaps" and costly[0].severity == "high"
     assert costly[-1].scope == "cold"
+
+
+def _rank_trace(rank: int, findings) -> TraceDiagnosis:
+    verdict = Verdict(3, 10, 30, None, "communication-bound", "r", False)
+    return TraceDiagnosis(f"rank{rank}.json.gz", rank, verdict, tuple(findings), (), (), ())
+
+
+def test_a_ranks_straggler_finding_follows_the_cross_rank_reading():
+    from kineto_sql.diagnose.run import agree_with_ranks
+
+    waits = _finding("catalog.straggler_rank", 0, 0.0, "info")
+    comm = _finding("catalog.exposed_communication", 50, 60.0, "high")
+    trace = _rank_trace(1, [comm, waits])
+    # another rank is the straggler: rank 1's finding stays and says who
+    named = agree_with_ranks(trace, {"ranks": 2, "straggler": 0, "quantity": "own work per step",
+                                     "excess_pct_of_step": 25.76})
+    kept = next(f for f in named.findings if f.query_id == "catalog.straggler_rank")
+    assert kept.evidence[0] == "The cross-rank reading names rank 0 the straggler (own work per step, 25.76% of a step)."
+    assert "names rank 0 the straggler" in kept.narration
+    # no straggler across ranks: the wait is the collectives' own time; the finding is set aside, with why
+    none = agree_with_ranks(trace, {"ranks": 2, "straggler": None})
+    assert [f.query_id for f in none.findings] == ["catalog.exposed_communication"]
+    (why,) = [s for s in none.skipped if s.query_id == "catalog.straggler_rank"]
+    assert "over 2 ranks names no straggler" in why.reason
+    # the rank named is this one: it cannot be waiting for a slower peer
+    itself = agree_with_ranks(trace, {"ranks": 2, "straggler": 1})
+    assert "catalog.straggler_rank" not in [f.query_id for f in itself.findings]
+
+
+@pytest.mark.parametrize("variant,straggler,waiting", [("planted", 0, [1]), ("fixed", None, [])])
+def test_two_gloo_ranks_read_the_same_straggler_from_both_sides(variant, straggler, waiting):
+    # ddp_allreduce_planted: rank 0 works ~40 ms a step, rank 1 ~14 ms and waits ~37 ms in gloo for it; the
+    # fixed twin's ranks work 17 / 14 ms (4% of a step apart) and rank 1's 1.6x wait is the all-reduce itself
+    d = diagnose_path(GOLDEN / "traces" / f"ddp_allreduce_{variant}")
+    assert d.ranks_summary["straggler"] == straggler
+    fired = [t.rank for t in d.traces if any(f.query_id == "catalog.straggler_rank" for f in t.findings)]
+    assert fired == waiting

@@ -130,3 +130,16 @@ def test_diff_cli_on_the_tiny_compare_pair():
     same = CliRunner().invoke(cli, ["diff", str(base), str(base), "--all-steps", "--format", "json"])
     counts = json.loads(same.stdout)["status_counts"]
     assert counts["unchanged"] > 0 and counts["appeared"] == counts["disappeared"] == 0
+
+
+def test_verdict_names_the_rank_that_works_longest_on_a_cpu_job():
+    # two gloo ranks (no GPU quantities): rank 0 works 40 ms a step, rank 1 14 ms (it waits for rank 0):
+    # the median is 27 ms, rank 0 13 ms beyond it, 26% of the 50 ms step
+    s = _summary(rank=[0, 1], step_us=[50000.0, 50000.0], step_start_lag_us=[0.0, 300.0],
+                 compute_us=[None, None], comm_us=[None, None], idle_us=[None, None], overlap_pct=[None, None],
+                 own_work_us=[40000.0, 14000.0])
+    _frame, stats = ranks.distribution_frame(s)
+    verdict = ranks.straggler_verdict(s, stats)
+    assert verdict.straggler == 0 and verdict.quantity.column == "own_work_us"
+    assert verdict.quantity.excess_pct_of_step == pytest.approx(26.0)
+    assert "compare rank 0's op table" in verdict.narration

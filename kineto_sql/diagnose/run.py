@@ -405,4 +405,32 @@ def _diagnose_ranks(target: Path, engine: EngineChoice, progress: Progress | Non
 
     run = run_fleet(target, parts=("hta", "diagnose"), executor=executor or LocalExecutor(jobs), engine=engine,
                     keep_diagnosis=True, on_done=done)
-    return run.diagnoses, summary_dict(run.report), run.failures
+    summary = summary_dict(run.report)
+    return [agree_with_ranks(t, summary) for t in run.diagnoses], summary, run.failures
+
+
+STRAGGLER = "catalog.straggler_rank"
+
+
+def agree_with_ranks(trace: TraceDiagnosis, summary: dict | None) -> TraceDiagnosis:
+    """One rank's straggler finding (it waits in collectives far longer than it works) cannot tell a slower
+    peer from a slow transfer; the cross-rank reading compares the same quantities (kineto.lib.rank_balance)
+    across ranks and can. In a rank directory the finding stays only where that reading names another rank
+    the straggler (its evidence then says which); otherwise it is set aside with the reason, so the two
+    readings never contradict each other."""
+    ours = [f for f in trace.findings if f.query_id == STRAGGLER]
+    if not ours or not summary:
+        return trace
+    named = summary.get("straggler")
+    if named is not None and named != trace.rank:
+        note = (f"The cross-rank reading names rank {named} the straggler "
+                f"({summary.get('quantity')}, {summary.get('excess_pct_of_step')}% of a step).")
+        findings = tuple(_with_narration(replace(f, evidence=(note, *f.evidence))) if f.query_id == STRAGGLER
+                         else f for f in trace.findings)
+        return replace(trace, findings=findings)
+    reason = (f"{STRAGGLER} fired on this rank, but the cross-rank reading over {summary.get('ranks')} ranks "
+              + ("names this rank itself the straggler" if named is not None else "names no straggler")
+              + ": its wait in collectives is the collectives' own time (see catalog.exposed_communication), "
+              "not a slower peer.")
+    return replace(trace, findings=tuple(f for f in trace.findings if f.query_id != STRAGGLER),
+                   skipped=(*trace.skipped, Skipped(STRAGGLER, reason)))

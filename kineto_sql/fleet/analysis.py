@@ -22,7 +22,7 @@ VIEWS = ("rank_summary", "distribution", "collective_skew", "rank_lateness")
 # workers. With a view over the Parquet files per query and DuckDB's default threads, the driver's peak RSS
 # grew by ~0.5 MB per rank (every query rescanned every file); read once, single-threaded, it is flat.
 DUCKDB_CONFIG = {"threads": 1}
-NEEDS = {"rank_summary": ("load", "hta_steps", "hta_temporal", "hta_overlap"), "distribution": ("load",),
+NEEDS = {"rank_summary": ("load", "hta_steps", "hta_temporal", "hta_overlap", "hta_balance"), "distribution": ("load",),
          "collective_skew": ("collectives",), "rank_lateness": ("collectives",)}
 
 

@@ -8,7 +8,8 @@ returns `skipped` (resume without reloading).
 
 Parts (what a caller pays for):
 - `hta`: HTA's per-rank analyses (kineto_sql.ranks.ANALYSES): hta_temporal, hta_overlap, hta_idle,
-  hta_kernel_types, hta_launches, hta_steps; the straggler reading needs these.
+  hta_kernel_types, hta_launches, hta_steps, and hta_balance (reading.rank_balance: own work vs collective
+  wait from the step ledger); the straggler reading needs these.
 - `collectives`: reading.collective_calls, one row per call with its start on the job's clock (start_ns).
 - `diagnose`: the full diagnosis (kept as an object for `diagnose RANK_DIR`), as tables: ledger
   (reading.step_ledger), steps (reading.step_table), findings (one row per finding), verdict.
@@ -39,6 +40,7 @@ COLUMNS = {
     "hta_temporal": ("idle_us", "compute_us", "non_compute_us", "span_us"),
     "hta_overlap": ("comm_us", "compute_us", "overlap_us", "overlap_pct"),
     "hta_steps": ("step", "start_us", "dur_us"),
+    "hta_balance": ("windows", "step_us", "own_work_us", "comm_wait_us", "wait_to_work"),
     "collectives": ("step", "pg", "collective", "seq", "ts", "dur", "start_ns"),
 }
 

@@ -1,5 +1,5 @@
 -- id: fleet.distribution
--- version: 1
+-- version: 2
 -- kind: fleet
 -- title: Each compared quantity across ranks: median, MAD, spread, the worst rank, its robust z-score and excess
 -- reads: fleet_rank_summary
@@ -17,11 +17,12 @@ WITH quantities(quantity, meaning, direction, ord) AS (
   VALUES ('step_start_lag_us', 'step start (after the earliest rank)', 1, 1),
          ('compute_us', 'GPU compute time', 1, 2),
          ('comm_us', 'communication kernel time', -1, 3),
-         ('idle_us', 'GPU idle time', 1, 4)
+         ('idle_us', 'GPU idle time', 1, 4),
+         ('own_work_us', 'own work per step (outside collective waits)', 1, 5)
 ),
 observed AS (
-  UNPIVOT (SELECT rank, step_start_lag_us, compute_us, comm_us, idle_us FROM fleet_rank_summary)
-  ON step_start_lag_us, compute_us, comm_us, idle_us INTO NAME quantity VALUE value
+  UNPIVOT (SELECT rank, step_start_lag_us, compute_us, comm_us, idle_us, own_work_us FROM fleet_rank_summary)
+  ON step_start_lag_us, compute_us, comm_us, idle_us, own_work_us INTO NAME quantity VALUE value
 ),
 stats AS (
   SELECT quantity, count(*) AS ranks, median(value) AS median, stddev_samp(value) AS std,

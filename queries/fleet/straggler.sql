@@ -1,11 +1,11 @@
 -- id: fleet.straggler
--- version: 1
+-- version: 2
 -- kind: fleet
 -- title: The straggler verdict: the rank that costs the job most, named when it costs $threshold_pct % of a step
 -- reads: fleet_rank_summary, fleet_distribution
 -- param: threshold_pct DOUBLE, 10 by default (kineto-sql fleet --threshold-pct)
 -- why: every quantity's worst rank costs the job its excess once per step; the verdict takes the quantity
---   whose worst rank costs most (ties: step start, compute, communication, idle, in that order) and names
+--   whose worst rank costs most (ties: step start, compute, communication, idle, own work, in that order) and names
 --   it the straggler when that cost is at least threshold_pct of the median step. Below 10% of a step the
 --   gap is within what ranks of a healthy job differ by (data-dependent kernels, host jitter, a collective
 --   that lands late once); above it one rank's delay is a tenth of the job's time. One rank has nobody to

@@ -1,5 +1,5 @@
 -- id: catalog.straggler_rank
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Straggler rank, seen from one rank: this rank waits in collectives far longer than it computes
 -- source: seed 000 section 3, major fault "Straggler rank"; seed section 2 step 5 (a distribution question)
@@ -7,46 +7,50 @@
 --   From a single rank's trace that shows as collective wait several times the rank's own compute: a
 --   slower peer holds the collective. Which rank is slow is a cross-rank decision: `kineto-sql ranks DIR`
 --   (kineto_sql/ranks.py) compares the per-rank quantities and names the straggler.
--- confirming: per rank, per step: compute time, collective wait time, their ratio (HTA temporal breakdown
---   per rank); the straggler is the rank with the longest compute and the shortest wait.
--- cost: every rank waits in each collective for the slowest one: the slower rank's extra compute becomes the
---   others' wait, every step. impact_dur is the time this rank waited beyond its own compute.
--- false_positives: a rank whose collectives also carry real transfer time (large all-gathers on a slow link)
---   waits without a straggler; uneven work by design (pipeline stages) looks the same.
+-- confirming: per rank, per steady step: own work and collective wait (reading.rank_balance, the
+--   definitions of kineto.lib.rank_balance), their ratio; the straggler is the rank with the longest own
+--   work and the shortest wait (`kineto-sql ranks DIR`, or diagnose on the rank directory).
+-- cost: every rank waits in each collective for the slowest one: the slower rank's extra work becomes the
+--   others' wait, every step. impact_dur is the time this rank waited beyond its own work.
+-- false_positives: a rank whose collectives carry real transfer time (large all-reduces on a slow link,
+--   gloo on CPU) waits without a straggler; uneven work by design (pipeline stages) looks the same. One
+--   trace cannot tell the two apart: diagnose on a rank directory keeps this finding only where the
+--   cross-rank reading (the same two quantities compared across ranks) names another rank the straggler.
 -- example: waiting_rank_fires_at_ratio_1
 -- fix: data imbalance (variable sequence length) -> packing / length-sorted batching per rank; uneven
 --   model partitioning -> rebalance; a slow host or GPU -> hardware check on the named rank.
--- needs: steps, cpu_ops, distributed
+-- needs: distributed
 -- claims: idle.comm_wait, busy.comm_exposed, host.comm_wait
 -- status: stable
 -- catalog_row: major.straggler_rank
 -- default min_wait_to_compute: 1.5
 -- default min_wait_pct: 20
--- locked: 2 d15a9daa512f1ec2
--- lib: lib.collectives@1 lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.kernels@2
---   lib.launches@4 lib.runtime_calls@3 lib.steps@3
--- cases: waiting_rank_fires_at_ratio_1=2370340d waiting_rank_fires_at_ratio_2=c3c255b5
+-- locked: 3 04c6f27951c0d769
+-- lib: lib.collectives@1 lib.cpu_ops@3 lib.dataloader@2 lib.device_busy@2 lib.event_categories@2
+--   lib.gpu_idle@1 lib.host_slices@1 lib.host_tree@1 lib.internal_reads@1 lib.interval_merge@2
+--   lib.iterations@1 lib.kernel_classes@1 lib.kernels@2 lib.launches@4 lib.ledger@2 lib.rank_balance@1
+--   lib.runtime_calls@3 lib.steps@3 lib.stream_busy@2
+-- cases: waiting_rank_fires_at_ratio_1=1ed56d71 waiting_rank_fires_at_ratio_2=3279dc82
+--   gpu_rank_waits_in_an_exposed_collective=a1394a4f
 
-INCLUDE PERFETTO MODULE kineto.lib.steps;
-INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
-INCLUDE PERFETTO MODULE kineto.lib.kernels;
-INCLUDE PERFETTO MODULE kineto.lib.launches;
-INCLUDE PERFETTO MODULE kineto.lib.collectives;
+INCLUDE PERFETTO MODULE kineto.lib.rank_balance;
 
 -- One row for the whole capture of this rank (step NULL), with the per-step means, when the rank waits.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_straggler_rank(
-  -- The rank fires when its collective wait is at least this many times its own compute, summed over the
-  -- steps (golden job: waiting ranks 1.6-2.1x, the straggler 0.6x, an even job 0.8-1.3x)
+  -- The rank fires when its collective wait is at least this many times its own work, summed over the
+  -- steady steps: a collective whose peers arrive together costs its transfer time, which on a balanced
+  -- job is well under the compute it follows; waiting half as long again as it computes means a peer
+  -- holds it (golden job: waiting ranks 1.9-2.5x, the straggler 0.7x, an even job 0.6-1.1x)
   min_wait_to_compute DOUBLE,
   -- And the wait is at least this % of the step time.
   min_wait_pct DOUBLE
 )
 RETURNS TABLE(
-  -- First step start.
+  -- First steady step start.
   ts TIMESTAMP,
-  -- From the first step start to the last step end.
+  -- From the first steady step start to the last one's end.
   dur DURATION,
-  -- Step time this rank lost waiting beyond its own compute, summed over the steps.
+  -- Step time this rank lost waiting beyond its own work, summed over the steady steps.
   impact_dur DURATION,
   -- NULL: the row covers all steps of this rank.
   step LONG,
@@ -54,14 +58,13 @@ RETURNS TABLE(
   evidence STRING,
   -- This trace's rank (the collectives' Rank arg), or NULL when they do not record it.
   rank LONG,
-  -- Steps in the capture.
+  -- Steady steps in the capture.
   step_count LONG,
   -- Mean step width.
   mean_step_dur DURATION,
-  -- Mean compute per step: GPU compute-kernel time, or on CPU traces the top-level ATen op time outside
-  -- collectives.
+  -- Mean own work per step and lane (kineto.lib.rank_balance).
   mean_compute_dur DURATION,
-  -- Mean collective wait per step (communication kernels, or gloo / collective ops).
+  -- Mean collective wait per step and lane (kineto.lib.rank_balance).
   mean_wait_dur DURATION,
   -- mean_wait_dur / mean_compute_dur.
   wait_to_compute DOUBLE
@@ -79,72 +82,23 @@ WITH
       LIMIT 1
     ) AS rank
   ),
-  has_kernels AS (
-    SELECT EXISTS (SELECT 1 FROM kineto_collectives WHERE source = 'kernel') AS yes
-  ),
-  wait AS (
-    SELECT step, sum(dur) AS wait_dur
-    FROM kineto_collectives
-    WHERE
-      step IS NOT NULL
-    GROUP BY step
-  ),
-  gpu_compute AS (
-    SELECT l.step, sum(k.dur) AS compute_dur
-    FROM kineto_kernels AS k
-    JOIN kineto_launches AS l
-      ON l.correlation = k.correlation
-    WHERE
-      k.class = 'compute'
-      AND l.step IS NOT NULL
-    GROUP BY l.step
-  ),
-  cpu_compute AS (
-    SELECT o.step, sum(o.dur) AS compute_dur
-    FROM kineto_cpu_ops AS o
-    LEFT JOIN kineto_cpu_ops AS p
-      ON p.id = o.parent_id
-    WHERE
-      NOT o.is_annotation
-      AND (p.id IS NULL OR p.is_annotation)
-      AND NOT (o.name GLOB 'c10d::*' OR o.name GLOB 'gloo:*' OR o.name GLOB 'nccl:*' OR o.name = 'record_param_comms')
-    GROUP BY o.step
-  ),
-  per_step AS (
-    SELECT
-      st.step,
-      st.ts,
-      st.dur,
-      coalesce(w.wait_dur, 0) AS wait_dur,
-      CASE
-        WHEN (SELECT yes FROM has_kernels) THEN coalesce(g.compute_dur, 0)
-        ELSE coalesce(c.compute_dur, 0)
-      END AS compute_dur
-    FROM kineto_steps AS st
-    LEFT JOIN wait AS w
-      USING (step)
-    LEFT JOIN gpu_compute AS g
-      USING (step)
-    LEFT JOIN cpu_compute AS c
-      USING (step)
-  ),
   total AS (
     SELECT
-      min(ts) AS ts,
-      max(ts + dur) - min(ts) AS span,
+      min(window_ts) AS ts,
+      max(window_ts + window_dur) - min(window_ts) AS span,
       count(*) AS step_count,
-      sum(dur) AS step_dur,
-      sum(wait_dur) AS wait_dur,
-      sum(compute_dur) AS compute_dur
-    FROM per_step
+      sum(window_dur) AS step_dur,
+      sum(1.0 * wait_dur / lanes) AS wait_dur,
+      sum(1.0 * own_work_dur / lanes) AS compute_dur
+    FROM kineto_rank_balance
   )
 SELECT
   t.ts,
   t.span AS dur,
-  max(t.wait_dur - t.compute_dur, 0) AS impact_dur,
+  CAST(max(t.wait_dur - t.compute_dur, 0) AS INT) AS impact_dur,
   NULL AS step,
   printf(
-    '%s waits %.3f ms per step in collectives, %.1fx its own %.3f ms of compute (%.0f%% of the %.3f ms step): a slower peer holds the collective; `kineto-sql ranks` over all ranks names the straggler (the rank with the longest compute and the shortest wait).',
+    '%s waits %.3f ms per step in collectives, %.1fx its own %.3f ms of work (%.0f%% of the %.3f ms step): a slower peer holds the collective, or the transfer itself is slow; the cross-rank reading (diagnose or `kineto-sql ranks` on the rank directory) tells which and names the straggler (the rank with the longest own work and the shortest wait).',
     coalesce('Rank ' || (SELECT rank FROM info), 'This rank'),
     t.wait_dur / 1e6 / t.step_count,
     1.0 * t.wait_dur / max(t.compute_dur, 1),
@@ -154,10 +108,10 @@ SELECT
   ) AS evidence,
   (SELECT rank FROM info) AS rank,
   t.step_count,
-  t.step_dur / t.step_count AS mean_step_dur,
-  t.compute_dur / t.step_count AS mean_compute_dur,
-  t.wait_dur / t.step_count AS mean_wait_dur,
-  1.0 * t.wait_dur / max(t.compute_dur, 1) AS wait_to_compute
+  CAST(t.step_dur / t.step_count AS INT) AS mean_step_dur,
+  CAST(t.compute_dur / t.step_count AS INT) AS mean_compute_dur,
+  CAST(t.wait_dur / t.step_count AS INT) AS mean_wait_dur,
+  round(1.0 * t.wait_dur / max(t.compute_dur, 1), 3) AS wait_to_compute
 FROM total AS t
 WHERE
   t.step_count > 0

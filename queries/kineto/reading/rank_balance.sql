@@ -1,0 +1,47 @@
+-- id: reading.rank_balance
+-- version: 1
+-- kind: reading
+-- title: Rank balance: this rank's own work against its wait in collectives, per steady step (the straggler quantities)
+-- source: seed 000 section 3, major fault "Straggler rank"; seed section 2 step 5; issue 12 class 15
+-- needs: none
+-- status: preview
+-- locked: 1 1f73b7eabc2dd26a
+-- lib: lib.collectives@1 lib.cpu_ops@3 lib.dataloader@2 lib.device_busy@2 lib.event_categories@2
+--   lib.gpu_idle@1 lib.host_slices@1 lib.host_tree@1 lib.internal_reads@1 lib.interval_merge@2
+--   lib.iterations@1 lib.kernel_classes@1 lib.kernels@2 lib.launches@4 lib.ledger@2 lib.rank_balance@1
+--   lib.runtime_calls@3 lib.steps@3 lib.stream_busy@2
+-- cases: cpu_rank_work_and_wait=7097bb3e gpu_rank_exposed_collective=58fac117
+
+-- One row for the rank: the means per steady iteration window of kineto.lib.rank_balance (own work, wait
+-- in collectives; its header gives the definitions and why), per lane. kineto_sql/ranks.py and the fleet
+-- SQL compare these across ranks (the straggler has the longest own work and the shortest wait);
+-- catalog.straggler_rank judges one rank by the same two numbers. Silent on a capture without windows.
+
+INCLUDE PERFETTO MODULE kineto.lib.rank_balance;
+
+-- One row: the rank's balance.
+CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_rank_balance()
+RETURNS TABLE(
+  -- Steady windows.
+  windows LONG,
+  -- Mean steady window width, us.
+  step_us DOUBLE,
+  -- Mean own work per window and lane, us.
+  own_work_us DOUBLE,
+  -- Mean wait in collectives per window and lane, us.
+  comm_wait_us DOUBLE,
+  -- comm_wait_us / own_work_us (NULL without own work).
+  wait_to_work DOUBLE,
+  -- The capture has device activity (own work is device time) or not (host time).
+  has_device BOOL
+) AS
+SELECT
+  count(*) AS windows,
+  avg(window_dur) / 1e3 AS step_us,
+  avg(1.0 * own_work_dur / lanes) / 1e3 AS own_work_us,
+  avg(1.0 * wait_dur / lanes) / 1e3 AS comm_wait_us,
+  CASE WHEN sum(own_work_dur) > 0 THEN round(1.0 * sum(wait_dur) / sum(own_work_dur), 3) END AS wait_to_work,
+  max(has_device) AS has_device
+FROM kineto_rank_balance
+HAVING
+  count(*) > 0;
