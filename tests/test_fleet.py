@@ -136,6 +136,20 @@ def test_the_sql_reading_equals_the_pandas_reading(two_runs):
     assert got["worst_z"].round(2).tolist() == want["worst_z"].tolist()
 
 
+def _pid(i):
+    import os
+
+    return i, os.getpid()
+
+
+def test_local_pools_are_renewed_every_batch():
+    """tasks_per_worker=1 with 2 jobs: 5 calls in batches of 2, 2, 1, each on fresh worker processes."""
+    got = dict(LocalExecutor(2, 1).run(_pid, [(i,) for i in range(5)]))
+    assert sorted(got) == list(range(5)) and all(got[i][0] == i for i in got)
+    batches = [{got[0][1], got[1][1]}, {got[2][1], got[3][1]}, {got[4][1]}]
+    assert not batches[0] & batches[1] and not batches[1] & batches[2] and not batches[0] & batches[2]
+
+
 @pytest.fixture()
 def bad_set(tmp_path):
     for name in ("rank0.json.gz", "rank1.json.gz"):

@@ -45,10 +45,11 @@ def failure(path: str, exc: BaseException) -> RankFailure:
 class LocalExecutor:
     """`jobs` worker processes on this machine (each holds at most one engine at a time).
 
-    `tasks_per_worker`: a worker process is replaced after that many tasks (a fresh, spawned interpreter:
-    ~2 s of imports). A closed engine does not give all of its memory back to the worker process (about
-    15 MB per 1 MB dlrm rank with wasmtime 50), so a worker that reads hundreds of ranks would grow by
-    gigabytes; replacing it bounds that. None keeps the workers for the whole run (forked, no restart)."""
+    `tasks_per_worker`: the calls run in batches of jobs x tasks_per_worker, each batch in a fresh pool, so
+    that a worker process lives for at most one batch of ranks. A closed engine does not give all of its memory
+    back to the worker process (about 15 MB per 1 MB dlrm rank with wasmtime 50), so a worker that reads
+    hundreds of ranks would grow by gigabytes. (Not ProcessPoolExecutor's max_tasks_per_child: on Python
+    3.11 the pool stops starting replacement workers and the run hangs.) None: one pool for every call."""
 
     name = "local"
 
@@ -57,11 +58,15 @@ class LocalExecutor:
         self.tasks_per_worker = tasks_per_worker
 
     def run(self, fn: Callable, calls: list[tuple]) -> Iterator[tuple[int, object]]:
-        if not calls:
+        size = self.jobs * self.tasks_per_worker if self.tasks_per_worker else len(calls)
+        for first in range(0, len(calls), max(1, size)):
+            yield from self._batch(fn, calls, range(first, min(first + size, len(calls))))
+
+    def _batch(self, fn: Callable, calls: list[tuple], indices: range) -> Iterator[tuple[int, object]]:
+        if not indices:
             return
-        recycle = {"max_tasks_per_child": self.tasks_per_worker} if self.tasks_per_worker else {}
-        with ProcessPoolExecutor(max_workers=min(self.jobs, len(calls)), **recycle) as pool:
-            futures = {pool.submit(fn, *args): i for i, args in enumerate(calls)}
+        with ProcessPoolExecutor(max_workers=min(self.jobs, len(indices))) as pool:
+            futures = {pool.submit(fn, *calls[i]): i for i in indices}
             for future in pool_completed(futures):
                 i = futures.pop(future)
                 try:
