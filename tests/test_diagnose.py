@@ -19,7 +19,7 @@ from kineto_sql.diagnose.model import Diagnosis, Finding, TraceDiagnosis, Verdic
 from kineto_sql.diagnose.narrate import narrate
 from kineto_sql.diagnose.render_html import render_html
 from kineto_sql.diagnose.render_text import render_markdown, render_text
-from kineto_sql.diagnose.run import detectors, diagnose_trace, rank_findings, severity_for
+from kineto_sql.diagnose.run import detectors, diagnose_path, diagnose_trace, rank_findings, severity_for
 from tests.conftest import CORPUS, GOLDEN, corpus_id, corpus_traces, needs_corpus
 from tests.query_support import load_trace  # noqa: F401  (fixture)
 
