@@ -1,5 +1,5 @@
--- version: 2
--- locked: 2 6b9ba20c6571c173
+-- version: 3
+-- locked: 3 b53b19b709719b04
 -- lib: lib.event_categories@2 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -51,7 +51,7 @@ WITH
     JOIN thread AS t
       USING (utid)
     WHERE
-      s.category = 'python_function'
+      s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python')
       AND s.name GLOB '*torch/utils/data/dataloader.py(*): __next__'
       AND NOT EXISTS (SELECT 1 FROM annotations)
   ),

@@ -1,6 +1,6 @@
 -- version: 1
 -- locked: 1 9f42c55f93e7c48b
--- lib: lib.dataloader@2 lib.event_categories@2 lib.steps@3
+-- lib: lib.dataloader@3 lib.event_categories@2 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

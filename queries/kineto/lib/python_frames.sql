@@ -1,5 +1,8 @@
--- version: 1
--- locked: 1 99899e5ab7dca249
+-- version: 2
+-- locked: 2 3525d950ce62f393
+-- lib: lib.event_categories@2
+
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 
 -- The python frames above an op, innermost first. Two sources, whichever the trace has: the op's
 -- `python_function` ancestor slices (torch >= 1.13 with with_stack=True), or the op's `Call stack` arg
@@ -26,7 +29,7 @@ WITH RECURSIVE
       a.depth
     FROM ancestor_slice($op_id) AS a
     WHERE
-      a.category = 'python_function'
+      a.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python')
   ),
   stack_text AS (
     SELECT extract_arg(s.arg_set_id, 'args.Call stack') AS txt

@@ -1,7 +1,8 @@
--- version: 1
--- locked: 1 4bcf8622dc7953e2
+-- version: 2
+-- locked: 2 ddbf4310a57a1fe5
 -- lib: lib.event_categories@2 lib.steps@3
 
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 
 -- Python garbage-collection passes: Kineto's `Python GC` events (record_python_gc_info, torch >= 2.4)
@@ -37,6 +38,6 @@ JOIN thread AS t
 WHERE
   s.name = 'Python GC'
   OR (
-    s.category = 'python_function'
+    s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python')
     AND (s.name GLOB '*gc.collect*' OR s.name GLOB '<built-in method collect of module gc*')
   );
