@@ -23,8 +23,8 @@
 -- status: preview
 -- locked: 1 110174cdb60f5cd5
 -- lib: lib.collectives@1 lib.cpu_ops@3 lib.dataloader@3 lib.device_busy@2 lib.event_categories@2
---   lib.gpu_idle@1 lib.host_slices@1 lib.host_tree@1 lib.internal_reads@1 lib.interval_merge@2
---   lib.iterations@1 lib.kernel_classes@1 lib.kernels@2 lib.launches@4 lib.ledger@2 lib.runtime_calls@3
+--   lib.gpu_idle@1 lib.host_slices@2 lib.host_tree@2 lib.internal_reads@1 lib.interval_merge@2
+--   lib.iterations@1 lib.kernel_classes@1 lib.kernels@2 lib.launches@4 lib.ledger@3 lib.runtime_calls@3
 --   lib.steps@3 lib.stream_busy@2
 -- cases: first_iteration_allocates=344701c0
 

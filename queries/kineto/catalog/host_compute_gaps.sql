@@ -24,8 +24,8 @@
 -- default min_share_pct: 5
 -- locked: 1 b41144de4d9b5590
 -- lib: lib.collectives@1 lib.cpu_ops@3 lib.dataloader@3 lib.device_busy@2 lib.event_categories@2
---   lib.gpu_idle@1 lib.host_slices@1 lib.host_tree@1 lib.internal_reads@1 lib.interval_merge@2
---   lib.iterations@1 lib.kernel_classes@1 lib.kernels@2 lib.launches@4 lib.ledger@2 lib.runtime_calls@3
+--   lib.gpu_idle@1 lib.host_slices@2 lib.host_tree@2 lib.internal_reads@1 lib.interval_merge@2
+--   lib.iterations@1 lib.kernel_classes@1 lib.kernels@2 lib.launches@4 lib.ledger@3 lib.runtime_calls@3
 --   lib.steps@3 lib.stream_busy@2
 -- cases: preprocessing_before_the_first_kernel=6e4ea284 small_gap_is_silent=8f2d63a4
 

@@ -27,8 +27,8 @@
 -- default min_wait_pct: 20
 -- locked: 3 04c6f27951c0d769
 -- lib: lib.collectives@1 lib.cpu_ops@3 lib.dataloader@3 lib.device_busy@2 lib.event_categories@2
---   lib.gpu_idle@1 lib.host_slices@1 lib.host_tree@1 lib.internal_reads@1 lib.interval_merge@2
---   lib.iterations@1 lib.kernel_classes@1 lib.kernels@2 lib.launches@4 lib.ledger@2 lib.rank_balance@1
+--   lib.gpu_idle@1 lib.host_slices@2 lib.host_tree@2 lib.internal_reads@1 lib.interval_merge@2
+--   lib.iterations@1 lib.kernel_classes@1 lib.kernels@2 lib.launches@4 lib.ledger@3 lib.rank_balance@1
 --   lib.runtime_calls@3 lib.steps@3 lib.stream_busy@2
 -- cases: waiting_rank_fires_at_ratio_1=1ed56d71 waiting_rank_fires_at_ratio_2=3279dc82
 --   gpu_rank_waits_in_an_exposed_collective=a1394a4f

@@ -6,7 +6,7 @@
 -- needs: cpu_ops
 -- status: stable
 -- locked: 2 4329f47cf3b3704b
--- lib: lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.launches@4
+-- lib: lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@2 lib.host_tree@2 lib.kernels@2 lib.launches@4
 --   lib.runtime_calls@3 lib.steps@3
 
 -- torch.compile fuses matmul + add into one aten::addmm at the dispatcher level, not in a kernel: addmm

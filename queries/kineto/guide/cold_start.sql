@@ -7,7 +7,7 @@
 -- status: stable
 -- default cold_factor: 1.5
 -- locked: 2 7ac5990c6445fc2f
--- lib: lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.memory@3
+-- lib: lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@2 lib.host_tree@2 lib.kernels@2 lib.memory@3
 --   lib.runtime_calls@3 lib.steps@3
 
 -- Compares the first ProfilerStep of each process with the median width of its other steps (at least

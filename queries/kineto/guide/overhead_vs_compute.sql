@@ -9,7 +9,7 @@
 -- default small_op: 50us
 -- default top_ops: 10
 -- locked: 4 a0b9346ab8a8c2a0
--- lib: lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.launches@4
+-- lib: lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@2 lib.host_tree@2 lib.kernels@2 lib.launches@4
 --   lib.runtime_calls@3 lib.steps@3
 
 -- Self CPU = self time of CPU ops, annotations and runtime calls (torch key_averages' Self CPU total);

@@ -1,6 +1,6 @@
 -- version: 1
 -- locked: 1 bded027b34c1b27e
--- lib: lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.launches@4
+-- lib: lib.cpu_ops@3 lib.event_categories@2 lib.host_slices@2 lib.host_tree@2 lib.kernels@2 lib.launches@4
 --   lib.runtime_calls@3 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;

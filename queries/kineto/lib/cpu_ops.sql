@@ -1,6 +1,6 @@
 -- version: 3
 -- locked: 3 ae877fac14cf2476
--- lib: lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.steps@3
+-- lib: lib.event_categories@2 lib.host_slices@2 lib.host_tree@2 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

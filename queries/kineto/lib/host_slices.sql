@@ -1,5 +1,5 @@
--- version: 1
--- locked: 1 ce148fe6e91b1240
+-- version: 2
+-- locked: 2 24ddf5f39ff77f29
 -- lib: lib.event_categories@2 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -81,6 +81,8 @@ CREATE OR REPLACE PERFETTO TABLE kineto_host_slices(
   event_class STRING,
   -- Depth on its track.
   depth LONG,
+  -- Perfetto's parent on the slice's track (it contains the slice), or NULL at the top.
+  parent_id LONG,
   -- Thread the slice sits on (an overlap lane keeps its own utid).
   utid JOINID(thread.id),
   -- Process of that thread.
@@ -99,6 +101,7 @@ SELECT
   h.category,
   h.event_class,
   h.depth,
+  h.parent_id,
   h.utid,
   h.upid,
   so.step,

@@ -1,5 +1,5 @@
--- version: 1
--- locked: 1 4e68302d2f701701
+-- version: 2
+-- locked: 2 cb4e330c0774161d
 -- lib: lib.event_categories@2
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -157,6 +157,68 @@ FROM (
     AND (a_ts > b_ts OR a_dur < b_dur OR (a_dur = b_dur AND a_id > b_id))
 );
 
+-- The parent of every host slice in torch's tree: Perfetto's parent when it is a host slice, except for
+-- slices with a container on another lane (the loader's overlap lanes), whose parent is the
+-- latest-starting candidate (start, then shorter, then higher id) among those containers and Perfetto's
+-- parent. Ranking only those few keeps the common case to one lookup by id per slice.
+CREATE OR REPLACE PERFETTO TABLE _kineto_host_tree_parents(
+  -- Slice id.
+  id LONG,
+  -- Start.
+  ts TIMESTAMP,
+  -- Duration.
+  dur DURATION,
+  -- Thread (maybe an overlap lane).
+  utid LONG,
+  -- The real thread.
+  origin_utid LONG,
+  -- Parent in torch's tree, or NULL at the top.
+  parent_id LONG
+) AS
+WITH
+  contested AS (
+    SELECT child_id FROM _kineto_host_cross_lane GROUP BY child_id
+  ),
+  ranked AS (
+    SELECT
+      c.child_id,
+      c.container_id,
+      row_number() OVER (
+        PARTITION BY c.child_id
+        ORDER BY p.ts DESC, p.dur ASC, p.id DESC
+      ) AS rn
+    FROM (
+      SELECT child_id, container_id FROM _kineto_host_cross_lane
+      UNION ALL
+      SELECT h.id, h.parent_id
+      FROM _kineto_host_slices AS h
+      JOIN contested AS x
+        ON x.child_id = h.id
+      WHERE
+        h.parent_id IS NOT NULL
+    ) AS c
+    JOIN _kineto_host_slices AS p
+      ON p.id = c.container_id
+  ),
+  chosen AS (
+    SELECT child_id, container_id FROM ranked WHERE rn = 1
+  )
+SELECT
+  h.id,
+  h.ts,
+  h.dur,
+  h.utid,
+  h.origin_utid,
+  CASE WHEN x.child_id IS NOT NULL THEN ch.container_id ELSE p.id END AS parent_id
+FROM _kineto_host_slices AS h
+LEFT JOIN _kineto_host_slices AS p
+  ON p.id = h.parent_id
+LEFT JOIN contested AS x
+  ON x.child_id = h.id
+LEFT JOIN chosen AS ch
+  ON ch.child_id = h.id
+ORDER BY h.id;
+
 -- Every host-side slice (ops, annotations, python frames, runtime calls) in the tree torch's profiler
 -- builds per thread for key_averages(): sorted by start (longer first), each event's parent is the
 -- latest-starting earlier event that still contains it. For properly nested slices that is Perfetto's
@@ -181,62 +243,25 @@ CREATE OR REPLACE PERFETTO TABLE kineto_host_tree(
   -- The real thread: lanes mapped back.
   origin_utid JOINID(thread.id)
 ) AS
-WITH
-  candidates AS (
-    SELECT
-      h.id AS child_id,
-      h.parent_id AS container_id
-    FROM _kineto_host_slices AS h
-    WHERE
-      h.parent_id IS NOT NULL
-    UNION ALL
-    SELECT
-      child_id,
-      container_id
-    FROM _kineto_host_cross_lane
-  ),
-  ranked AS (
-    SELECT
-      c.child_id,
-      c.container_id,
-      row_number() OVER (
-        PARTITION BY c.child_id
-        ORDER BY p.ts DESC, p.dur ASC, p.id DESC
-      ) AS rn
-    FROM candidates AS c
-    JOIN _kineto_host_slices AS p
-      ON p.id = c.container_id
-  ),
-  parents AS (
-    SELECT
-      child_id,
-      container_id AS parent_id
-    FROM ranked
-    WHERE
-      rn = 1
-  ),
-  child_sums AS (
-    SELECT
-      p.parent_id,
-      sum(h.dur) AS child_dur,
-      count(*) AS child_count
-    FROM parents AS p
-    JOIN _kineto_host_slices AS h
-      ON h.id = p.child_id
-    GROUP BY p.parent_id
-  )
 SELECT
   h.id,
   h.ts,
   h.dur,
   h.dur - coalesce(cs.child_dur, 0) AS self_dur,
-  p.parent_id,
+  h.parent_id,
   coalesce(cs.child_count, 0) AS child_count,
   h.utid,
   h.origin_utid
-FROM _kineto_host_slices AS h
-LEFT JOIN parents AS p
-  ON p.child_id = h.id
-LEFT JOIN child_sums AS cs
+FROM _kineto_host_tree_parents AS h
+LEFT JOIN (
+  SELECT
+    parent_id,
+    sum(dur) AS child_dur,
+    count(*) AS child_count
+  FROM _kineto_host_tree_parents
+  WHERE
+    parent_id IS NOT NULL
+  GROUP BY parent_id
+) AS cs
   ON cs.parent_id = h.id
 ORDER BY h.id;

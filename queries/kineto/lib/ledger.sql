@@ -1,11 +1,12 @@
--- version: 2
--- locked: 2 9eda67084076176c
+-- version: 3
+-- locked: 3 8c1601acf5979b35
 -- lib: lib.collectives@1 lib.cpu_ops@3 lib.dataloader@3 lib.device_busy@2 lib.event_categories@2
---   lib.gpu_idle@1 lib.host_slices@1 lib.host_tree@1 lib.internal_reads@1 lib.interval_merge@2
+--   lib.gpu_idle@1 lib.host_slices@2 lib.host_tree@2 lib.internal_reads@1 lib.interval_merge@2
 --   lib.iterations@1 lib.kernel_classes@1 lib.kernels@2 lib.launches@4 lib.runtime_calls@3 lib.steps@3
 --   lib.stream_busy@2
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.host_slices;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.kernel_classes;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
@@ -26,31 +27,12 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_ledger_lanes(
   upid LONG
 ) AS
 WITH
-  host_slices AS (
-    SELECT
-      s.id,
-      s.ts,
-      s.dur,
-      s.name,
-      s.category,
-      c.event_class,
-      t.upid
-    FROM slice AS s
-    JOIN kineto_event_categories AS c
-      ON c.category = s.category
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
-    WHERE
-      c.event_class IN ('cpu_op', 'python', 'runtime')
-      AND s.dur > 0
-  ),
   main_process AS (
     SELECT upid
-    FROM host_slices
+    FROM kineto_host_slices
     WHERE
       upid IS NOT NULL
+      AND dur > 0
     GROUP BY upid
     ORDER BY count(*) DESC, upid
     LIMIT 1
@@ -120,6 +102,11 @@ SELECT lane, device, upid FROM lanes;
 
 -- Host intervals that decide what an idle device (or a host-only lane) was waiting on, one row per
 -- interval with its kind: sync, bcopy, alloc, launch, prof, dl, gc, hcomm, op, any, hread, optim.
+--
+-- A slice adds nothing to the sweep when its parent on the same track (which contains it) already opens
+-- every count the slice would open: an ATen op inside an ATen op, any host slice of kind `any` inside an
+-- op or python frame, a launch call inside the op that issued it. Such slices are left out, which changes
+-- no bucket's time (only the number of boundaries the sweep sorts: most host slices are nested).
 CREATE OR REPLACE PERFETTO TABLE _kineto_ledger_host_kinds(
   -- Process.
   upid LONG,
@@ -131,31 +118,48 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_ledger_host_kinds(
   k STRING
 ) AS
 WITH
-  host_slices AS (
-    SELECT
-      s.id,
-      s.ts,
-      s.dur,
-      s.name,
-      s.category,
-      c.event_class,
-      t.upid
-    FROM slice AS s
-    JOIN kineto_event_categories AS c
-      ON c.category = s.category
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
-    WHERE
-      c.event_class IN ('cpu_op', 'python', 'runtime')
-      AND s.dur > 0
-  ),
   has_devices AS (
     SELECT EXISTS (SELECT 1 FROM kineto_kernels WHERE device IS NOT NULL) AS yes
   ),
-  -- host intervals of a process, by kind (one row each)
-  host_kinds AS (
+  -- host slices with the kind each opens in the sweep and the kind of its parent (NULL when the parent
+  -- is no host op or python frame)
+  host_slices AS (
+    SELECT
+      h.id,
+      h.ts,
+      h.dur,
+      h.name,
+      h.category,
+      h.event_class,
+      h.upid,
+      h.parent_id,
+      CASE
+        WHEN p.event_class = 'cpu_op' AND p.category != 'user_annotation' AND NOT p.name GLOB 'ProfilerStep#*'
+          THEN 'op'
+        WHEN p.event_class IN ('cpu_op', 'python') THEN 'any'
+      END AS parent_k
+    FROM kineto_host_slices AS h
+    LEFT JOIN kineto_host_slices AS p
+      ON p.id = h.parent_id
+      AND p.dur > 0
+    WHERE
+      h.dur > 0
+  ),
+  -- the ATen op that issued a launch: its whole interval is issuing work
+  launch_ops AS (
+    SELECT p.upid, p.ts, p.dur
+    FROM kineto_runtime_calls AS r
+    JOIN kineto_host_slices AS h
+      USING (id)
+    JOIN kineto_host_slices AS p
+      ON p.id = h.parent_id
+    WHERE
+      r.class = 'launch'
+      AND p.event_class = 'cpu_op'
+      AND p.dur > 0
+    GROUP BY p.id
+  ),
+  runtime_kinds AS (
     SELECT r.upid, r.ts, r.dur, CASE
         WHEN r.class IN ('stream_sync', 'device_sync', 'event_sync') THEN 'sync'
         WHEN r.class = 'blocking_copy' THEN 'bcopy'
@@ -163,26 +167,23 @@ WITH
         WHEN r.class = 'launch' THEN 'launch'
         WHEN r.class = 'profiler_flush' THEN 'prof'
         ELSE 'any'
-      END AS k
+      END AS k, h.parent_k
     FROM kineto_runtime_calls AS r
+    JOIN host_slices AS h
+      USING (id)
+  ),
+  -- host intervals of a process, by kind (one row each)
+  host_kinds AS (
+    SELECT upid, ts, dur, k
+    FROM runtime_kinds
     WHERE
-      r.dur > 0
+      -- inside an op or frame, `any` adds nothing; inside an op, a launch call adds nothing to the
+      -- op's own launch row
+      NOT (k = 'any' AND parent_k IS NOT NULL)
+      AND NOT (k = 'launch' AND parent_k IS 'op')
     UNION ALL
-    -- the ATen op that issued a launch: its whole interval is issuing work
-    SELECT h.upid, h.ts, h.dur, 'launch'
-    FROM host_slices AS h
-    WHERE
-      h.event_class = 'cpu_op'
-      AND h.id IN (
-        SELECT a.id
-        FROM kineto_runtime_calls AS r
-        JOIN slice AS rs
-          ON rs.id = r.id
-        JOIN slice AS a
-          ON a.id = rs.parent_id
-        WHERE
-          r.class = 'launch'
-      )
+    SELECT upid, ts, dur, 'launch'
+    FROM launch_ops
     UNION ALL
     SELECT d.upid, d.ts, d.dur, 'dl'
     FROM kineto_dataloader AS d
@@ -221,14 +222,21 @@ WITH
       c.source = 'cpu'
       AND c.dur > 0
     UNION ALL
-    SELECT h.upid, h.ts, h.dur, CASE
-        WHEN h.event_class = 'cpu_op' AND h.category != 'user_annotation' AND NOT h.name GLOB 'ProfilerStep#*'
-          THEN 'op'
-        ELSE 'any'
-      END
-    FROM host_slices AS h
+    SELECT upid, ts, dur, k
+    FROM (
+      SELECT h.upid, h.ts, h.dur, CASE
+          WHEN h.event_class = 'cpu_op' AND h.category != 'user_annotation' AND NOT h.name GLOB 'ProfilerStep#*'
+            THEN 'op'
+          ELSE 'any'
+        END AS k, h.parent_k
+      FROM host_slices AS h
+      WHERE
+        h.event_class IN ('cpu_op', 'python')
+    )
     WHERE
-      h.event_class IN ('cpu_op', 'python')
+      -- an op inside an op, or any slice of kind `any` inside an op or frame, opens nothing new
+      NOT (k = 'op' AND parent_k IS 'op')
+      AND NOT (k = 'any' AND parent_k IS NOT NULL)
     UNION ALL
     -- host-only lanes: ATen host reads (device syncs on a GPU), and what excuses them: Optimizer.step
     -- (torch.optim reads its CPU step counters) and composite ops that read inside their CPU kernels only
@@ -261,15 +269,15 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_ledger_buckets(
   dur DURATION,
   -- Start of the first segment.
   first_ts TIMESTAMP,
-  -- Number of segments.
+  -- Number of separate stretches of the bucket in the window.
   segment_count LONG
 ) AS
 WITH
-  -- +1 / -1 boundary events per lane. Open counts are packed into five integers (12-, 10- or 24-bit
-  -- fields, see `segments`): the sweep then carries 7 running sums instead of 22, which is what makes it
+  -- +1 / -1 boundary events per lane. Open counts are packed into five integers (12-, 10-, 16- or 24-bit
+  -- fields, see `counts`): the sweep then carries 5 running sums instead of 23, which is what makes it
   -- cheap. Each field holds a count of open intervals of one kind, never negative once all events of a
   -- timestamp are summed, and far below its field's range (4096 concurrent kernels of one family, 1024
-  -- concurrent host syncs, 16 M open host slices).
+  -- concurrent host syncs, 16 M open host slices, 32 K open windows).
   edges AS (
     -- windows
     SELECT l.lane, w.ts, 1 AS d_win, w.id AS win_seq, NULL AS k, 1 AS sign
@@ -360,7 +368,7 @@ WITH
       sign * CASE k WHEN 'sync' THEN 1 WHEN 'bcopy' THEN 1024 WHEN 'dl' THEN 1048576 WHEN 'hcomm' THEN 1073741824 WHEN 'gc' THEN 1099511627776 WHEN 'prof' THEN 1125899906842624 ELSE 0 END AS h1,
       sign * CASE k WHEN 'alloc' THEN 1 WHEN 'launch' THEN 4096 WHEN 'hread' THEN 16777216 WHEN 'optim' THEN 68719476736 WHEN 'shortgap' THEN 281474976710656 ELSE 0 END AS h2,
       sign * CASE WHEN k = 'op' THEN 16777217 WHEN k IN ('any', 'launch', 'sync', 'bcopy', 'alloc', 'prof', 'dl', 'gc')
-        THEN 16777216 ELSE 0 END AS h3
+        THEN 16777216 ELSE 0 END + d_win * 281474976710656 AS h3
     FROM edges
   ),
   -- the running sums at the last event of a timestamp are the open counts until the next timestamp;
@@ -370,7 +378,6 @@ WITH
       lane,
       ts,
       lead(ts) OVER w AS next_ts,
-      sum(d_win) OVER w AS n_win,
       max(win_seq) OVER w AS win_id,
       sum(d1) OVER w AS p1,
       sum(d2) OVER w AS p2,
@@ -411,7 +418,8 @@ WITH
       (q3 >> 24) & 16777215 AS n_any
     FROM swept
     WHERE
-      n_win > 0
+      -- open windows, in the top field of q3
+      q3 >> 48 > 0
       AND next_ts > ts
   ),
   segments AS (
@@ -461,6 +469,15 @@ WITH
       END AS bucket
     FROM counts AS s
   ),
+  -- segments of one window are contiguous, so a segment starts a separate stretch of its bucket unless
+  -- the lane's previous segment is in the same window and bucket
+  runs AS (
+    SELECT
+      *,
+      lag(bucket) OVER w IS NOT bucket OR lag(win_id) OVER w IS NOT win_id AS starts
+    FROM segments
+    WINDOW w AS (PARTITION BY lane ORDER BY ts)
+  ),
   per_bucket AS (
     SELECT
       lane,
@@ -468,8 +485,8 @@ WITH
       bucket,
       sum(dur) AS dur,
       min(ts) AS first_ts,
-      count(*) AS segment_count
-    FROM segments
+      sum(starts) AS segment_count
+    FROM runs
     GROUP BY lane, win_id, bucket
   )
 SELECT lane, win_id, bucket, dur, first_ts, segment_count FROM per_bucket;
@@ -552,7 +569,8 @@ CREATE OR REPLACE PERFETTO TABLE kineto_ledger(
   dur DURATION,
   -- Start of the first segment of the bucket in the window.
   first_ts TIMESTAMP,
-  -- Number of separate segments.
+  -- Number of separate stretches of the bucket in the window (maximal runs: two stretches of the bucket
+  -- are separate when another bucket's time lies between them).
   segment_count LONG
 ) AS
 SELECT

@@ -1,6 +1,6 @@
 -- version: 2
 -- locked: 2 812236a17509db35
--- lib: lib.cpu_ops@3 lib.dtypes@1 lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.steps@3
+-- lib: lib.cpu_ops@3 lib.dtypes@1 lib.event_categories@2 lib.host_slices@2 lib.host_tree@2 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 INCLUDE PERFETTO MODULE kineto.lib.dtypes;

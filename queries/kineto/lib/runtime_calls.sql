@@ -1,6 +1,6 @@
 -- version: 3
 -- locked: 3 df76d60d5cce19bf
--- lib: lib.event_categories@2 lib.host_slices@1 lib.kernels@2 lib.steps@3
+-- lib: lib.event_categories@2 lib.host_slices@2 lib.kernels@2 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;

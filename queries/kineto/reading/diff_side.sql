@@ -1,16 +1,16 @@
 -- id: reading.diff_side
--- version: 2
+-- version: 3
 -- kind: reading
 -- title: One side of a trace diff: per step, its width, CPU / GPU busy, GPU time by kernel class, and every op and kernel by call path
 -- source: issue 17 (diff v2: a headline that says why, rows by time moved, structural alignment)
 -- needs: none
 -- status: stable
--- locked: 2 bba28d992e53834c
+-- locked: 3 bba28d992e53834c
 -- lib: lib.collectives@1 lib.cpu_ops@3 lib.dataloader@3 lib.device_busy@2 lib.event_categories@2
---   lib.gpu_idle@1 lib.host_slices@1 lib.host_tree@1 lib.internal_reads@1 lib.interval_merge@2
---   lib.iterations@1 lib.kernel_classes@1 lib.kernels@2 lib.launches@4 lib.ledger@2 lib.runtime_calls@3
+--   lib.gpu_idle@1 lib.host_slices@2 lib.host_tree@2 lib.internal_reads@1 lib.interval_merge@2
+--   lib.iterations@1 lib.kernel_classes@1 lib.kernels@2 lib.launches@4 lib.ledger@3 lib.runtime_calls@3
 --   lib.steps@3 lib.stream_busy@2 reading.step_table@3
--- cases: one_step_one_kernel=09c5031d
+-- cases: one_step_one_kernel=382f2415
 
 -- kineto_sql/trace_diff.py runs this on both traces and compares them. Rows, all per window (a
 -- ProfilerStep; the whole capture, step NULL, when the trace has none):

@@ -7,7 +7,7 @@
 -- status: stable
 -- default top_n: 0
 -- locked: 4 bc3f92bdefe45cc4
--- lib: lib.event_categories@2 lib.host_slices@1 lib.host_tree@1 lib.kernels@2 lib.launches@4
+-- lib: lib.event_categories@2 lib.host_slices@2 lib.host_tree@2 lib.kernels@2 lib.launches@4
 --   lib.runtime_calls@3 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
