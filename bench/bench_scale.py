@@ -108,7 +108,11 @@ def main() -> None:
             row["rss_over_hta"] = row["diagnose_rss_mb"] / row["hta_rss_mb"]
             rows.append(row)
             path.unlink()
-            print(f"{n}x: done", file=sys.stderr, flush=True)
+            # each size as soon as it is measured, so a run cut short still reports what it finished
+            print(f"{n}x: done: diagnose {row['diagnose_s']:.2f} s, kineto load+4 {row['k_hta4_s']:.2f} s, HTA load+4 "
+                  f"{hta_total:.2f} s; diagnose/HTA {row['diagnose_over_hta']:.2f}, kineto 4/HTA 4 "
+                  f"{row['k_hta4_over_hta']:.2f}, analyses only {row['analyses_over_hta']:.2f}; kineto load "
+                  f"{row['kineto_load_s']:.2f} s; RSS diag/HTA {row['rss_over_hta']:.2f}", file=sys.stderr, flush=True)
     out = write_results("bench_scale", rows)
     print(markdown(rows, [
         ("size", "size", ""), ("json_mb", "JSON MB", ".0f"), ("kineto_load_s", "kineto load s", ".2f"),
