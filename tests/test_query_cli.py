@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kineto_sql import lint
+from kineto_sql import catalog, lint
 from kineto_sql.cli.main import cli
 from kineto_sql.cli.query_cmds import commands
 from kineto_sql.errors import QueryError
@@ -41,7 +41,8 @@ def test_list_json_has_the_reading_queries():
 
 def test_show_prints_header_and_paste_prints_the_bundle():
     shown = invoke("show", "reading.op_table").stdout
-    assert shown.startswith("reading.op_table@3  Op table:")
+    version = catalog.get("reading.op_table").version
+    assert shown.startswith(f"reading.op_table@{version}  Op table:")
     assert "\n  top_n = 0 (LONG): " in shown
     pasted = invoke("show", "reading.op_table", "--paste", "-p", "top_n", "3").stdout
     assert pasted.rstrip().endswith("SELECT * FROM kineto_reading_op_table(3);")
