@@ -128,3 +128,35 @@ def hta_dir_for(files: list[Path], tmp: Path) -> Path:
         if not link.exists():
             os.symlink(f.resolve(), link)
     return d
+
+
+# HTA 0.5.0's load + four analyses, and the same four as kineto-sql SQL (hta_compat), over the trace
+# files or directory given as arguments: the two sides every HTA comparison times.
+HTA_FOUR = RSS_SNIPPET + """
+import sys, time, logging, warnings
+logging.disable(logging.WARNING); warnings.simplefilter('ignore')
+from hta.trace_analysis import TraceAnalysis
+t0 = time.perf_counter(); a = TraceAnalysis(trace_dir=sys.argv[1]); t1 = time.perf_counter()
+ranks = sorted(a.t.traces.keys())
+a.get_temporal_breakdown(visualize=False)
+a.get_comm_comp_overlap(visualize=False)
+a.get_idle_time_breakdown(ranks=ranks, visualize=False, show_idle_interval_stats=True)
+a.get_gpu_kernel_breakdown(visualize=False)
+t2 = time.perf_counter()
+_report(load_s=t1 - t0, analyses_s=t2 - t1)
+"""
+
+KINETO_HTA_FOUR = RSS_SNIPPET + """
+import sys, time
+from kineto_sql import open_trace
+from kineto_sql.runner import run_query
+load = analyses = 0.0
+for path in sys.argv[1:]:
+    t0 = time.perf_counter(); tp = open_trace(path); t1 = time.perf_counter()
+    for q in ('hta.temporal_breakdown', 'hta.comm_comp_overlap', 'hta.idle_time_breakdown',
+              'hta.kernel_type_breakdown', 'hta.kernel_breakdown'):
+        run_query(tp, q, {'hta_compat': True})
+    t2 = time.perf_counter(); tp.close()
+    load += t1 - t0; analyses += t2 - t1
+_report(load_s=load, analyses_s=analyses)
+"""

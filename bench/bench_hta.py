@@ -17,37 +17,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _child import (CORPUS, KINETO_PYTHON, RSS_SNIPPET, TRACE_SETS, hta_dir_for, hta_python, interleaved,  # noqa: E402
+from _child import (CORPUS, HTA_FOUR, KINETO_HTA_FOUR, KINETO_PYTHON, RSS_SNIPPET, TRACE_SETS, hta_dir_for, hta_python, interleaved,  # noqa: E402
                     markdown, median, write_results)
-
-HTA_RUN = RSS_SNIPPET + """
-import sys, time, logging, warnings
-logging.disable(logging.WARNING); warnings.simplefilter('ignore')
-from hta.trace_analysis import TraceAnalysis
-t0 = time.perf_counter(); a = TraceAnalysis(trace_dir=sys.argv[1]); t1 = time.perf_counter()
-ranks = sorted(a.t.traces.keys())
-a.get_temporal_breakdown(visualize=False)
-a.get_comm_comp_overlap(visualize=False)
-a.get_idle_time_breakdown(ranks=ranks, visualize=False, show_idle_interval_stats=True)
-a.get_gpu_kernel_breakdown(visualize=False)
-t2 = time.perf_counter()
-_report(load_s=t1 - t0, analyses_s=t2 - t1)
-"""
-
-KINETO_RUN = RSS_SNIPPET + """
-import sys, time
-from kineto_sql import open_trace
-from kineto_sql.runner import run_query
-load = analyses = 0.0
-for path in sys.argv[1:]:
-    t0 = time.perf_counter(); tp = open_trace(path); t1 = time.perf_counter()
-    for q in ('hta.temporal_breakdown', 'hta.comm_comp_overlap', 'hta.idle_time_breakdown',
-              'hta.kernel_type_breakdown', 'hta.kernel_breakdown'):
-        run_query(tp, q, {'hta_compat': True})
-    t2 = time.perf_counter(); tp.close()
-    load += t1 - t0; analyses += t2 - t1
-_report(load_s=load, analyses_s=analyses)
-"""
 
 RANKS_RUN = RSS_SNIPPET + """
 import sys, time
@@ -69,8 +40,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for set_name in args.sets:
             files = TRACE_SETS[set_name]
-            runs = interleaved({"hta": (hta, HTA_RUN, str(hta_dir_for(files, Path(tmp)))),
-                                "kineto": (args.kineto_python, KINETO_RUN, *map(str, files))}, args.repeat)
+            runs = interleaved({"hta": (hta, HTA_FOUR, str(hta_dir_for(files, Path(tmp)))),
+                                "kineto": (args.kineto_python, KINETO_HTA_FOUR, *map(str, files))}, args.repeat)
             h = {key: median(runs["hta"], key) for key in ("load_s", "analyses_s", "wall_s", "peak_rss_mb")}
             k = {key: median(runs["kineto"], key) for key in ("load_s", "analyses_s", "wall_s", "peak_rss_mb")}
             hta_total, k_total = h["load_s"] + h["analyses_s"], k["load_s"] + k["analyses_s"]

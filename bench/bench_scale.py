@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _child import (CORPUS, KINETO_PYTHON, RSS_SNIPPET, hta_dir_for, hta_python, interleaved, json_mb,  # noqa: E402
+from _child import (CORPUS, HTA_FOUR, KINETO_HTA_FOUR, KINETO_PYTHON, RSS_SNIPPET, hta_dir_for, hta_python, interleaved, json_mb,  # noqa: E402
                     markdown, median, write_results)
 from replicate import _read, replicate, write  # noqa: E402
 
@@ -35,33 +35,6 @@ from kineto_sql.diagnose.run import diagnose_path
 t0 = time.perf_counter(); d = diagnose_path(Path(sys.argv[1])); t = time.perf_counter() - t0
 _report(diagnose_s=t, findings=sum(len(x.findings) for x in d.traces))
 """
-
-KINETO_HTA4 = RSS_SNIPPET + """
-import sys, time
-from kineto_sql import open_trace
-from kineto_sql.runner import run_query
-t0 = time.perf_counter(); tp = open_trace(sys.argv[1]); t1 = time.perf_counter()
-for q in ('hta.temporal_breakdown', 'hta.comm_comp_overlap', 'hta.idle_time_breakdown',
-          'hta.kernel_type_breakdown', 'hta.kernel_breakdown'):
-    run_query(tp, q, {'hta_compat': True})
-t2 = time.perf_counter()
-_report(load_s=t1 - t0, analyses_s=t2 - t1)
-"""
-
-HTA_RUN = RSS_SNIPPET + """
-import sys, time, logging, warnings
-logging.disable(logging.WARNING); warnings.simplefilter('ignore')
-from hta.trace_analysis import TraceAnalysis
-t0 = time.perf_counter(); a = TraceAnalysis(trace_dir=sys.argv[1]); t1 = time.perf_counter()
-ranks = sorted(a.t.traces.keys())
-a.get_temporal_breakdown(visualize=False)
-a.get_comm_comp_overlap(visualize=False)
-a.get_idle_time_breakdown(ranks=ranks, visualize=False, show_idle_interval_stats=True)
-a.get_gpu_kernel_breakdown(visualize=False)
-t2 = time.perf_counter()
-_report(load_s=t1 - t0, analyses_s=t2 - t1)
-"""
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -84,8 +57,8 @@ def main() -> None:
             runs = interleaved({
                 "load": (args.kineto_python, KINETO_LOAD, str(path)),
                 "diagnose": (args.kineto_python, KINETO_DIAGNOSE, str(path)),
-                "k_hta4": (args.kineto_python, KINETO_HTA4, str(path)),
-                "hta": (hta, HTA_RUN, str(hta_dir)),
+                "k_hta4": (args.kineto_python, KINETO_HTA_FOUR, str(path)),
+                "hta": (hta, HTA_FOUR, str(hta_dir)),
             }, args.repeat)
             hta_total = median(runs["hta"], "wall_s")
             row = {
