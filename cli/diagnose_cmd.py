@@ -18,6 +18,7 @@ from kineto_sql.diagnose.render_html import render_html
 from kineto_sql.diagnose.render_text import render_markdown, render_text
 from kineto_sql.diagnose.run import diagnose_path
 from kineto_sql.fleet.executors import executor_for
+from kineto_sql.query_pool import default_jobs
 
 
 @click.command("diagnose")
@@ -27,12 +28,14 @@ from kineto_sql.fleet.executors import executor_for
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
 @click.option("--fail-on", type=click.Choice(SEVERITIES), default=None,
               help="Exit 1 when a finding at or above this severity exists (for CI gates).")
-@click.option("--jobs", type=int, default=1, show_default=True, help="Processes for a rank directory.")
+@click.option("--jobs", type=click.IntRange(1), default=None,
+              help="Processes: a rank directory's ranks at once, or one trace's queries over its load (at most 2). "
+                   "Default: 2 on a machine with 2 or more cores, else 1.")
 @executor_options
 @click.option("--no-progress", is_flag=True, help="No progress on stderr (the same as --quiet).")
 @engine_options
 @friendly_errors
-def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jobs: int, executor: str,
+def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jobs: int | None, executor: str,
             address: str | None, no_progress: bool, engine_kind: str, tp_shell: str | None):
     """Read TARGET (a trace, or a directory of rank traces) the way an expert would.
 
@@ -48,6 +51,7 @@ def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jo
     """
     if no_progress:
         configure(quiet=True)
+    jobs = jobs or default_jobs()
     show = not no_progress and not is_quiet() and sys.stderr.isatty()
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True, disable=not show) as bar:

@@ -1,6 +1,7 @@
 """Which modules a .sql file includes, transitively, in the order they must run."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,12 @@ def includes_of(sql: str) -> list[Include]:
     return [Include(m["module"], sql.count("\n", 0, m.start()) + 1) for m in INCLUDE_LINE.finditer(masked)]
 
 
+@functools.lru_cache(maxsize=1024)
+def _file_includes(path: Path, _mtime_ns: int) -> tuple[Include, ...]:
+    """A file's includes, read once per version of the file (diagnose asks for every query's closure)."""
+    return tuple(includes_of(path.read_text()))
+
+
 def module_path(module: str, root: Path | None = None) -> Path:
     """queries/kineto/lib/steps.sql for kineto.lib.steps."""
     base = Path(root) if root else package_dir()
@@ -51,7 +58,7 @@ def kineto_dependencies(sql: str, root: Path | None = None) -> list[str]:
         if not path.is_file():
             raise QueryError(f"INCLUDE PERFETTO MODULE {module}: no file {path}")
         visiting.append(module)
-        for inc in includes_of(path.read_text()):
+        for inc in _file_includes(path, path.stat().st_mtime_ns):
             if inc.is_kineto:
                 visit(inc.module)
         visiting.pop()

@@ -16,31 +16,26 @@ _CREATE = re.compile(
     r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
 
 
+# A quoted literal or identifier (a doubled quote inside it is part of it; unterminated: to the end), a
+# -- comment (to the end of its line) or a /* */ comment (unterminated: to the end).
+_SPECIAL = re.compile(r"""'[^']*(?:''[^']*)*(?:'|\Z)|"[^"]*(?:""[^"]*)*(?:"|\Z)|`[^`]*(?:``[^`]*)*(?:`|\Z)"""
+                      r"""|--[^\n]*|/\*.*?(?:\*/|\Z)""", re.DOTALL)
+
+
 def segments(sql: str) -> Iterator[tuple[str, str]]:
     """(kind, text) pieces of a SQL text: 'code', 'string' (quoted literal or identifier) or 'comment'."""
-    i, n, code_start = 0, len(sql), 0
-    while i < n:
-        c = sql[i]
-        if c in "'\"`" or sql.startswith("--", i) or sql.startswith("/*", i):
-            if code_start < i:
-                yield "code", sql[code_start:i]
-            if c in "'\"`":
-                j = i + 1
-                while j < n and not (sql[j] == c and not sql.startswith(c * 2, j)):
-                    j += 2 if sql.startswith(c * 2, j) else 1
-                end, kind = min(j + 1, n), "string"
-            elif c == "-":
-                j = sql.find("\n", i)
-                end, kind = (n if j < 0 else j), "comment"
-            else:
-                j = sql.find("*/", i + 2)
-                end, kind = (n if j < 0 else j + 2), "comment"
-            yield kind, sql[i:end]
-            i = code_start = end
-        else:
-            i += 1
-    if code_start < n:
+    code_start = 0
+    for match in _SPECIAL.finditer(sql):
+        start, end = match.span()
+        if code_start < start:
+            yield "code", sql[code_start:start]
+        yield ("comment" if sql[start] in "-/" else "string"), match.group()
+        code_start = end
+    if code_start < len(sql):
         yield "code", sql[code_start:]
+
+
+_NOT_NEWLINE = re.compile(r"[^\n]")
 
 
 def mask(sql: str) -> str:
@@ -51,10 +46,10 @@ def mask(sql: str) -> str:
         if kind == "code":
             out.append(text)
         elif kind == "string":
-            inner = "".join(c if c == "\n" else " " for c in text[1:-1]) if len(text) >= 2 else ""
+            inner = _NOT_NEWLINE.sub(" ", text[1:-1]) if len(text) >= 2 else ""
             out.append(text[0] + inner + (text[-1] if len(text) >= 2 else ""))
         else:
-            out.append("".join(c if c == "\n" else " " for c in text))
+            out.append(_NOT_NEWLINE.sub(" ", text))
     return "".join(out)
 
 

@@ -30,7 +30,9 @@ from kineto_sql.diagnose.narrate import narrate
 from kineto_sql.engine.processor import EngineChoice
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.loading.load import open_trace
-from kineto_sql.runner import capabilities, run_query
+from kineto_sql import query_pool
+from kineto_sql.includes import kineto_dependencies
+from kineto_sql.runner import capabilities, resolve_spec, run_query, trace_device_name
 from kineto_sql.sql_files import sections
 
 STEP_TABLE = "reading.step_table"
@@ -58,34 +60,36 @@ def detectors() -> list[catalog.QuerySpec]:
 
 def diagnose_path(target: Path, engine: EngineChoice = EngineChoice(), progress: Progress | None = None,
                   jobs: int = 1, executor=None) -> Diagnosis:
-    """A trace, or a rank directory (its ranks as fleet tasks: `jobs` local processes, or `executor`)."""
+    """A trace, or a rank directory (its ranks as fleet tasks: `jobs` local processes, or `executor`).
+    For one trace, `jobs` 2 runs its queries in two processes (diagnose_trace)."""
     started = time.perf_counter()
     failures = []
     if target.is_dir():
         traces, summary, failures = _diagnose_ranks(target, engine, progress, jobs, executor)
     else:
         with open_trace(target, engine) as tp:
-            traces = [diagnose_trace(tp, progress)]
+            traces = [diagnose_trace(tp, progress, jobs=min(jobs, 2))]
         summary = None
     traces.sort(key=lambda t: (t.rank is None, t.rank))
     return Diagnosis(str(target), tuple(traces), summary, time.perf_counter() - started,
                      failed_ranks=tuple(f.sentence() for f in failures))
 
 
-def diagnose_trace(tp, progress: Progress | None = None) -> TraceDiagnosis:
+def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> TraceDiagnosis:
+    """`jobs` 2 runs the queries in two processes over the one loaded trace (kineto_sql.query_pool)."""
     source = str(tp.path)
     say = progress or (lambda _: None)
+    runs = _run_queries(tp, jobs, lambda spec: say(f"{Path(source).name}: {spec.id}"))
     say(f"{Path(source).name}: step verdict")
-    verdict, pools = _verdict(tp)
+    verdict, pools = _verdict(tp, runs)
     denominator = verdict.lane_ns or verdict.total_step_ns or _trace_span(tp)
     # lane_ns already holds the cold windows when the steady sample is too small
     cold_denominator = denominator if not verdict.steady_representative else \
         (verdict.lane_ns or 0) + pools.get(COLD, 0) or denominator
     fired, silent, skipped, errors = [], [], [], []
     for spec in detectors():
-        say(f"{Path(source).name}: {spec.id}")
         try:
-            result = run_query(tp, spec)
+            result = runs[spec.id].get()
         except KinetoSqlError as exc:
             errors.append(Skipped(spec.id, str(exc)))
             continue
@@ -100,10 +104,23 @@ def diagnose_trace(tp, progress: Progress | None = None) -> TraceDiagnosis:
                          claimed[spec.id], of_capture=not verdict.steady_representative) for spec, df in fired]
     findings = rank_findings(findings, cold_apart=verdict.steady_representative)
     fixes = tuple(f"{f.kind}: {f.count}" for f in tp.report.fixes)
-    say(f"{Path(source).name}: {OP_TABLE}")
     return TraceDiagnosis(source, tp.rank, verdict, tuple(findings), tuple(silent), tuple(skipped), fixes,
-                          tuple(errors), _top_ops(tp), loss=tuple(tp.report.loss_sentences()),
+                          tuple(errors), _top_ops(runs[OP_TABLE]), loss=tuple(tp.report.loss_sentences()),
                           engine=tp.choice.kind, devices=_devices(tp))
+
+
+def _run_queries(tp, jobs: int, on_start) -> dict[str, query_pool.Outcome]:
+    """The verdict, the ledger, every detector and the op table, by id. The ledger's chain and the op
+    table's are the longest: they go first, so that with two processes each starts one."""
+    capabilities(tp)  # cached before any fork, so both processes read the same
+    trace_device_name(tp)
+    specs = [resolve_spec(VERDICT), resolve_spec(OP_TABLE), resolve_spec(STEP_LEDGER)] + detectors()
+    outcomes = query_pool.run_all(tp, specs, run_query, _modules_of, jobs=jobs, on_start=on_start)
+    return {spec.id: outcome for spec, outcome in zip(specs, outcomes)}
+
+
+def _modules_of(spec: catalog.QuerySpec) -> list[str]:
+    return kineto_dependencies(spec.path.read_text()) + [spec.module]
 
 
 def _estimate(df: pd.DataFrame) -> int:
@@ -165,9 +182,9 @@ def _devices(tp) -> tuple[str, ...]:
     return tuple(f"{n} x {model}" if n > 1 else model for model, n in models.items())
 
 
-def _top_ops(tp, limit: int = 10) -> tuple[dict, ...]:
+def _top_ops(outcome: query_pool.Outcome, limit: int = 10) -> tuple[dict, ...]:
     try:
-        run = run_query(tp, OP_TABLE)
+        run = outcome.get()
     except KinetoSqlError:
         return ()
     if run.not_applicable or run.df.empty:
@@ -211,13 +228,13 @@ def _num(value):
     return value
 
 
-def _verdict(tp) -> tuple[Verdict, dict[str, int]]:
+def _verdict(tp, runs: dict[str, query_pool.Outcome]) -> tuple[Verdict, dict[str, int]]:
     """reading.verdict (the regime and its sentence, in SQL) and reading.step_ledger: the per-window rows
     and the claim pools (steady time per bucket, and `cold`)."""
     caps = capabilities(tp)
     has_gpu = bool(caps.get("gpu") and caps["gpu"].present)
     try:
-        verdict_run, ledger_run = run_query(tp, VERDICT), run_query(tp, STEP_LEDGER)
+        verdict_run, ledger_run = runs[VERDICT].get(), runs[STEP_LEDGER].get()
     except KinetoSqlError:
         verdict_run = ledger_run = None
     if verdict_run is None or verdict_run.df.empty or ledger_run is None or ledger_run.df.empty:

@@ -1,0 +1,99 @@
+"""kineto_sql.query_pool: queries over one loaded trace in two forked processes, same answers as one."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from kineto_sql import query_pool
+from kineto_sql.query_pool import _Board, run_all
+
+CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus"
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is not available on this platform")
+
+
+def test_board_seeds_the_two_first_items_then_keeps_work_near_built_modules():
+    # item 0 and 1 are the two long chains; 2 shares 0's modules, 3 shares 1's
+    board = _Board([frozenset({0, 1, 2, 3}), frozenset({4, 5}), frozenset({0, 1}), frozenset({4, 5, 6})], 7)
+    assert board.take(0) == 0
+    assert board.take(1) == 1
+    assert board.take(1) == 3  # near its own modules (1 new) rather than 2 (2 new, the parent has both)
+    assert board.take(0) == 2
+    assert board.take(0) is None and board.take(1) is None
+
+
+def test_board_leaves_an_item_to_the_process_that_built_much_more_of_it():
+    board = _Board([frozenset(range(6)), frozenset({7}), frozenset(range(6)) | {6}], 8)
+    assert board.take(0) == 0
+    assert board.take(1) == 1
+    # item 2 needs 7 modules the child lacks and 1 the parent lacks: the child leaves it
+    assert board.take(1) is None
+    assert board.take(0) == 2
+
+
+class _FakeTrace:
+    choice = None
+
+
+@needs_fork
+def test_run_all_gives_every_outcome_in_order_with_errors_as_outcomes():
+    parent = os.getpid()
+    items = list(range(12))
+
+    def run(_tp, item):
+        time.sleep(0.05)  # long enough for the child to start and take its share
+        if item == 5:
+            raise ValueError("five")
+        return (item * item, os.getpid() == parent)
+
+    outcomes = run_all(_FakeTrace(), items, run, lambda item: [f"m{item % 3}"], jobs=2)
+    assert [o.value[0] if o.error is None else None for o in outcomes] == [i * i if i != 5 else None for i in items]
+    assert isinstance(outcomes[5].error, ValueError) and str(outcomes[5].error) == "five"
+    with pytest.raises(ValueError):
+        outcomes[5].get()
+    # both processes did some of the work
+    ran_here = {o.value[1] for o in outcomes if o.error is None}
+    assert ran_here == {True, False}
+
+
+@needs_fork
+def test_a_child_that_dies_leaves_its_items_to_the_parent():
+    parent = os.getpid()
+
+    def run(_tp, item):
+        if os.getpid() != parent:
+            os._exit(3)  # the child dies on its first item
+        return item + 100
+
+    outcomes = run_all(_FakeTrace(), list(range(6)), run, lambda item: [f"m{item}"], jobs=2)
+    assert [o.get() for o in outcomes] == [100, 101, 102, 103, 104, 105]
+
+
+def test_serial_for_the_native_engine_and_for_one_job():
+    class Native:
+        class choice:
+            kind = "native"
+
+    parent = os.getpid()
+    for tp, jobs in ((Native(), 2), (_FakeTrace(), 1)):
+        outcomes = run_all(tp, [1, 2, 3], lambda _tp, item: (item, os.getpid() == parent), lambda item: [], jobs=jobs)
+        assert [o.get() for o in outcomes] == [(1, True), (2, True), (3, True)]
+    assert not query_pool.can_fork(Native())
+
+
+@needs_fork
+@pytest.mark.parametrize("trace", ["hta_trace_diff_control.json.gz", "hta_sampled_2rank/rank-1.json.gz"])
+def test_diagnose_in_two_processes_equals_diagnose_in_one(trace, diagnosed):
+    """A fresh load, so the child builds its lib tables itself; the reference is the session's serial run."""
+    from kineto_sql import open_trace
+    from kineto_sql.diagnose.run import diagnose_trace
+
+    path = (CORPUS / trace).resolve()
+    if not path.exists():
+        pytest.skip(f"the public corpus is not at {CORPUS}")
+    with open_trace(path) as tp:
+        two = diagnose_trace(tp, jobs=2)
+    assert two == diagnosed(path)
+    assert len(two.findings) >= 1
