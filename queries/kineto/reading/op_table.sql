@@ -1,12 +1,12 @@
 -- id: reading.op_table
--- version: 4
+-- version: 5
 -- kind: reading
 -- title: Op table: torch's key_averages() per op name, sorted by self device time then self CPU
 -- source: seed 000 section 2, reading order step 2; seed 001 "Overhead-Bound vs. Compute-Bound"
 -- needs: cpu_ops
 -- status: stable
 -- default top_n: 0
--- locked: 4 bc3f92bdefe45cc4
+-- locked: 5 f00ce25a1ccde492
 -- lib: lib.event_categories@2 lib.host_slices@2 lib.host_tree@2 lib.kernels@2 lib.launches@4
 --   lib.runtime_calls@3 lib.steps@3
 
@@ -19,146 +19,70 @@ INCLUDE PERFETTO MODULE kineto.lib.launches;
 -- event that is the only child of a parent with the same name (aten::div_ redispatching to aten::div_)
 -- is folded into that parent: it is not a call of its own, and its self time goes to the parent.
 -- ProfilerStep#N are renamed ProfilerStep*, as torch does.
--- Host events with their name and class, and whether torch's key_averages folds each into its parent
--- (an op that is the only child of a same-name parent). Materialized once: the fold lookups below walk
--- ancestors and would otherwise recompute it for every folded event.
-CREATE OR REPLACE PERFETTO TABLE _kineto_reading_op_table_named(
+-- The folded events (few): the only child of a same-name parent in torch's tree. Found in one pass
+-- over the host events; only these are materialized.
+CREATE OR REPLACE PERFETTO TABLE _kineto_reading_op_table_folded(
   -- Slice id.
   id LONG,
-  -- Host-tree parent.
-  parent_id LONG,
-  -- Duration.
-  dur DURATION,
-  -- Self time.
-  self_dur DURATION,
   -- Slice name.
   name STRING,
   -- Slice category.
   category STRING,
-  -- Event class from kineto_event_categories.
-  event_class STRING,
-  -- True for a record_function / user annotation (kineto_event_categories.is_annotation).
-  is_annotation BOOL,
-  -- True when folded into its same-name parent.
-  folded BOOL
-) AS
-SELECT
-  h.id,
-  h.parent_id,
-  h.dur,
-  h.self_dur,
-  s.name,
-  s.category,
-  c.event_class,
-  c.is_annotation,
-  coalesce(h.parent_id IS NOT NULL AND ps.name = s.name AND p.child_count = 1, FALSE) AS folded
-FROM kineto_host_tree AS h
-JOIN slice AS s
-  USING (id)
-JOIN kineto_event_categories AS c
-  ON c.category = s.category
-LEFT JOIN kineto_host_tree AS p
-  ON p.id = h.parent_id
-LEFT JOIN slice AS ps
-  ON ps.id = h.parent_id;
-
--- The fold lookups join this table by id once per ancestor: index it.
-CREATE OR REPLACE PERFETTO INDEX _kineto_reading_op_table_named_id ON _kineto_reading_op_table_named(id);
-
--- The event each folded op is folded into: the nearest ancestor of the same name that is itself kept.
-CREATE OR REPLACE PERFETTO TABLE _kineto_reading_op_table_kept(
-  -- Slice id.
-  id LONG,
-  -- The event it counts as (itself when it is kept).
-  kept_id LONG
-) AS
-SELECT
-  n.id,
-  n.id AS kept_id
-FROM _kineto_reading_op_table_named AS n
-WHERE
-  NOT n.folded
-UNION ALL
-SELECT
-  n.id,
-  (
-    SELECT a.id
-    FROM ancestor_slice(n.id) AS a
-    JOIN _kineto_reading_op_table_named AS na
-      ON na.id = a.id
-    WHERE
-      NOT na.folded
-      AND na.name = n.name
-    ORDER BY a.depth DESC
-    LIMIT 1
-  ) AS kept_id
-FROM _kineto_reading_op_table_named AS n
-WHERE
-  n.folded;
-
--- Joined by id below (perfetto's SQLite builds no automatic indexes).
-CREATE OR REPLACE PERFETTO INDEX _kineto_reading_op_table_kept_id ON _kineto_reading_op_table_kept(id);
-
--- Self time of folded events, credited to the event they are folded into.
-CREATE OR REPLACE PERFETTO TABLE _kineto_reading_op_table_folded_self(
-  -- The kept event.
-  kept_id LONG,
-  -- Summed self time of the events folded into it.
+  -- Duration.
+  dur DURATION,
+  -- Self time.
   self_dur DURATION
 ) AS
 SELECT
-  k.kept_id,
-  sum(n.self_dur) AS self_dur
-FROM _kineto_reading_op_table_named AS n
-JOIN _kineto_reading_op_table_kept AS k
-  USING (id)
+  h.id,
+  s.name,
+  s.category,
+  h.dur,
+  h.self_dur
+FROM kineto_host_tree AS h
+JOIN kineto_host_tree AS p
+  ON p.id = h.parent_id
+JOIN slice AS s
+  ON s.id = h.id
+JOIN slice AS ps
+  ON ps.id = h.parent_id
 WHERE
-  n.folded
-GROUP BY k.kept_id;
+  p.child_count = 1
+  AND ps.name = s.name
+ORDER BY h.id;
 
--- Joined by kept_id below.
-CREATE OR REPLACE PERFETTO INDEX _kineto_reading_op_table_folded_self_id
-ON _kineto_reading_op_table_folded_self(kept_id);
+-- The fold lookups and the launches join it by id.
+CREATE OR REPLACE PERFETTO INDEX _kineto_reading_op_table_folded_id ON _kineto_reading_op_table_folded(id);
 
--- Every host event as one key_averages row candidate: its key, kind, CPU total and self time (with the
--- self time of same-name only children folded in, as torch does), and whether it is itself folded.
-CREATE OR REPLACE PERFETTO TABLE _kineto_reading_op_table_events(
-  -- Slice id.
+-- The event each folded op is folded into: the nearest ancestor of the same name that is itself kept
+-- (NULL when no ancestor on its track is: the op then counts as itself).
+CREATE OR REPLACE PERFETTO TABLE _kineto_reading_op_table_kept(
+  -- Slice id of a folded event.
   id LONG,
-  -- Row key: the name, ProfilerStep#N as ProfilerStep*.
-  key STRING,
-  -- op, annotation, python or runtime.
-  kind STRING,
-  -- Duration (CPU total).
-  dur DURATION,
-  -- Self time, including that of folded same-name only children.
-  self_dur DURATION,
-  -- The event this one is folded into (itself when it is kept).
+  -- The event it counts as.
   kept_id LONG,
-  -- True when folded into its parent (not counted as a call).
-  folded BOOL
+  -- Its self time.
+  self_dur DURATION
 ) AS
 SELECT
-  n.id,
-  CASE WHEN n.name GLOB 'ProfilerStep#[0-9]*' THEN 'ProfilerStep*' ELSE n.name END AS key,
-  CASE
-    WHEN n.event_class = 'cpu_op'
-      AND (n.is_annotation OR n.name GLOB 'ProfilerStep#[0-9]*') THEN 'annotation'
-    WHEN n.event_class = 'cpu_op' THEN 'op'
-    ELSE n.event_class
-  END AS kind,
-  n.dur,
-  n.self_dur + coalesce(fs.self_dur, 0) AS self_dur,
-  coalesce(k.kept_id, n.id) AS kept_id,
-  n.folded
-FROM _kineto_reading_op_table_named AS n
-JOIN _kineto_reading_op_table_kept AS k
-  USING (id)
-LEFT JOIN _kineto_reading_op_table_folded_self AS fs
-  ON fs.kept_id = n.id;
+  f.id,
+  (
+    SELECT a.id
+    FROM ancestor_slice(f.id) AS a
+    JOIN kineto_host_tree AS na
+      ON na.id = a.id
+    WHERE
+      a.name = f.name
+      AND a.id NOT IN (SELECT id FROM _kineto_reading_op_table_folded)
+    ORDER BY a.depth DESC
+    LIMIT 1
+  ) AS kept_id,
+  f.self_dur
+FROM _kineto_reading_op_table_folded AS f
+ORDER BY f.id;
 
--- Launches join it by op id below: index it.
-CREATE OR REPLACE PERFETTO INDEX _kineto_reading_op_table_events_id ON _kineto_reading_op_table_events(id);
+-- Joined by id below (perfetto's SQLite builds no automatic indexes).
+CREATE OR REPLACE PERFETTO INDEX _kineto_reading_op_table_kept_id ON _kineto_reading_op_table_kept(id);
 
 -- Device time per launching op: the kernels, memcpys and memsets whose runtime call (same
 -- correlation id) sits directly under the op. That is the op's self device time; its device total adds
@@ -175,11 +99,11 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_reading_op_table_device(
 WITH
   direct AS (
     SELECT
-      coalesce(e.kept_id, l.op_id) AS op_id,
+      coalesce(k.kept_id, l.op_id) AS op_id,
       sum(l.gpu_dur) AS dur
     FROM kineto_launches AS l
-    LEFT JOIN _kineto_reading_op_table_events AS e
-      ON e.id = l.op_id
+    LEFT JOIN _kineto_reading_op_table_kept AS k
+      ON k.id = l.op_id
     WHERE
       l.op_id IS NOT NULL
       AND l.gpu_dur IS NOT NULL
@@ -204,7 +128,100 @@ SELECT
   sum(self_dur) AS self_device_dur,
   sum(dur) AS device_dur
 FROM credited
-GROUP BY op_id;
+GROUP BY op_id
+ORDER BY op_id;
+
+-- Joined by op id below.
+CREATE OR REPLACE PERFETTO INDEX _kineto_reading_op_table_device_id ON _kineto_reading_op_table_device(op_id);
+
+-- One row per key: calls, self and total CPU time (self time of folded same-name only children
+-- added), self and total device time of the events that are not folded. Every host event is counted
+-- in one scan grouped by (name, category), driven by the slice table so that the engine orders it;
+-- the few folded events are then taken out of their groups and their self time given to the key.
+CREATE OR REPLACE PERFETTO TABLE _kineto_reading_op_table_per_name(
+  -- Row key: the name, ProfilerStep#N as ProfilerStep*.
+  name STRING,
+  -- op, annotation, python or runtime.
+  kind STRING,
+  -- Number of calls.
+  calls LONG,
+  -- Sum of self CPU time.
+  self_cpu_dur DURATION,
+  -- Sum of CPU time.
+  cpu_dur DURATION,
+  -- Self device time.
+  self_device_dur DURATION,
+  -- Device total.
+  device_dur DURATION
+) AS
+WITH
+  every AS (
+    SELECT
+      s.name,
+      s.category,
+      count(*) AS calls,
+      sum(h.dur) AS dur,
+      sum(h.self_dur) AS self_dur,
+      sum(d.self_device_dur) AS self_device_dur,
+      sum(d.device_dur) AS device_dur
+    FROM slice AS s
+    CROSS JOIN kineto_host_tree AS h
+      USING (id)
+    LEFT JOIN _kineto_reading_op_table_device AS d
+      ON d.op_id = s.id
+    GROUP BY s.name, s.category
+  ),
+  folded AS (
+    SELECT
+      f.name,
+      f.category,
+      count(*) AS calls,
+      sum(f.dur) AS dur,
+      sum(f.self_dur) AS self_dur,
+      sum(d.self_device_dur) AS self_device_dur,
+      sum(d.device_dur) AS device_dur,
+      -- Self time credited to the kept same-name ancestor (same key).
+      sum(IIF(k.kept_id IS NOT NULL, f.self_dur, 0)) AS moved_self_dur
+    FROM _kineto_reading_op_table_folded AS f
+    JOIN _kineto_reading_op_table_kept AS k
+      USING (id)
+    LEFT JOIN _kineto_reading_op_table_device AS d
+      ON d.op_id = f.id
+    GROUP BY f.name, f.category
+  ),
+  kept AS (
+    SELECT
+      CASE WHEN e.name GLOB 'ProfilerStep#[0-9]*' THEN 'ProfilerStep*' ELSE e.name END AS key,
+      CASE
+        WHEN c.event_class = 'cpu_op'
+          AND (c.is_annotation OR e.name GLOB 'ProfilerStep#[0-9]*') THEN 'annotation'
+        WHEN c.event_class = 'cpu_op' THEN 'op'
+        ELSE c.event_class
+      END AS kind,
+      e.calls - coalesce(f.calls, 0) AS calls,
+      e.dur - coalesce(f.dur, 0) AS dur,
+      e.self_dur - coalesce(f.self_dur, 0) + coalesce(f.moved_self_dur, 0) AS self_dur,
+      coalesce(e.self_device_dur, 0) - coalesce(f.self_device_dur, 0) AS self_device_dur,
+      coalesce(e.device_dur, 0) - coalesce(f.device_dur, 0) AS device_dur
+    FROM every AS e
+    JOIN kineto_event_categories AS c
+      ON c.category = e.category
+    LEFT JOIN folded AS f
+      ON f.name = e.name
+      AND f.category = e.category
+  )
+SELECT
+  key AS name,
+  min(IIF(calls > 0, kind, NULL)) AS kind,
+  sum(calls) AS calls,
+  sum(self_dur) AS self_cpu_dur,
+  sum(dur) AS cpu_dur,
+  sum(self_device_dur) AS self_device_dur,
+  sum(device_dur) AS device_dur
+FROM kept
+GROUP BY key
+HAVING
+  sum(calls) > 0;
 
 -- One row per op name, as prof.key_averages().table(sort_by="self_cuda_time_total"): calls, self and
 -- total CPU time, self and total device time, and the self shares. Sorted by self device time, then
@@ -237,24 +254,11 @@ RETURNS TABLE(
 ) AS
 WITH
   per_name AS (
-    SELECT
-      e.key AS name,
-      min(e.kind) AS kind,
-      count(*) AS calls,
-      sum(e.self_dur) AS self_cpu_dur,
-      sum(e.dur) AS cpu_dur,
-      coalesce(sum(d.self_device_dur), 0) AS self_device_dur,
-      coalesce(sum(d.device_dur), 0) AS device_dur
-    FROM _kineto_reading_op_table_events AS e
-    LEFT JOIN _kineto_reading_op_table_device AS d
-      ON d.op_id = e.id
-    WHERE
-      NOT e.folded
-    GROUP BY e.key
+    SELECT * FROM _kineto_reading_op_table_per_name
   ),
   totals AS (
     SELECT
-      (SELECT sum(self_dur) FROM _kineto_reading_op_table_events WHERE NOT folded) AS all_self_cpu,
+      (SELECT sum(self_cpu_dur) FROM _kineto_reading_op_table_per_name) AS all_self_cpu,
       (SELECT sum(dur) FROM kineto_kernels) AS all_device
   ),
   ranked AS (
