@@ -14,6 +14,7 @@ from kineto_sql.cli.output import console as output_console
 from kineto_sql.cli.output import emit_frame, emit_json, format_option, friendly_errors
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.fanout import RankFailure, all_failed
+from kineto_sql.query_pool import default_jobs
 from kineto_sql.loading.load import open_rank_dir, open_trace
 from kineto_sql.trace_info import TraceInfo, describe
 
@@ -40,7 +41,7 @@ def command(trace: Path, fmt: str, engine_kind: str, tp_shell: str | None):
     # info exists to show a loss: load anyway, report it, then refuse below unless --allow-loss.
     for path, rank in targets:
         try:
-            with open_trace(path, replace(choice, allow_loss=True), rank_from_name=rank) as tp:
+            with open_trace(path, replace(choice, allow_loss=True), rank_from_name=rank, jobs=default_jobs()) as tp:
                 infos.append(describe(tp))
         except KinetoSqlError as exc:
             if not trace.is_dir():

@@ -10,6 +10,7 @@ import pandas as pd
 from kineto_sql.catalog import KINDS, load_catalog
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.output import emit_frame, emit_json, emit_not_applicable, format_option, friendly_errors
+from kineto_sql.query_pool import default_jobs
 from kineto_sql.loading.load import open_trace
 from kineto_sql.paste import paste_bundle
 from kineto_sql.runner import resolve_spec, run_query
@@ -93,7 +94,7 @@ def run_command(query_id: str, trace: Path, params: tuple[tuple[str, str], ...],
     values = dict(params)
     for name in values:
         spec.param(name)
-    with open_trace(trace, engine_choice(engine_kind, tp_shell)) as tp:
+    with open_trace(trace, engine_choice(engine_kind, tp_shell), jobs=default_jobs()) as tp:
         result = run_query(tp, spec, values)
     if result.not_applicable:
         emit_not_applicable(result.not_applicable, fmt)

@@ -94,7 +94,8 @@ class _Board:
 def run_all(tp, items: Sequence[Item], run: Callable[[object, Item], T], needs: Callable[[Item], Sequence[str]],
             jobs: int = 1, on_start: Callable[[Item], None] | None = None) -> list[Outcome[T]]:
     """`run(tp, item)` for every item, as Outcomes in `items`' order. `needs(item)`: the modules it includes
-    (the scheduler's affinity). `on_start` is told of each item this process starts."""
+    (the scheduler's affinity). `on_start` is told of each item as this process starts it, or as the child's
+    result for it arrives (progress: every item is named once)."""
     if jobs < 2 or len(items) < 2 or not can_fork(tp):
         return [_attempt(tp, run, item, on_start) for item in items]
     names: dict[str, int] = {}
@@ -133,6 +134,8 @@ def run_all(tp, items: Sequence[Item], run: Callable[[object, Item], T], needs: 
                 break
             if outcome is not None:
                 outcomes[index] = outcome
+                if on_start is not None:
+                    on_start(items[index])
     finally:
         reader.close()
         _reap(pid)

@@ -86,14 +86,15 @@ def test_serial_for_the_native_engine_and_for_one_job():
 @needs_fork
 @pytest.mark.parametrize("trace", ["hta_trace_diff_control.json.gz", "hta_sampled_2rank/rank-1.json.gz"])
 def test_diagnose_in_two_processes_equals_diagnose_in_one(trace, diagnosed):
-    """A fresh load, so the child builds its lib tables itself; the reference is the session's serial run."""
+    """A fresh load prepared in a child process (loading.background), so the query child builds its lib tables
+    itself; the reference is the session's one-process load and diagnosis."""
     from kineto_sql import open_trace
     from kineto_sql.diagnose.run import diagnose_trace
 
     path = (CORPUS / trace).resolve()
     if not path.exists():
         pytest.skip(f"the public corpus is not at {CORPUS}")
-    with open_trace(path) as tp:
+    with open_trace(path, jobs=2) as tp:
         two = diagnose_trace(tp, jobs=2)
     assert two == diagnosed(path)
     assert len(two.findings) >= 1

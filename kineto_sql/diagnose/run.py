@@ -67,7 +67,7 @@ def diagnose_path(target: Path, engine: EngineChoice = EngineChoice(), progress:
     if target.is_dir():
         traces, summary, failures = _diagnose_ranks(target, engine, progress, jobs, executor)
     else:
-        with open_trace(target, engine) as tp:
+        with open_trace(target, engine, jobs=jobs) as tp:
             traces = [diagnose_trace(tp, progress, jobs=min(jobs, 2))]
         summary = None
     traces.sort(key=lambda t: (t.rank is None, t.rank))

@@ -11,6 +11,7 @@ import orjson
 from kineto_sql.engine import memory
 from kineto_sql.engine.processor import EngineChoice, KinetoTraceProcessor
 from kineto_sql.errors import DataLossError
+from kineto_sql.loading import background
 from kineto_sql.loading.loaded import LoadedTrace
 from kineto_sql.loading.prepare import PreparedTrace, prepare
 from kineto_sql.loading.source import read_bytes, trace_files_in
@@ -43,15 +44,25 @@ def rank_of(prepared: PreparedTrace, fallback: int | None) -> int | None:
     return fallback
 
 
-def open_trace(path, engine: EngineChoice = EngineChoice(), rank_from_name: int | None = None) -> KinetoTraceProcessor:
+def open_trace(path, engine: EngineChoice = EngineChoice(), rank_from_name: int | None = None,
+               jobs: int = 1) -> KinetoTraceProcessor:
     """Loads one trace file into a fresh engine. The returned processor carries the load as `.loaded`
-    (a LoadedTrace: path, report, metadata, rank)."""
+    (a LoadedTrace: path, report, metadata, rank). `jobs` 2 prepares the trace in a child process while
+    this one starts the engine and ingests (loading.background)."""
     path = Path(path)
-    prepared = prepare_file(path, engine)
-    return open_prepared(prepared, path, engine, rank_from_name)
+    if jobs < 2 or not background.available():
+        return open_prepared(prepare_file(path, engine), path, engine, rank_from_name)
+    streamed = background.take(path) or background.StreamedPrepared(path)
+    try:
+        size = streamed.size_hint
+        choice = engine.resolve(size)
+        memory.check(size, choice.kind == "wasm64", choice.kind == "native", what=str(path))
+        return open_prepared(streamed, path, engine, rank_from_name)
+    finally:
+        streamed.close()
 
 
-def open_prepared(prepared: PreparedTrace, path: Path, engine: EngineChoice = EngineChoice(),
+def open_prepared(prepared: PreparedTrace | background.StreamedPrepared, path: Path, engine: EngineChoice = EngineChoice(),
                   rank_from_name: int | None = None) -> KinetoTraceProcessor:
     choice = engine.resolve(prepared.size_hint)
     tp = KinetoTraceProcessor(choice, sql_package=("kineto", package_modules()), sql_package_dir=package_dir())

@@ -1,0 +1,47 @@
+"""The `kineto-sql` console script: starts preparing the trace a command names before the command's own
+imports (pandas, the engine: about a second) have finished, then runs the click group.
+
+Only for the commands that open one trace file as their first argument, and only when they would load it
+in two processes anyway (not with `--jobs 1`, nor on a one-core machine): the command's `open_trace`
+takes the preparation already under way (kineto_sql.loading.background.take). One that nobody takes (the
+command failed before loading, or opened another file) is ended at exit.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+from pathlib import Path
+
+EARLY_COMMANDS = ("diagnose", "info", "sql")
+
+
+def early_trace(args: list[str]) -> Path | None:
+    """The trace file `args` would open: the first argument after one of EARLY_COMMANDS, when it is an
+    existing regular file and nothing asks for a single process."""
+    if not args or args[0] not in EARLY_COMMANDS or (os.cpu_count() or 1) < 2 or not hasattr(os, "fork"):
+        return None
+    rest = args[1:]
+    if any(a in ("-h", "--help") or a == "--jobs=1" for a in rest) or any(
+            a == "--jobs" and b == "1" for a, b in zip(rest, rest[1:])):
+        return None
+    if not rest or rest[0].startswith("-"):
+        return None
+    path = Path(rest[0])
+    return path if path.is_file() else None
+
+
+def main() -> None:
+    path = early_trace(sys.argv[1:])
+    if path is not None:
+        from kineto_sql.loading import background
+
+        atexit.register(background.cancel_early)
+        background.start_early(path)
+    from kineto_sql.cli.main import cli
+
+    cli()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""Preparing a trace in a child process while this one starts the engine and ingests what the child writes.
+
+Preparing is Python work on the parsed events (prepare.py); ingesting is the engine's. In one process they
+follow each other and the parsed events share the heap with the engine's tables. Here a forked child reads
+and prepares the file and writes the prepared text down a pipe piece by piece; this process meanwhile
+creates the engine (as soon as the child has said how large the file is) and feeds it each piece as it
+arrives. The events never exist in the process that holds the engine, and the two cores work at once.
+
+The child sends, in order: the input size, then the metadata and ingest report, then the pieces, then
+an end mark; or, at any point, the error that stopped it (the same one-sentence TraceInputError a serial
+load raises). A child that dies without an end mark is reported as such; nothing half-read is used.
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import pickle
+import signal
+import time
+from pathlib import Path
+
+from kineto_sql.errors import KinetoSqlError
+from kineto_sql.loading.prepare import prepare
+from kineto_sql.loading.source import read_bytes
+
+log = logging.getLogger("kineto_sql.load")
+
+# An unchanged trace is sent as slices of this size (a pipe message is copied whole on both sides).
+SLICE_BYTES = 8 << 20
+_CONTROL, _PIECE = b"C", b"P"
+
+
+def available() -> bool:
+    return hasattr(os, "fork")
+
+
+class LoaderDied(KinetoSqlError):
+    """The child preparing the trace ended without finishing (killed, out of memory)."""
+
+
+class StreamedPrepared:
+    """A PreparedTrace whose text comes from the child: `size_hint`, `metadata`, `report`, `chunks()`, `data`."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        reader, writer = multiprocessing.get_context("fork").Pipe(duplex=False)
+        self._pid = os.fork()
+        if self._pid == 0:
+            reader.close()
+            _child(path, writer)  # never returns
+        writer.close()
+        self._reader = reader
+        self._size = None
+        self._head = None
+        self._consumed = False
+
+    # -- what the child says, in order -------------------------------------------------------------
+
+    def _receive(self):
+        try:
+            message = self._reader.recv_bytes()
+        except (EOFError, OSError):
+            self._fail()
+        tag, body = message[:1], message[1:]
+        if tag == _PIECE:
+            return _PIECE, body
+        kind, *values = pickle.loads(body)
+        if kind == "error":
+            self.close()
+            raise values[0]
+        return kind, values
+
+    def _fail(self):
+        how = self.close()
+        raise LoaderDied(f"{self.path}: the process preparing the trace ended before it finished ({how}); "
+                         "if memory is short, load it with --jobs 1")
+
+    @property
+    def size_hint(self) -> int:
+        if self._size is None:
+            kind, values = self._receive()
+            assert kind == "size", kind
+            self._size = values[0]
+            log.info("%s", values[1])  # the child's stages, logged here where the CLI shows them
+        return self._size
+
+    def _head_values(self):
+        if self._head is None:
+            self.size_hint  # noqa: B018 - the size comes first
+            kind, values = self._receive()
+            assert kind == "head", kind
+            self._head = values[:2]
+            log.info("%s", values[2])
+        return self._head
+
+    @property
+    def metadata(self) -> dict:
+        return self._head_values()[0]
+
+    @property
+    def report(self):
+        return self._head_values()[1]
+
+    def chunks(self):
+        if self._consumed:
+            raise RuntimeError("this prepared trace was already written out once")
+        self._consumed = True
+        self._head_values()
+        while True:
+            kind, body = self._receive()
+            if kind == _PIECE:
+                yield body
+            else:
+                assert kind == "end", kind
+                self.close()
+                return
+
+    @property
+    def data(self) -> bytes:
+        return b"".join(self.chunks())
+
+    def close(self) -> str:
+        """Ends the child (killing it if it still runs); returns how it ended, in words."""
+        if self._pid is None:
+            return "already closed"
+        self._reader.close()
+        pid, self._pid = self._pid, None
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if not done:
+                os.kill(pid, signal.SIGKILL)
+                done, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            return "it was already reaped"
+        if os.WIFSIGNALED(status):
+            return f"killed by signal {os.WTERMSIG(status)}"
+        return f"exit status {os.waitstatus_to_exitcode(status)}"
+
+    def __del__(self):
+        if getattr(self, "_pid", None):
+            self.close()
+
+
+def _child(path: Path, writer) -> None:
+    def control(*values):
+        writer.send_bytes(_CONTROL + pickle.dumps(values))
+
+    status = 0
+    try:
+        started = time.perf_counter()
+        raw = read_bytes(path)
+        control("size", len(raw), f"read {path.name}: {len(raw) / 1e6:.1f} MB of JSON")
+        prepared = prepare(raw, path)
+        del raw
+        report = prepared.report
+        said = (f"prepared {path.name}: {sum(report.events_by_phase.values())} events, {len(report.fixes)} kinds of "
+                f"change, {report.dropped_count} dropped ({time.perf_counter() - started:.1f}s, in a child process)")
+        control("head", prepared.metadata, report, said)
+        for chunk in prepared.chunks():
+            view = memoryview(chunk)
+            for start in range(0, len(view), SLICE_BYTES):
+                writer.send_bytes(_PIECE + view[start:start + SLICE_BYTES])
+            del view, chunk
+        control("end")
+    except KinetoSqlError as exc:
+        control("error", exc)
+    except BaseException as exc:  # an unexpected failure: say it as a LoaderDied with the cause
+        try:
+            control("error", LoaderDied(f"{path}: preparing the trace failed: {type(exc).__name__}: {exc}"))
+        except BaseException:
+            status = 1
+    finally:
+        try:
+            writer.close()
+        finally:
+            os._exit(status)
+
+
+# -- started before the command's imports ----------------------------------------------------------
+
+_EARLY: dict[Path, tuple[tuple, StreamedPrepared]] = {}
+
+
+def _identity(path: Path) -> tuple | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def start_early(path: Path) -> None:
+    """Starts preparing `path` now, for a later `open_trace(path, jobs=2)` in this process to take."""
+    identity = _identity(path)
+    if identity is not None and path.resolve() not in _EARLY:
+        _EARLY[path.resolve()] = (identity, StreamedPrepared(path))
+
+
+def take(path: Path) -> StreamedPrepared | None:
+    """The preparation started early for this very file (same inode, size and mtime), if any."""
+    entry = _EARLY.pop(Path(path).resolve(), None)
+    if entry is None:
+        return None
+    identity, streamed = entry
+    if identity != _identity(Path(path)):
+        streamed.close()
+        return None
+    return streamed
+
+
+def cancel_early() -> None:
+    """Ends every early preparation nobody took (the command failed first, or opened another file)."""
+    while _EARLY:
+        _, (_, streamed) = _EARLY.popitem()
+        streamed.close()

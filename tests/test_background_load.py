@@ -1,0 +1,105 @@
+"""open_trace(jobs=2): the trace is prepared in a child process and streamed to the engine here. The engine
+ends up with the same trace and the same report as a one-process load; errors are the same sentences; a
+child that dies is named, never half-used; a preparation started early is taken only for the same file."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from kineto_sql import open_trace
+from kineto_sql.cli.launch import early_trace
+from kineto_sql.errors import TraceInputError
+from kineto_sql.loading import background
+from tests.kineto_builder import Kernel, KinetoTrace, Launch, ProfilerStep
+
+pytestmark = pytest.mark.skipif(not background.available(), reason="os.fork is not available on this platform")
+COUNTS = ("SELECT (SELECT count(*) FROM slice) AS slices, (SELECT count(*) FROM flow) AS flows, "
+          "(SELECT count(*) FROM args) AS args, (SELECT count(*) FROM thread) AS threads")
+
+
+def _overlapping(tmp_path: Path, n: int = 30, overlap: bool = True) -> Path:
+    """n launch/kernel pairs; kernel 1 overlaps kernel 0 on its stream (unless not `overlap`), so the trace
+    is rewritten."""
+    events = [ProfilerStep(1, ts_us=0, dur_us=100 * n + 100)]
+    shift = 30 if overlap else 0
+    for i in range(n):
+        events.append(Launch(correlation=i + 1, ts_us=10 + 100 * i, dur_us=8))
+        events.append(Kernel(correlation=i + 1, ts_us=50 + 100 * i - (shift if i == 1 else 0), dur_us=80 if i == 0 else 60))
+    return KinetoTrace(events, {"distributedInfo": {"rank": 2, "world_size": 4}}).write(tmp_path)
+
+
+def _facts(tp) -> tuple:
+    fixes = [(f.kind, f.count, tuple(f.examples)) for f in tp.report.fixes]
+    return tp.df(COUNTS).values.tolist(), fixes, tp.report.rewritten, tp.trace_metadata, tp.rank
+
+
+@pytest.mark.parametrize("unchanged", [False, True])
+def test_a_child_prepared_load_is_the_one_process_load(tmp_path, monkeypatch, unchanged):
+    path = _overlapping(tmp_path, n=300, overlap=not unchanged)
+    monkeypatch.setattr(background, "SLICE_BYTES", 4096)  # an unchanged trace goes in many slices
+    with open_trace(path) as tp:
+        serial = _facts(tp)
+    with open_trace(path, jobs=2) as tp:
+        streamed = _facts(tp)
+    assert streamed == serial
+    assert serial[2] is (not unchanged)
+    assert serial[4] == 2
+    if not unchanged:
+        assert ("overlap_lane", 1) in [(k, c) for k, c, _ in serial[1]]
+
+
+def test_bad_input_is_the_same_sentence(tmp_path):
+    bad = tmp_path / "cut.json"
+    bad.write_text('{"traceEvents": [{"ph": "X", "ts": 1')
+    with pytest.raises(TraceInputError) as serial:
+        open_trace(bad)
+    with pytest.raises(TraceInputError) as streamed:
+        open_trace(bad, jobs=2)
+    assert str(streamed.value) == str(serial.value) and "truncated JSON" in str(serial.value)
+
+
+def test_a_child_that_dies_is_named(tmp_path, monkeypatch):
+    def die(raw, path):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    monkeypatch.setattr(background, "prepare", die)
+    with pytest.raises(background.LoaderDied, match="killed by signal 9.*--jobs 1"):
+        open_trace(_overlapping(tmp_path), jobs=2)
+
+
+def test_an_early_start_is_taken_only_for_the_same_file(tmp_path):
+    path = _overlapping(tmp_path)
+    background.start_early(path)
+    assert path.resolve() in background._EARLY
+    with open_trace(path, jobs=2) as tp:
+        assert tp.df(COUNTS).slices[0] == 61
+    assert background._EARLY == {}
+    background.start_early(path)
+    os.utime(path, ns=(1, 1))  # the file changed after the early start: prepared again, from the new file
+    assert background.take(path) is None
+    background.start_early(path)
+    background.cancel_early()
+    assert background._EARLY == {}
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["diagnose", "{trace}"], True),
+    (["diagnose", "{trace}", "--format", "json"], True),
+    (["sql", "{trace}", "SELECT 1"], True),
+    (["diagnose", "{trace}", "--jobs", "1"], False),
+    (["diagnose", "{trace}", "--jobs=1"], False),
+    (["diagnose", "--help"], False),
+    (["diagnose", "{missing}"], False),
+    (["diagnose", "{dir}"], False),
+    (["list"], False),
+    (["run", "reading.op_table", "{trace}"], False),
+])
+def test_which_command_lines_start_early(tmp_path, args, expected):
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"traceEvents": []}))
+    filled = [a.format(trace=trace, missing=tmp_path / "no.json", dir=tmp_path) for a in args]
+    assert (early_trace(filled) == trace) is (expected and (os.cpu_count() or 1) >= 2)
