@@ -42,21 +42,72 @@ def hta_python(given: str | None) -> str:
     return path
 
 
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except OSError:
+            pass
+    return out
+
+
+def tree_pss_kb(pid: int) -> int:
+    """The proportional set size of a process and all its descendants now (Linux; 0 elsewhere): memory
+    shared copy-on-write between a parent and its forks counted once, unlike summed RSS."""
+    total = 0
+    for p in _descendants(pid):
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1])
+                        break
+        except OSError:
+            pass
+    return total
+
+
 def run_child(python: str, code: str, *args: str, timeout: float = 1800) -> dict:
-    """Runs `python -c code args...`; returns its last stdout line as JSON plus wall_s and peak_rss_mb."""
+    """Runs `python -c code args...`; returns its last stdout line as JSON plus the whole-process figures
+    (run_process)."""
+    answer, stdout = run_process([python, "-c", code, *args], timeout)
+    answer.update(json.loads(stdout.strip().splitlines()[-1]))
+    answer["peak_rss_mb"] = max(answer["peak_rss_mb"], answer.get("children_rss_kb", 0) / 1024)
+    return answer
+
+
+def run_command(argv: list[str], timeout: float = 1800) -> dict:
+    """Runs a command line (kineto-sql itself); returns the whole-process figures (run_process)."""
+    return run_process(argv, timeout)[0]
+
+
+def run_process(argv: list[str], timeout: float) -> tuple[dict, str]:
+    """wall_s: the process's whole life (interpreter start, imports, work, exit); cpu_s: user + system of
+    it and every descendant it waited for; peak_rss_mb: the largest ru_maxrss among them (os.wait4);
+    peak_tree_pss_mb: the largest total PSS of the process tree, sampled every 50 ms (what the tree held
+    at once, shared pages counted once)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen([python, "-c", code, *args], stdout=out, stderr=err)
-        deadline = t0 + timeout
+        proc = subprocess.Popen(argv, stdout=out, stderr=err)
+        deadline, peak_pss, next_sample = t0 + timeout, 0, t0
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            if time.perf_counter() > deadline:
+            now = time.perf_counter()
+            if now > deadline:
                 proc.kill()
                 os.wait4(proc.pid, 0)
                 raise RuntimeError(f"child ran past {timeout} s")
-            time.sleep(0.02)
+            if now >= next_sample:
+                peak_pss = max(peak_pss, tree_pss_kb(proc.pid))
+                next_sample = now + 0.05
+            time.sleep(0.01)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
@@ -64,18 +115,17 @@ def run_child(python: str, code: str, *args: str, timeout: float = 1800) -> dict
         stdout, stderr = out.read().decode(), err.read().decode()
     if proc.returncode != 0:
         raise RuntimeError(f"child failed ({proc.returncode}): {stderr[-2000:]}")
-    answer = json.loads(stdout.strip().splitlines()[-1])
-    answer["wall_s"] = wall
-    answer["peak_rss_mb"] = max(usage.ru_maxrss, answer.get("children_rss_kb", 0)) / 1024
-    return answer
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024,
+            "peak_tree_pss_mb": peak_pss / 1024}, stdout
 
 
 def interleaved(runs: dict[str, tuple], repeat: int) -> dict[str, list[dict]]:
-    """runs: side -> (python, code, *args). Runs every side once per round, `repeat` rounds."""
+    """runs: side -> (python, code, *args) for a snippet, or ("command", argv) for a command line. Runs
+    every side once per round, `repeat` rounds."""
     results: dict[str, list[dict]] = {side: [] for side in runs}
     for _ in range(repeat):
         for side, (python, code, *args) in runs.items():
-            results[side].append(run_child(python, code, *args))
+            results[side].append(run_command(code) if python == "command" else run_child(python, code, *args))
     return results
 
 
@@ -146,16 +196,23 @@ t2 = time.perf_counter()
 _report(load_s=t1 - t0, analyses_s=t2 - t1)
 """
 
+# kineto-sql's side loads as its CLI does on this machine (query_pool.default_jobs: the trace prepared in a
+# child process on 2+ cores) and runs the five queries over that load in up to as many processes.
 KINETO_HTA_FOUR = RSS_SNIPPET + """
 import sys, time
 from kineto_sql import open_trace
-from kineto_sql.runner import run_query
+from kineto_sql.includes import kineto_dependencies
+from kineto_sql.query_pool import default_jobs, run_all
+from kineto_sql.runner import resolve_spec, run_query
+jobs = default_jobs()
+specs = [resolve_spec(q) for q in ('hta.temporal_breakdown', 'hta.kernel_breakdown', 'hta.comm_comp_overlap',
+                                   'hta.idle_time_breakdown', 'hta.kernel_type_breakdown')]
 load = analyses = 0.0
 for path in sys.argv[1:]:
-    t0 = time.perf_counter(); tp = open_trace(path); t1 = time.perf_counter()
-    for q in ('hta.temporal_breakdown', 'hta.comm_comp_overlap', 'hta.idle_time_breakdown',
-              'hta.kernel_type_breakdown', 'hta.kernel_breakdown'):
-        run_query(tp, q, {'hta_compat': True})
+    t0 = time.perf_counter(); tp = open_trace(path, jobs=jobs); t1 = time.perf_counter()
+    for outcome in run_all(tp, specs, lambda tp, s: run_query(tp, s, {'hta_compat': True}),
+                           lambda s: kineto_dependencies(s.path.read_text()) + [s.module], jobs=jobs):
+        outcome.get()
     t2 = time.perf_counter(); tp.close()
     load += t1 - t0; analyses += t2 - t1
 _report(load_s=load, analyses_s=analyses)

@@ -5,13 +5,16 @@ interleaved rounds, medians.
 Per size: JSON MB; kineto-sql load (open_trace); kineto-sql diagnose (one process: load + every
 detector + step table + op table); kineto-sql load + HTA's four analyses as SQL (hta_compat); HTA load +
 four analyses (temporal, overlap, idle, kernel breakdown). Wall seconds of the whole process, the
-in-process split, peak RSS, and the ratios. Replicas go to a temporary directory, never the repo.
+in-process split, peak RSS (the largest process), peak tree PSS (what the process tree held at once),
+CPU seconds of the tree, and the ratios. diagnose is the `kineto-sql diagnose` command itself, as a user
+runs it (on 2+ cores: the trace prepared in a child process, the queries in two). Replicas go to a temporary directory, never the repo.
 
     python bench/bench_scale.py --hta-python /work/hta-venv/bin/python [--sizes 1 2 4 8] [--repeat 3]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -24,17 +27,18 @@ from replicate import _read, replicate, write  # noqa: E402
 KINETO_LOAD = RSS_SNIPPET + """
 import sys, time
 from kineto_sql import open_trace
-t0 = time.perf_counter(); tp = open_trace(sys.argv[1]); t = time.perf_counter() - t0
+from kineto_sql.query_pool import default_jobs
+t0 = time.perf_counter(); tp = open_trace(sys.argv[1], jobs=default_jobs()); t = time.perf_counter() - t0
 _report(load_s=t)
 """
 
-KINETO_DIAGNOSE = RSS_SNIPPET + """
-import sys, time
-from pathlib import Path
-from kineto_sql.diagnose.run import diagnose_path
-t0 = time.perf_counter(); d = diagnose_path(Path(sys.argv[1])); t = time.perf_counter() - t0
-_report(diagnose_s=t, findings=sum(len(x.findings) for x in d.traces))
-"""
+
+
+def diagnose_command(kineto_python: str, path: Path, *extra: str) -> tuple:
+    """`kineto-sql diagnose TRACE` as a user runs it (the console script of the venv of `kineto_python`),
+    its JSON report written and discarded."""
+    script = str(Path(kineto_python).parent / "kineto-sql")
+    return ("command", [script, "diagnose", str(path), "--format", "json", "-o", os.devnull, "-q", *extra])
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -43,6 +47,7 @@ def main() -> None:
     ap.add_argument("--trace", type=Path, default=CORPUS / "hta_trace_diff_control.json.gz")
     ap.add_argument("--sizes", type=int, nargs="*", default=[1, 2, 4, 8])
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds per size (median reported)")
+    ap.add_argument("--serial", action="store_true", help="also time `diagnose --jobs 1` (one process)")
     args = ap.parse_args()
     hta = hta_python(args.hta_python)
     if not args.trace.exists():
@@ -54,12 +59,15 @@ def main() -> None:
             path = Path(tmp) / f"{args.trace.name.split('.')[0]}_x{n}.json.gz"
             write(replicate(source, n), path)
             hta_dir = hta_dir_for([path], Path(tmp))
-            runs = interleaved({
+            sides = {
                 "load": (args.kineto_python, KINETO_LOAD, str(path)),
-                "diagnose": (args.kineto_python, KINETO_DIAGNOSE, str(path)),
+                "diagnose": diagnose_command(args.kineto_python, path),
                 "k_hta4": (args.kineto_python, KINETO_HTA_FOUR, str(path)),
                 "hta": (hta, HTA_FOUR, str(hta_dir)),
-            }, args.repeat)
+            }
+            if args.serial:
+                sides["diagnose_serial"] = diagnose_command(args.kineto_python, path, "--jobs", "1")
+            runs = interleaved(sides, args.repeat)
             hta_total = median(runs["hta"], "wall_s")
             row = {
                 "size": f"{n}x", "json_mb": json_mb(path),
@@ -70,7 +78,11 @@ def main() -> None:
                 "hta_s": hta_total,
                 "hta_load_s": median(runs["hta"], "load_s"),
                 "hta_analyses_s": median(runs["hta"], "analyses_s"),
+                "diagnose_cpu_s": median(runs["diagnose"], "cpu_s"),
+                "hta_cpu_s": median(runs["hta"], "cpu_s"),
                 "diagnose_rss_mb": median(runs["diagnose"], "peak_rss_mb"),
+                "diagnose_pss_mb": median(runs["diagnose"], "peak_tree_pss_mb"),
+                "hta_pss_mb": median(runs["hta"], "peak_tree_pss_mb"),
                 "k_hta4_rss_mb": median(runs["k_hta4"], "peak_rss_mb"),
                 "hta_rss_mb": median(runs["hta"], "peak_rss_mb"),
                 "runs": runs,
@@ -79,6 +91,10 @@ def main() -> None:
             row["k_hta4_over_hta"] = row["k_hta4_s"] / hta_total
             row["analyses_over_hta"] = row["k_analyses_s"] / row["hta_analyses_s"]
             row["rss_over_hta"] = row["diagnose_rss_mb"] / row["hta_rss_mb"]
+            row["pss_over_hta"] = row["diagnose_pss_mb"] / row["hta_pss_mb"]
+            if args.serial:
+                row["diagnose_serial_s"] = median(runs["diagnose_serial"], "wall_s")
+                row["diagnose_serial_rss_mb"] = median(runs["diagnose_serial"], "peak_rss_mb")
             rows.append(row)
             path.unlink()
             # each size as soon as it is measured, so a run cut short still reports what it finished
@@ -93,7 +109,10 @@ def main() -> None:
         ("hta_s", "HTA load+4 s", ".2f"), ("diagnose_over_hta", "diagnose/HTA", ".2f"),
         ("k_hta4_over_hta", "kineto 4/HTA 4 (whole)", ".2f"), ("analyses_over_hta", "analyses only k/HTA", ".2f"),
         ("diagnose_rss_mb", "diagnose RSS MB", ".0f"), ("k_hta4_rss_mb", "kineto 4 RSS MB", ".0f"),
-        ("hta_rss_mb", "HTA RSS MB", ".0f"), ("rss_over_hta", "RSS diag/HTA", ".2f")]))
+        ("hta_rss_mb", "HTA RSS MB", ".0f"), ("rss_over_hta", "RSS diag/HTA", ".2f"),
+        ("diagnose_pss_mb", "diagnose tree PSS MB", ".0f"), ("hta_pss_mb", "HTA tree PSS MB", ".0f"),
+        ("diagnose_cpu_s", "diagnose CPU s", ".2f"), ("hta_cpu_s", "HTA CPU s", ".2f"),
+        ("diagnose_serial_s", "diagnose --jobs 1 s", ".2f")]))
     print(f"\nAll times are whole-process wall seconds, medians of {args.repeat} interleaved rounds "
           f"(analyses only: in-process). (results: {out})")
 
