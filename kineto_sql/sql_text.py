@@ -41,16 +41,20 @@ _NOT_NEWLINE = re.compile(r"[^\n]")
 def mask(sql: str) -> str:
     """The text with comments and string contents blanked (same length, newlines kept), so offsets and
     line numbers still match; a string keeps its quotes."""
-    out = []
-    for kind, text in segments(sql):
-        if kind == "code":
-            out.append(text)
-        elif kind == "string":
-            inner = _NOT_NEWLINE.sub(" ", text[1:-1]) if len(text) >= 2 else ""
-            out.append(text[0] + inner + (text[-1] if len(text) >= 2 else ""))
-        else:
-            out.append(_NOT_NEWLINE.sub(" ", text))
-    return "".join(out)
+    return _SPECIAL.sub(_blank, sql)
+
+
+def _blank(match: re.Match) -> str:
+    text = match.group()
+    if text[0] in "-/":
+        return _spaces(text)
+    if len(text) < 2:  # an unterminated quote at the very end
+        return text
+    return text[0] + _spaces(text[1:-1]) + text[-1]
+
+
+def _spaces(text: str) -> str:
+    return " " * len(text) if "\n" not in text else _NOT_NEWLINE.sub(" ", text)
 
 
 def strip_comments(sql: str) -> str:
