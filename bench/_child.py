@@ -43,16 +43,22 @@ def hta_python(given: str | None) -> str:
 
 
 def _descendants(pid: int) -> list[int]:
+    """pid and every process below it, from each process's parent in /proc/*/stat (the per-thread
+    `children` files can miss a child while it forks or exits)."""
+    parent_of = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    # the name field can hold spaces and parentheses: the parent pid follows its last ')'
+                    parent_of[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
         out.append(p)
-        try:
-            for task in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{task}/children") as f:
-                    todo.extend(int(c) for c in f.read().split())
-        except OSError:
-            pass
+        todo.extend(c for c, parent in parent_of.items() if parent == p)
     return out
 
 
