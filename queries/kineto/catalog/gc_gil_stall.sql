@@ -1,5 +1,5 @@
 -- id: catalog.gc_gil_stall
--- version: 5
+-- version: 6
 -- kind: detector
 -- title: GC / GIL stall: Python garbage collection pausing every thread inside steps
 -- source: seed 000 section 3, major fault "GC / GIL stall"
@@ -20,43 +20,63 @@
 -- default min_gc: 1ms
 -- default min_gap: 5ms
 -- default gaps_without_gc: FALSE
--- locked: 5 0e233140e01fec45
--- lib: lib.event_categories@2 lib.host_slices@2 lib.interval_merge@2 lib.python_gc@2 lib.steps@3
+-- locked: 6 3edd59e32fdabc7a
+-- lib: lib.event_categories@2 lib.host_slices@2 lib.python_gc@2 lib.steps@3
 -- cases: at_threshold_1=a9d81d9b at_threshold_2=b71ae947 gap_without_gc_only_on_request_1=32766a18
 --   gap_without_gc_only_on_request_2=25c79bcc
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
-INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
 INCLUDE PERFETTO MODULE kineto.lib.python_gc;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 
--- Host activity intervals that count as "a thread is doing framework work": ATen ops and runtime calls
--- of any thread (annotations and python frames excluded), merged per process.
-CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_host_activity(
+-- All-thread gaps of each process: the stretches between its host activity intervals, where a thread
+-- is doing framework work (ATen ops and runtime calls of any thread; annotations and python frames
+-- excluded). An activity slice inside another one (its parent on the same track) adds nothing to
+-- their union, so only the outermost ones are swept: the gap before each is its start minus the
+-- latest end of all that started earlier, one sorted pass.
+CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_host_gaps(
   -- Process.
   upid LONG,
-  -- Start.
+  -- Gap start (end of the activity before it).
   ts TIMESTAMP,
-  -- Length.
+  -- Gap length (> 0).
   dur DURATION
 ) AS
 WITH
   acts AS (
     SELECT h.upid, h.ts, h.dur
     FROM kineto_host_slices AS h
+    JOIN kineto_event_categories AS hc
+      ON hc.category = h.category
+    LEFT JOIN slice AS p
+      ON p.id = h.parent_id
+    LEFT JOIN kineto_event_categories AS pc
+      ON pc.category = p.category
     WHERE
-      (
-        h.event_class = 'runtime'
-        OR (
-          h.event_class = 'cpu_op'
-          AND h.category NOT IN (SELECT category FROM kineto_event_categories WHERE is_annotation)
-        )
-      )
+      (hc.event_class = 'runtime' OR (hc.event_class = 'cpu_op' AND NOT hc.is_annotation))
       AND NOT h.name GLOB 'ProfilerStep#*'
+      AND NOT coalesce(
+        (pc.event_class = 'runtime' OR (pc.event_class = 'cpu_op' AND NOT pc.is_annotation))
+          AND NOT p.name GLOB 'ProfilerStep#*',
+        FALSE
+      )
+  ),
+  edges AS (
+    SELECT
+      upid,
+      ts,
+      max(ts + dur) OVER (
+        PARTITION BY upid
+        ORDER BY ts, ts + dur
+        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+      ) AS prev_end
+    FROM acts
   )
-SELECT upid, ts, dur
-FROM kineto_interval_merge!(acts, (upid));
+SELECT upid, prev_end AS ts, ts - prev_end AS dur
+FROM edges
+WHERE
+  ts > prev_end;
 
 -- One row per step with GC stalls (or, with gaps_without_gc, long all-thread gaps).
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_gc_gil_stall(
@@ -101,18 +121,9 @@ WITH
     FROM gc_in_step
     GROUP BY step
   ),
-  gaps_raw AS (
-    SELECT
-      upid,
-      ts + dur AS ts,
-      lead(ts) OVER (PARTITION BY upid ORDER BY ts) - (ts + dur) AS dur
-    FROM _kineto_catalog_host_activity
-  ),
   gaps_numbered AS (
     SELECT row_number() OVER () AS id, g.upid, g.ts, g.dur
-    FROM gaps_raw AS g
-    WHERE
-      g.dur > 0
+    FROM _kineto_catalog_host_gaps AS g
   ),
   gap_steps AS (
     SELECT id, step FROM _kineto_steps_of!(gaps_numbered)
