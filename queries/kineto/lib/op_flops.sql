@@ -1,5 +1,5 @@
--- version: 2
--- locked: 2 812236a17509db35
+-- version: 3
+-- locked: 3 6f99a70d3f9e0dbd
 -- lib: lib.cpu_ops@3 lib.dtypes@1 lib.event_categories@2 lib.host_slices@2 lib.host_tree@2 lib.steps@3
 
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
@@ -114,105 +114,6 @@ SELECT
   mult, fpe AS flops_per_elem, w AS writes_out
 FROM m;
 
--- Per op with a model and its tensors: rank, the first four dims, last two dims, element count and
--- element size of input i (from `Input Dims[i][j]` / `Input type[i]`), built once from the args of
--- those ops only (one sorted GROUP BY, no per-row lookups).
-CREATE OR REPLACE PERFETTO TABLE _kineto_op_inputs(
-  -- cpu op slice id.
-  op_id LONG,
-  -- Input index.
-  i LONG,
-  -- Number of dims.
-  rank LONG,
-  -- Dim 0.
-  d0 LONG,
-  -- Dim 1.
-  d1 LONG,
-  -- Dim 2.
-  d2 LONG,
-  -- Dim 3.
-  d3 LONG,
-  -- Dim rank-1 (last).
-  dl1 LONG,
-  -- Dim rank-2.
-  dl2 LONG,
-  -- Elements.
-  numel LONG,
-  -- Bytes per element (NULL: not a tensor type we know).
-  elem_bytes LONG,
-  -- Precision class (bf16, fp16, fp32...).
-  precision STRING
-) AS
-WITH
-  ops AS (
-    SELECT o.id, o.arg_set_id
-    FROM kineto_cpu_ops AS o
-    WHERE
-      o.name IN (SELECT name FROM _kineto_op_models)
-  ),
-  raw AS (
-    SELECT
-      o.id AS op_id,
-      o.arg_set_id,
-      substr(a.key, 17) AS rest,
-      a.int_value AS v
-    FROM ops AS o
-    JOIN args AS a
-      ON a.arg_set_id = o.arg_set_id
-    WHERE
-      a.key GLOB 'args.Input Dims[[]*][[]*]'
-  ),
-  dims AS (
-    SELECT
-      op_id,
-      arg_set_id,
-      CAST(substr(rest, 1, instr(rest, ']') - 1) AS INT) AS i,
-      CAST(substr(rest, instr(rest, '][') + 2, length(rest) - instr(rest, '][') - 2) AS INT) AS j,
-      v
-    FROM raw
-  ),
-  per_input AS (
-    SELECT
-      op_id,
-      arg_set_id,
-      i,
-      count(*) AS rank,
-      max(CASE WHEN j = 0 THEN v END) AS d0,
-      max(CASE WHEN j = 1 THEN v END) AS d1,
-      max(CASE WHEN j = 2 THEN v END) AS d2,
-      max(CASE WHEN j = 3 THEN v END) AS d3,
-      max(CASE WHEN j = 4 THEN v END) AS d4,
-      max(CASE WHEN j = 5 THEN v END) AS d5,
-      max(CASE WHEN j = 6 THEN v END) AS d6,
-      max(CASE WHEN j = 7 THEN v END) AS d7
-    FROM dims
-    GROUP BY op_id, arg_set_id, i
-  )
-SELECT
-  p.op_id,
-  p.i,
-  p.rank,
-  p.d0,
-  p.d1,
-  p.d2,
-  p.d3,
-  CASE p.rank WHEN 1 THEN p.d0 WHEN 2 THEN p.d1 WHEN 3 THEN p.d2 WHEN 4 THEN p.d3 WHEN 5 THEN p.d4
-    WHEN 6 THEN p.d5 WHEN 7 THEN p.d6 ELSE p.d7 END AS dl1,
-  CASE p.rank WHEN 2 THEN p.d0 WHEN 3 THEN p.d1 WHEN 4 THEN p.d2 WHEN 5 THEN p.d3 WHEN 6 THEN p.d4
-    WHEN 7 THEN p.d5 WHEN 8 THEN p.d6 END AS dl2,
-  p.d0 * coalesce(p.d1, 1) * coalesce(p.d2, 1) * coalesce(p.d3, 1) * coalesce(p.d4, 1)
-    * coalesce(p.d5, 1) * coalesce(p.d6, 1) * coalesce(p.d7, 1) AS numel,
-  t.bytes AS elem_bytes,
-  t.precision
-FROM per_input AS p
-LEFT JOIN kineto_dtypes AS t
-  ON t.type = extract_arg(p.arg_set_id, 'args.Input type[' || p.i || ']')
-WHERE
-  p.rank <= 8;
-
--- The operand joins below look inputs up by (op, index).
-CREATE OR REPLACE PERFETTO INDEX _kineto_op_inputs_op ON _kineto_op_inputs(op_id, i);
-
 -- FLOPs and bytes of every ATen op that has a model (see _kineto_op_models) and whose shapes were
 -- recorded (record_shapes). Kineto's own `flops` arg (with_flops) wins over the model where present.
 -- An op whose shapes do not fit its model (a transposed or 3-D convolution, a 1-D matmul operand) has
@@ -236,6 +137,11 @@ CREATE OR REPLACE PERFETTO TABLE kineto_op_flops(
   flops_source STRING
 ) AS
 WITH
+  -- The model's operands (inputs a, b, c) of each op with a model and recorded shapes (record_shapes):
+  -- rank, first four dims, last two dims, element count and element size, read from `Input Dims[i][j]` /
+  -- `Input type[i]` with one args lookup per dim of each operand (an op without shapes costs one lookup,
+  -- dims 4-8 are looked up only for operands of rank 4 or more). An operand with no dims or more than 8
+  -- is absent (NULL). Materialized once: every formula below reads it.
   ops AS (
     SELECT
       o.id, o.name, o.arg_set_id, m.family, m.kind, m.a, m.b, m.c, m.p_stride, m.p_padding,
@@ -244,24 +150,111 @@ WITH
     JOIN _kineto_op_models AS m
       USING (name)
   ),
-  shaped AS (
+  -- Dims 0-3 of each operand (an operand the model has not, index -1, is not looked up) and the types.
+  dims_lo AS MATERIALIZED (
     SELECT
       o.*,
-      x.rank AS ra, x.d0 AS a0, x.d1 AS a1, x.d2 AS a2, x.d3 AS a3, x.dl1 AS al1, x.dl2 AS al2,
-      x.numel AS an, x.elem_bytes AS es, x.precision,
-      y.rank AS rb, y.d0 AS b0, y.d1 AS b1, y.d2 AS b2, y.d3 AS b3, y.dl1 AS bl1, y.dl2 AS bl2,
-      y.numel AS bn, y.elem_bytes AS bes,
-      z.rank AS rc, z.d0 AS c0, z.d1 AS c1, z.d2 AS c2, z.d3 AS c3, z.dl1 AS cl1,
-      z.numel AS cn, z.elem_bytes AS ces
+      extract_arg(o.arg_set_id, 'args.Input Dims[' || o.a || '][0]') AS a0,
+      extract_arg(o.arg_set_id, 'args.Input Dims[' || o.a || '][1]') AS a1,
+      extract_arg(o.arg_set_id, 'args.Input Dims[' || o.a || '][2]') AS a2,
+      extract_arg(o.arg_set_id, 'args.Input Dims[' || o.a || '][3]') AS a3,
+      IIF(o.b < 0, NULL, extract_arg(o.arg_set_id, 'args.Input Dims[' || o.b || '][0]')) AS b0,
+      IIF(o.b < 0, NULL, extract_arg(o.arg_set_id, 'args.Input Dims[' || o.b || '][1]')) AS b1,
+      IIF(o.b < 0, NULL, extract_arg(o.arg_set_id, 'args.Input Dims[' || o.b || '][2]')) AS b2,
+      IIF(o.b < 0, NULL, extract_arg(o.arg_set_id, 'args.Input Dims[' || o.b || '][3]')) AS b3,
+      IIF(o.c < 0, NULL, extract_arg(o.arg_set_id, 'args.Input Dims[' || o.c || '][0]')) AS c0,
+      IIF(o.c < 0, NULL, extract_arg(o.arg_set_id, 'args.Input Dims[' || o.c || '][1]')) AS c1,
+      IIF(o.c < 0, NULL, extract_arg(o.arg_set_id, 'args.Input Dims[' || o.c || '][2]')) AS c2,
+      IIF(o.c < 0, NULL, extract_arg(o.arg_set_id, 'args.Input Dims[' || o.c || '][3]')) AS c3,
+      extract_arg(o.arg_set_id, 'args.Input type[' || o.a || ']') AS ta,
+      IIF(o.b < 0, NULL, extract_arg(o.arg_set_id, 'args.Input type[' || o.b || ']')) AS tb,
+      IIF(o.c < 0, NULL, extract_arg(o.arg_set_id, 'args.Input type[' || o.c || ']')) AS tc
     FROM ops AS o
-    JOIN _kineto_op_inputs AS x
-      ON x.op_id = o.id AND x.i = o.a
-    LEFT JOIN _kineto_op_inputs AS y
-      ON y.op_id = o.id AND y.i = o.b
-    LEFT JOIN _kineto_op_inputs AS z
-      ON z.op_id = o.id AND z.i = o.c
     WHERE
-      x.elem_bytes IS NOT NULL
+      extract_arg(o.arg_set_id, 'args.Input Dims[' || o.a || '][0]') IS NOT NULL
+  ),
+  -- Dims 4-8, looked up only for operands of rank 4 or more.
+  dims AS MATERIALIZED (
+    SELECT
+      d.*,
+      IIF(d.a3 IS NULL, NULL, extract_arg(d.arg_set_id, 'args.Input Dims[' || d.a || '][4]')) AS a4,
+      IIF(d.a3 IS NULL, NULL, extract_arg(d.arg_set_id, 'args.Input Dims[' || d.a || '][5]')) AS a5,
+      IIF(d.a3 IS NULL, NULL, extract_arg(d.arg_set_id, 'args.Input Dims[' || d.a || '][6]')) AS a6,
+      IIF(d.a3 IS NULL, NULL, extract_arg(d.arg_set_id, 'args.Input Dims[' || d.a || '][7]')) AS a7,
+      IIF(d.a3 IS NULL, NULL, extract_arg(d.arg_set_id, 'args.Input Dims[' || d.a || '][8]')) AS a8,
+      IIF(d.b3 IS NULL, NULL, extract_arg(d.arg_set_id, 'args.Input Dims[' || d.b || '][4]')) AS b4,
+      IIF(d.b3 IS NULL, NULL, extract_arg(d.arg_set_id, 'args.Input Dims[' || d.b || '][5]')) AS b5,
+      IIF(d.b3 IS NULL, NULL, extract_arg(d.arg_set_id, 'args.Input Dims[' || d.b || '][6]')) AS b6,
+      IIF(d.b3 IS NULL, NULL, extract_arg(d.arg_set_id, 'args.Input Dims[' || d.b || '][7]')) AS b7,
+      IIF(d.b3 IS NULL, NULL, extract_arg(d.arg_set_id, 'args.Input Dims[' || d.b || '][8]')) AS b8,
+      IIF(d.c3 IS NULL, NULL, extract_arg(d.arg_set_id, 'args.Input Dims[' || d.c || '][4]')) AS c4,
+      IIF(d.c3 IS NULL, NULL, extract_arg(d.arg_set_id, 'args.Input Dims[' || d.c || '][5]')) AS c5,
+      IIF(d.c3 IS NULL, NULL, extract_arg(d.arg_set_id, 'args.Input Dims[' || d.c || '][6]')) AS c6,
+      IIF(d.c3 IS NULL, NULL, extract_arg(d.arg_set_id, 'args.Input Dims[' || d.c || '][7]')) AS c7,
+      IIF(d.c3 IS NULL, NULL, extract_arg(d.arg_set_id, 'args.Input Dims[' || d.c || '][8]')) AS c8
+    FROM dims_lo AS d
+  ),
+  ranked AS MATERIALIZED (
+    SELECT
+      d.*,
+      (a0 IS NOT NULL) + (a1 IS NOT NULL) + (a2 IS NOT NULL) + (a3 IS NOT NULL) + (a4 IS NOT NULL) + (a5 IS NOT NULL) + (a6 IS NOT NULL) + (a7 IS NOT NULL) + (a8 IS NOT NULL) AS na,
+      (b0 IS NOT NULL) + (b1 IS NOT NULL) + (b2 IS NOT NULL) + (b3 IS NOT NULL) + (b4 IS NOT NULL) + (b5 IS NOT NULL) + (b6 IS NOT NULL) + (b7 IS NOT NULL) + (b8 IS NOT NULL) AS nb,
+      (c0 IS NOT NULL) + (c1 IS NOT NULL) + (c2 IS NOT NULL) + (c3 IS NOT NULL) + (c4 IS NOT NULL) + (c5 IS NOT NULL) + (c6 IS NOT NULL) + (c7 IS NOT NULL) + (c8 IS NOT NULL) AS nc
+    FROM dims AS d
+  ),
+  operands AS (
+    SELECT
+      r.*,
+      IIF(r.na BETWEEN 1 AND 8, r.na, NULL) AS ra,
+      IIF(r.nb BETWEEN 1 AND 8, r.nb, NULL) AS rb,
+      IIF(r.nc BETWEEN 1 AND 8, r.nc, NULL) AS rc
+    FROM ranked AS r
+    WHERE
+      r.na BETWEEN 1 AND 8
+  ),
+  shaped AS MATERIALIZED (
+    SELECT
+      o.id, o.name, o.arg_set_id, o.family, o.kind, o.p_stride, o.p_padding, o.p_dilation, o.p_transposed,
+      o.mult, o.flops_per_elem, o.writes_out,
+      o.ra, o.a0, o.a1, o.a2, o.a3,
+      CASE o.ra WHEN 1 THEN o.a0 WHEN 2 THEN o.a1 WHEN 3 THEN o.a2 WHEN 4 THEN o.a3 WHEN 5 THEN o.a4
+        WHEN 6 THEN o.a5 WHEN 7 THEN o.a6 WHEN 8 THEN o.a7 END AS al1,
+      CASE o.ra WHEN 2 THEN o.a0 WHEN 3 THEN o.a1 WHEN 4 THEN o.a2 WHEN 5 THEN o.a3 WHEN 6 THEN o.a4
+        WHEN 7 THEN o.a5 WHEN 8 THEN o.a6 END AS al2,
+      o.a0 * coalesce(o.a1, 1) * coalesce(o.a2, 1) * coalesce(o.a3, 1) * coalesce(o.a4, 1)
+        * coalesce(o.a5, 1) * coalesce(o.a6, 1) * coalesce(o.a7, 1) AS an,
+      ta.bytes AS es,
+      ta.precision,
+      o.rb,
+      IIF(o.rb IS NULL, NULL, o.b0) AS b0,
+      IIF(o.rb IS NULL, NULL, o.b1) AS b1,
+      IIF(o.rb IS NULL, NULL, o.b2) AS b2,
+      IIF(o.rb IS NULL, NULL, o.b3) AS b3,
+      CASE o.rb WHEN 1 THEN o.b0 WHEN 2 THEN o.b1 WHEN 3 THEN o.b2 WHEN 4 THEN o.b3 WHEN 5 THEN o.b4
+        WHEN 6 THEN o.b5 WHEN 7 THEN o.b6 WHEN 8 THEN o.b7 END AS bl1,
+      CASE o.rb WHEN 2 THEN o.b0 WHEN 3 THEN o.b1 WHEN 4 THEN o.b2 WHEN 5 THEN o.b3 WHEN 6 THEN o.b4
+        WHEN 7 THEN o.b5 WHEN 8 THEN o.b6 END AS bl2,
+      IIF(o.rb IS NULL, NULL, o.b0 * coalesce(o.b1, 1) * coalesce(o.b2, 1) * coalesce(o.b3, 1) * coalesce(o.b4, 1)
+        * coalesce(o.b5, 1) * coalesce(o.b6, 1) * coalesce(o.b7, 1)) AS bn,
+      IIF(o.rb IS NULL, NULL, tb.bytes) AS bes,
+      o.rc,
+      IIF(o.rc IS NULL, NULL, o.c0) AS c0,
+      IIF(o.rc IS NULL, NULL, o.c1) AS c1,
+      IIF(o.rc IS NULL, NULL, o.c2) AS c2,
+      IIF(o.rc IS NULL, NULL, o.c3) AS c3,
+      CASE o.rc WHEN 1 THEN o.c0 WHEN 2 THEN o.c1 WHEN 3 THEN o.c2 WHEN 4 THEN o.c3 WHEN 5 THEN o.c4
+        WHEN 6 THEN o.c5 WHEN 7 THEN o.c6 WHEN 8 THEN o.c7 END AS cl1,
+      IIF(o.rc IS NULL, NULL, o.c0 * coalesce(o.c1, 1) * coalesce(o.c2, 1) * coalesce(o.c3, 1) * coalesce(o.c4, 1)
+        * coalesce(o.c5, 1) * coalesce(o.c6, 1) * coalesce(o.c7, 1)) AS cn,
+      IIF(o.rc IS NULL, NULL, tc.bytes) AS ces
+    FROM operands AS o
+    -- CROSS JOIN keeps the operands outer: the planner would otherwise scan them once per dtype.
+    CROSS JOIN kineto_dtypes AS ta
+      ON ta.type = o.ta
+    LEFT JOIN kineto_dtypes AS tb
+      ON tb.type = o.tb
+    LEFT JOIN kineto_dtypes AS tc
+      ON tc.type = o.tc
   ),
   -- Matrix products as (batch, M, N, K, bias elements).
   gemm AS (
