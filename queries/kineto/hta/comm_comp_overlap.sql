@@ -7,7 +7,7 @@
 -- status: stable
 -- default hta_compat: FALSE
 -- locked: 2 9dfb596b536d083d
--- lib: hta.gpu_events@3 lib.event_categories@2 lib.interval_merge@2 lib.kernels@2
+-- lib: hta.gpu_events@3 lib.event_categories@2 lib.interval_merge@2 lib.kernels@3
 
 -- overlap_pct = 100 * |union(compute) intersect union(communication)| / |union(communication)|,
 -- HTA's definition (memory kernels ignored). No row when the trace has no communication kernels

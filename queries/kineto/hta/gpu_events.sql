@@ -7,7 +7,7 @@
 -- status: stable
 -- default hta_compat: FALSE
 -- locked: 3 0c7b46eb6d83819a
--- lib: lib.event_categories@2 lib.interval_merge@2 lib.kernels@2
+-- lib: lib.event_categories@2 lib.interval_merge@2 lib.kernels@3
 
 -- The cleaner default (hta_compat FALSE) keeps the whole trace (HTA silently drops the last profiler
 -- step), counts only real device work (category kernel, gpu_memcpy, gpu_memset; never cuda_sync

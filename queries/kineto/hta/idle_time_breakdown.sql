@@ -8,7 +8,7 @@
 -- default hta_compat: FALSE
 -- default consecutive_kernel_delay: 30us
 -- locked: 2 2cefb1d3b20df453
--- lib: hta.gpu_events@3 lib.event_categories@2 lib.interval_merge@2 lib.kernels@2
+-- lib: hta.gpu_events@3 lib.event_categories@2 lib.interval_merge@2 lib.kernels@3
 
 -- Per stream, events (kernel, memcpy, memset) in start order: the gap before each event is
 --   host_wait   when its launching runtime call started after the previous event on the stream ended

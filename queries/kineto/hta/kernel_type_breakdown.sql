@@ -7,7 +7,7 @@
 -- status: stable
 -- default hta_compat: FALSE
 -- locked: 1 87b15eee1b661479
--- lib: hta.gpu_events@3 lib.event_categories@2 lib.interval_merge@2 lib.kernels@2
+-- lib: hta.gpu_events@3 lib.event_categories@2 lib.interval_merge@2 lib.kernels@3
 
 -- Each type's events are merged into disjoint intervals; a sweep then gives the time spent in each
 -- exact combination of types running ("COMPUTATION overlapping COMMUNICATION" ...). The states are

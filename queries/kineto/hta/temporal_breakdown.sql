@@ -7,7 +7,7 @@
 -- status: stable
 -- default hta_compat: FALSE
 -- locked: 1 f687daa6cc353c5b
--- lib: hta.gpu_events@3 lib.event_categories@2 lib.interval_merge@2 lib.kernels@2
+-- lib: hta.gpu_events@3 lib.event_categories@2 lib.interval_merge@2 lib.kernels@3
 
 -- HTA's definition, kept in both modes: the span runs from the first GPU event's start to the last
 -- one's end (not the profiler-step window); idle = span - |union of all GPU events|; compute =

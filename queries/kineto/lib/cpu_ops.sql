@@ -1,6 +1,6 @@
--- version: 3
--- locked: 3 ae877fac14cf2476
--- lib: lib.event_categories@2 lib.host_slices@2 lib.host_tree@2 lib.steps@3
+-- version: 4
+-- locked: 4 35df3a1720d82a36
+-- lib: lib.event_categories@2 lib.host_slices@3 lib.host_tree@3 lib.steps@4
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
@@ -43,34 +43,29 @@ CREATE OR REPLACE PERFETTO TABLE kineto_cpu_ops(
   arg_set_id ARGSETID
 ) AS
 SELECT
-  s.id,
-  s.ts,
-  s.dur,
-  h.self_dur,
-  s.name,
-  s.category,
-  (s.category = 'user_annotation' OR s.name GLOB 'ProfilerStep#[0-9]*') AS is_annotation,
-  s.depth,
-  h.parent_id,
-  t.utid,
-  t.upid,
-  hs.step,
+  h.id,
+  h.ts,
+  h.dur,
+  t.self_dur,
+  h.name,
+  h.category,
+  (h.category = 'user_annotation' OR h.name GLOB 'ProfilerStep#[0-9]*') AS is_annotation,
+  h.depth,
+  t.parent_id,
+  h.utid,
+  h.upid,
+  h.step,
   extract_arg(s.arg_set_id, 'args.External id') AS external_id,
   s.arg_set_id
-FROM slice AS s
-JOIN kineto_event_categories AS c
-  ON c.category = s.category
-JOIN thread_track AS tt
-  ON tt.id = s.track_id
-JOIN thread AS t
-  USING (utid)
-JOIN kineto_host_tree AS h
-  ON h.id = s.id
-JOIN kineto_host_slices AS hs
-  ON hs.id = s.id
+-- the shared host-slice table drives (in id order), tree and slice are lookups by id
+FROM kineto_host_slices AS h
+CROSS JOIN kineto_host_tree AS t
+  ON t.id = h.id
+CROSS JOIN slice AS s
+  ON s.id = h.id
 WHERE
-  c.event_class = 'cpu_op'
-ORDER BY s.ts;
+  h.event_class = 'cpu_op'
+ORDER BY h.ts;
 
 -- Queries join ops by id (parent, launching op): index it (the table is in time order).
 CREATE OR REPLACE PERFETTO INDEX _kineto_cpu_ops_id ON kineto_cpu_ops(id);

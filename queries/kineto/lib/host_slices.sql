@@ -1,57 +1,12 @@
--- version: 2
--- locked: 2 24ddf5f39ff77f29
--- lib: lib.event_categories@2 lib.steps@3
+-- version: 3
+-- locked: 3 1e33a6e0c0e92fd6
+-- lib: lib.event_categories@2 lib.steps@4
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 
--- Host-side slices with their thread and process, materialized once for the step intersection and the
--- public table below.
-CREATE OR REPLACE PERFETTO TABLE _kineto_host_slice_rows(
-  -- Slice id.
-  id LONG,
-  -- Start.
-  ts TIMESTAMP,
-  -- Duration.
-  dur DURATION,
-  -- Slice name.
-  name STRING,
-  -- Raw category.
-  category STRING,
-  -- Event class.
-  event_class STRING,
-  -- Depth on its track.
-  depth LONG,
-  -- Perfetto's parent on the slice's track.
-  parent_id LONG,
-  -- Thread.
-  utid LONG,
-  -- Process.
-  upid LONG
-) AS
-SELECT
-  s.id,
-  s.ts,
-  s.dur,
-  s.name,
-  s.category,
-  c.event_class,
-  s.depth,
-  s.parent_id,
-  tt.utid,
-  t.upid
-FROM slice AS s
-JOIN kineto_event_categories AS c
-  ON c.category = s.category
-JOIN thread_track AS tt
-  ON tt.id = s.track_id
-JOIN thread AS t
-  USING (utid)
-WHERE
-  c.event_class IN ('cpu_op', 'python', 'runtime')
-ORDER BY s.id;
-
--- Step of each host slice (slices outside every step window have no row).
+-- Step of each host slice (slices outside every step window have no row): one interval intersection over
+-- the host slices as they are scanned from `slice`.
 CREATE OR REPLACE PERFETTO TABLE _kineto_host_slice_steps(
   -- Slice id.
   id LONG,
@@ -59,7 +14,18 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_host_slice_steps(
   step LONG
 ) AS
 SELECT id, step
-FROM _kineto_steps_of!(_kineto_host_slice_rows)
+FROM _kineto_steps_of!((
+  SELECT s.id, s.ts, t.upid
+  FROM slice AS s
+  JOIN kineto_event_categories AS c
+    ON c.category = s.category
+  JOIN thread_track AS tt
+    ON tt.id = s.track_id
+  JOIN thread AS t
+    USING (utid)
+  WHERE
+    c.event_class IN ('cpu_op', 'python', 'runtime')
+))
 ORDER BY id;
 
 -- Every host-side slice (ATen ops and annotations, python frames, runtime calls) once, with its step
@@ -93,6 +59,35 @@ CREATE OR REPLACE PERFETTO TABLE kineto_host_slices(
   -- NULL; NULL for ops and python frames.
   op_id LONG
 ) AS
+WITH
+  -- the host slices in id order: slice drives the scan (its id order needs no sort), categories are
+  -- tested with IN lists (built once) instead of a join per row
+  host AS (
+    SELECT
+      s.id,
+      s.ts,
+      s.dur,
+      s.name,
+      s.category,
+      CASE
+        WHEN s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'cpu_op') THEN 'cpu_op'
+        WHEN s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python') THEN 'python'
+        ELSE 'runtime'
+      END AS event_class,
+      s.depth,
+      s.parent_id,
+      tt.utid,
+      t.upid
+    FROM slice AS s
+    CROSS JOIN thread_track AS tt
+      ON tt.id = s.track_id
+    CROSS JOIN thread AS t
+      ON t.utid = tt.utid
+    WHERE
+      s.category IN (
+        SELECT category FROM kineto_event_categories WHERE event_class IN ('cpu_op', 'python', 'runtime')
+      )
+  )
 SELECT
   h.id,
   h.ts,
@@ -108,7 +103,7 @@ SELECT
   CASE
     WHEN h.event_class != 'runtime' THEN NULL
     -- Almost always the direct parent; otherwise walk up (python frames may sit in between).
-    WHEN pc.event_class = 'cpu_op' THEN h.parent_id
+    WHEN p.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'cpu_op') THEN h.parent_id
     WHEN h.parent_id IS NULL THEN NULL
     ELSE (
       SELECT a.id
@@ -121,11 +116,9 @@ SELECT
       LIMIT 1
     )
   END AS op_id
-FROM _kineto_host_slice_rows AS h
+FROM host AS h
 LEFT JOIN _kineto_host_slice_steps AS so
-  USING (id)
+  ON so.id = h.id
 LEFT JOIN slice AS p
   ON p.id = h.parent_id
-LEFT JOIN kineto_event_categories AS pc
-  ON pc.category = p.category
 ORDER BY h.id;

@@ -1,8 +1,9 @@
--- version: 2
--- locked: 2 cb4e330c0774161d
--- lib: lib.event_categories@2
+-- version: 3
+-- locked: 3 7107c754f1b1ebd2
+-- lib: lib.event_categories@2 lib.host_slices@3 lib.steps@4
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.host_slices;
 INCLUDE PERFETTO MODULE intervals.intersect;
 
 -- For every thread, the thread it really is: the loader's overlap lanes (threads named
@@ -41,41 +42,8 @@ SELECT
     ),
     t.utid
   ) AS origin_utid
-FROM thread AS t;
-
--- Host-side slices of every thread (ops, annotations, python frames, runtime calls) with the
--- position keys torch's profiler sorts them by.
-CREATE OR REPLACE PERFETTO TABLE _kineto_host_slices(
-  -- Slice id.
-  id LONG,
-  -- Start.
-  ts TIMESTAMP,
-  -- Duration.
-  dur DURATION,
-  -- Thread (maybe an overlap lane) the slice sits on.
-  utid LONG,
-  -- The real thread.
-  origin_utid LONG,
-  -- Perfetto's parent on the slice's own track (a host slice or NULL).
-  parent_id LONG
-) AS
-SELECT
-  s.id,
-  s.ts,
-  s.dur,
-  tt.utid,
-  o.origin_utid,
-  s.parent_id
-FROM slice AS s
-JOIN kineto_event_categories AS c
-  ON c.category = s.category
-JOIN thread_track AS tt
-  ON tt.id = s.track_id
-JOIN _kineto_thread_origin AS o
-  USING (utid)
-WHERE
-  c.event_class IN ('cpu_op', 'python', 'runtime')
-ORDER BY s.id;
+FROM thread AS t
+ORDER BY t.utid;
 
 -- Cross-lane containment: pairs (container, contained) of host slices on different lanes of one
 -- thread where the container comes first in torch's order (start, then longer first, then id).
@@ -86,27 +54,37 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_host_cross_lane(
   child_id LONG
 ) AS
 WITH
+  -- slices on lanes, and every slice of a thread that has lanes (the IN lists are empty without lanes)
   lane_slices AS (
     SELECT
-      id,
-      ts,
-      dur,
-      origin_utid
-    FROM _kineto_host_slices
+      h.id,
+      h.ts,
+      h.dur,
+      o.origin_utid
+    FROM kineto_host_slices AS h
+    CROSS JOIN _kineto_thread_origin AS o
+      ON o.utid = h.utid
     WHERE
-      utid != origin_utid
-      AND dur > 0
+      h.utid IN (SELECT utid FROM _kineto_thread_origin WHERE utid != origin_utid)
+      AND h.dur > 0
   ),
   all_slices AS (
     SELECT
-      id,
-      ts,
-      dur,
-      origin_utid
-    FROM _kineto_host_slices
+      h.id,
+      h.ts,
+      h.dur,
+      o.origin_utid
+    FROM kineto_host_slices AS h
+    CROSS JOIN _kineto_thread_origin AS o
+      ON o.utid = h.utid
     WHERE
-      dur > 0
-      AND origin_utid IN (SELECT origin_utid FROM lane_slices)
+      h.utid IN (
+        SELECT utid
+        FROM _kineto_thread_origin
+        WHERE
+          origin_utid IN (SELECT origin_utid FROM _kineto_thread_origin WHERE utid != origin_utid)
+      )
+      AND h.dur > 0
   ),
   pairs AS (
     SELECT
@@ -127,9 +105,9 @@ WITH
       b.dur AS b_dur,
       b.utid AS b_utid
     FROM pairs AS p
-    JOIN _kineto_host_slices AS a
+    CROSS JOIN kineto_host_slices AS a
       ON a.id = p.lane_id
-    JOIN _kineto_host_slices AS b
+    CROSS JOIN kineto_host_slices AS b
       ON b.id = p.other_id
   )
 SELECT DISTINCT
@@ -157,23 +135,14 @@ FROM (
     AND (a_ts > b_ts OR a_dur < b_dur OR (a_dur = b_dur AND a_id > b_id))
 );
 
--- The parent of every host slice in torch's tree: Perfetto's parent when it is a host slice, except for
--- slices with a container on another lane (the loader's overlap lanes), whose parent is the
--- latest-starting candidate (start, then shorter, then higher id) among those containers and Perfetto's
--- parent. Ranking only those few keeps the common case to one lookup by id per slice.
-CREATE OR REPLACE PERFETTO TABLE _kineto_host_tree_parents(
-  -- Slice id.
-  id LONG,
-  -- Start.
-  ts TIMESTAMP,
-  -- Duration.
-  dur DURATION,
-  -- Thread (maybe an overlap lane).
-  utid LONG,
-  -- The real thread.
-  origin_utid LONG,
-  -- Parent in torch's tree, or NULL at the top.
-  parent_id LONG
+-- The parent in torch's tree of each slice with a container on another lane (the loader's overlap lanes):
+-- the latest-starting candidate (start, then shorter, then higher id) among those containers and
+-- Perfetto's parent. Few rows (none without lanes), ordered by child for the lookup by id.
+CREATE OR REPLACE PERFETTO TABLE _kineto_host_tree_contested(
+  -- The contested slice.
+  child_id LONG,
+  -- Its parent in torch's tree.
+  container_id LONG
 ) AS
 WITH
   contested AS (
@@ -191,33 +160,74 @@ WITH
       SELECT child_id, container_id FROM _kineto_host_cross_lane
       UNION ALL
       SELECT h.id, h.parent_id
-      FROM _kineto_host_slices AS h
-      JOIN contested AS x
-        ON x.child_id = h.id
+      FROM contested AS x
+      CROSS JOIN kineto_host_slices AS h
+        ON h.id = x.child_id
       WHERE
         h.parent_id IS NOT NULL
     ) AS c
-    JOIN _kineto_host_slices AS p
+    CROSS JOIN kineto_host_slices AS p
       ON p.id = c.container_id
-  ),
-  chosen AS (
-    SELECT child_id, container_id FROM ranked WHERE rn = 1
   )
+SELECT child_id, container_id
+FROM ranked
+WHERE
+  rn = 1
+ORDER BY child_id;
+
+-- The parent of every host slice in torch's tree: Perfetto's parent when it is a host slice, except for
+-- the contested slices above. The common case is one lookup by id per slice.
+CREATE OR REPLACE PERFETTO TABLE _kineto_host_tree_parents(
+  -- Slice id.
+  id LONG,
+  -- Start.
+  ts TIMESTAMP,
+  -- Duration.
+  dur DURATION,
+  -- Thread (maybe an overlap lane).
+  utid LONG,
+  -- The real thread.
+  origin_utid LONG,
+  -- Parent in torch's tree, or NULL at the top.
+  parent_id LONG
+) AS
 SELECT
   h.id,
   h.ts,
   h.dur,
   h.utid,
   h.origin_utid,
-  CASE WHEN x.child_id IS NOT NULL THEN ch.container_id ELSE p.id END AS parent_id
-FROM _kineto_host_slices AS h
-LEFT JOIN _kineto_host_slices AS p
+  CASE WHEN ch.child_id IS NOT NULL THEN ch.container_id ELSE p.id END AS parent_id
+FROM (
+  SELECT h.id, h.ts, h.dur, h.utid, o.origin_utid, h.parent_id
+  FROM kineto_host_slices AS h
+  CROSS JOIN _kineto_thread_origin AS o
+    ON o.utid = h.utid
+) AS h
+LEFT JOIN kineto_host_slices AS p
   ON p.id = h.parent_id
-LEFT JOIN contested AS x
-  ON x.child_id = h.id
-LEFT JOIN chosen AS ch
+LEFT JOIN _kineto_host_tree_contested AS ch
   ON ch.child_id = h.id
 ORDER BY h.id;
+
+-- Number and summed duration of the direct children of each parent in torch's tree, ordered by parent.
+CREATE OR REPLACE PERFETTO TABLE _kineto_host_tree_children(
+  -- Parent slice id.
+  parent_id LONG,
+  -- Summed duration of its children.
+  child_dur DURATION,
+  -- Number of its children.
+  child_count LONG
+) AS
+SELECT
+  parent_id,
+  sum(dur) AS child_dur,
+  count(*) AS child_count
+FROM _kineto_host_tree_parents
+WHERE
+  parent_id IS NOT NULL
+GROUP BY parent_id
+ORDER BY parent_id;
 
 -- Every host-side slice (ops, annotations, python frames, runtime calls) in the tree torch's profiler
 -- builds per thread for key_averages(): sorted by start (longer first), each event's parent is the
@@ -253,15 +263,6 @@ SELECT
   h.utid,
   h.origin_utid
 FROM _kineto_host_tree_parents AS h
-LEFT JOIN (
-  SELECT
-    parent_id,
-    sum(dur) AS child_dur,
-    count(*) AS child_count
-  FROM _kineto_host_tree_parents
-  WHERE
-    parent_id IS NOT NULL
-  GROUP BY parent_id
-) AS cs
+LEFT JOIN _kineto_host_tree_children AS cs
   ON cs.parent_id = h.id
 ORDER BY h.id;

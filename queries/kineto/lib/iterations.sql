@@ -1,9 +1,10 @@
--- version: 1
--- locked: 1 9f42c55f93e7c48b
--- lib: lib.dataloader@3 lib.event_categories@2 lib.steps@3
+-- version: 2
+-- locked: 2 9a1ba82dd49a5375
+-- lib: lib.dataloader@3 lib.event_categories@2 lib.host_slices@3 lib.steps@4
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.host_slices;
 INCLUDE PERFETTO MODULE kineto.lib.dataloader;
 
 -- Iteration windows, the unit every step-time reading is made of. In order of preference, per process:
@@ -44,26 +45,20 @@ CREATE OR REPLACE PERFETTO TABLE kineto_iterations(
   is_cold BOOL
 ) AS
 WITH
+  -- host slices from the shared table (built once per trace)
   host AS (
     SELECT
-      s.id,
-      s.ts,
-      s.dur,
-      s.name,
-      s.category,
-      s.depth,
-      c.event_class,
-      t.upid
-    FROM slice AS s
-    JOIN kineto_event_categories AS c
-      ON c.category = s.category
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
+      h.id,
+      h.ts,
+      h.dur,
+      h.name,
+      h.category,
+      h.depth,
+      h.event_class,
+      h.upid
+    FROM kineto_host_slices AS h
     WHERE
-      c.event_class IN ('cpu_op', 'python', 'runtime')
-      AND s.dur >= 0
+      h.dur >= 0
   ),
   main_process AS (
     SELECT upid
@@ -85,47 +80,53 @@ WITH
   ),
   -- candidate markers of the main process: (kind, priority, name, ts, end_ts, anchor: start or end)
   candidates AS (
-    SELECT 'dataloader' AS kind, 1 AS priority, d.name, d.ts, d.ts + d.dur AS end_ts, 'start' AS anchor, 0 AS depth
-    FROM kineto_dataloader AS d
+    SELECT *
+    FROM (
+      SELECT 'dataloader' AS kind, 1 AS priority, d.name, d.ts, d.ts + d.dur AS end_ts, 'start' AS anchor, 0 AS depth
+      FROM kineto_dataloader AS d
+      WHERE
+        d.upid = (SELECT upid FROM main_process)
+      UNION ALL
+      SELECT 'optimizer_step', 2, h.name, h.ts, h.ts + h.dur, 'end', h.depth
+      FROM host AS h
+      WHERE
+        h.upid = (SELECT upid FROM main_process)
+        AND h.event_class = 'cpu_op'
+        AND h.name GLOB 'Optimizer.step#*'
+      UNION ALL
+      SELECT 'module_forward', 3, h.name, h.ts, h.ts + h.dur, 'start', h.depth
+      FROM host AS h
+      WHERE
+        h.upid = (SELECT upid FROM main_process)
+        AND h.event_class = 'python'
+        AND h.name GLOB 'nn.Module: *'
+      UNION ALL
+      SELECT 'record_function', 4, h.name, h.ts, h.ts + h.dur, 'start', h.depth
+      FROM host AS h
+      WHERE
+        h.upid = (SELECT upid FROM main_process)
+        AND h.event_class = 'cpu_op'
+        AND h.name GLOB '## * ##'
+      UNION ALL
+      SELECT 'execute_model', 5, h.name, h.ts, h.ts + h.dur, 'start', h.depth
+      FROM host AS h
+      WHERE
+        h.upid = (SELECT upid FROM main_process)
+        AND h.event_class IN ('cpu_op', 'python')
+        AND h.name GLOB '*execute_model*'
+      UNION ALL
+      SELECT 'annotation', 6, h.name, h.ts, h.ts + h.dur, 'start', h.depth
+      FROM host AS h
+      WHERE
+        h.upid = (SELECT upid FROM main_process)
+        AND h.category = 'user_annotation'
+        AND NOT h.name GLOB 'ProfilerStep#*'
+        AND NOT h.name GLOB 'enumerate(DataLoader)#*'
+        AND NOT h.name GLOB 'Optimizer.*'
+    )
+    -- with ProfilerStep windows no marker is used: skip the scans
     WHERE
-      d.upid = (SELECT upid FROM main_process)
-    UNION ALL
-    SELECT 'optimizer_step', 2, h.name, h.ts, h.ts + h.dur, 'end', h.depth
-    FROM host AS h
-    WHERE
-      h.upid = (SELECT upid FROM main_process)
-      AND h.event_class = 'cpu_op'
-      AND h.name GLOB 'Optimizer.step#*'
-    UNION ALL
-    SELECT 'module_forward', 3, h.name, h.ts, h.ts + h.dur, 'start', h.depth
-    FROM host AS h
-    WHERE
-      h.upid = (SELECT upid FROM main_process)
-      AND h.event_class = 'python'
-      AND h.name GLOB 'nn.Module: *'
-    UNION ALL
-    SELECT 'record_function', 4, h.name, h.ts, h.ts + h.dur, 'start', h.depth
-    FROM host AS h
-    WHERE
-      h.upid = (SELECT upid FROM main_process)
-      AND h.event_class = 'cpu_op'
-      AND h.name GLOB '## * ##'
-    UNION ALL
-    SELECT 'execute_model', 5, h.name, h.ts, h.ts + h.dur, 'start', h.depth
-    FROM host AS h
-    WHERE
-      h.upid = (SELECT upid FROM main_process)
-      AND h.event_class IN ('cpu_op', 'python')
-      AND h.name GLOB '*execute_model*'
-    UNION ALL
-    SELECT 'annotation', 6, h.name, h.ts, h.ts + h.dur, 'start', h.depth
-    FROM host AS h
-    WHERE
-      h.upid = (SELECT upid FROM main_process)
-      AND h.category = 'user_annotation'
-      AND NOT h.name GLOB 'ProfilerStep#*'
-      AND NOT h.name GLOB 'enumerate(DataLoader)#*'
-      AND NOT h.name GLOB 'Optimizer.*'
+      NOT (SELECT yes FROM has_steps)
   ),
   -- per (kind, name): only the outermost occurrences count (a marker nested in a same-name marker is a
   -- recursion or a sub-call, not a new iteration); a kind's windows come from one name

@@ -1,6 +1,6 @@
 -- version: 1
 -- locked: 1 1a8ce3129fbb0c91
--- lib: lib.event_categories@2 lib.kernels@2
+-- lib: lib.event_categories@2 lib.kernels@3
 
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 

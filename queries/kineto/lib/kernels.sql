@@ -1,5 +1,5 @@
--- version: 2
--- locked: 2 bd0962a128e38b73
+-- version: 3
+-- locked: 3 fe3fc4e382b54b3c
 -- lib: lib.event_categories@2
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -32,6 +32,38 @@ SELECT
   class,
   priority
 FROM rules;
+
+-- The name rule class of each distinct device activity name (names are few: each is matched against the
+-- rules once, not once per activity), ordered by name for the lookup by name.
+CREATE OR REPLACE PERFETTO TABLE _kineto_kernel_name_classes(
+  -- Activity name.
+  name STRING,
+  -- Class of the first matching rule, or NULL.
+  name_class STRING
+) AS
+SELECT
+  n.name,
+  (
+    SELECT r.class
+    FROM _kineto_kernel_class_rules AS r
+    WHERE
+      lower(n.name) GLOB r.pattern
+    ORDER BY r.priority
+    LIMIT 1
+  ) AS name_class
+FROM (
+  SELECT DISTINCT s.name
+  FROM slice AS s
+  JOIN kineto_event_categories AS c
+    ON c.category = s.category
+  WHERE
+    c.event_class = 'gpu'
+    AND s.name IS NOT NULL
+) AS n
+ORDER BY n.name;
+
+-- By name.
+CREATE OR REPLACE PERFETTO INDEX _kineto_kernel_name_classes_name ON _kineto_kernel_name_classes(name);
 
 -- Device activities: kernels, memcpys, memsets (and MTIA ccp events), one row each. GPU user
 -- annotations (ProfilerStep#N, nccl:all_reduce... copied onto a stream) are not device work and are
@@ -94,19 +126,6 @@ WITH
       USING (upid)
     WHERE
       c.event_class = 'gpu'
-  ),
-  named AS (
-    SELECT
-      a.id,
-      (
-        SELECT r.class
-        FROM _kineto_kernel_class_rules AS r
-        WHERE
-          lower(a.name) GLOB r.pattern
-        ORDER BY r.priority
-        LIMIT 1
-      ) AS name_class
-    FROM acts AS a
   )
 SELECT
   a.id,
@@ -126,8 +145,8 @@ SELECT
   a.upid,
   a.arg_set_id
 FROM acts AS a
-JOIN named AS n
-  USING (id)
+LEFT JOIN _kineto_kernel_name_classes AS n
+  USING (name)
 ORDER BY a.ts;
 
 -- Queries join device activities by correlation (their launch) and by id (flows): index both.

@@ -1,8 +1,8 @@
--- version: 3
--- locked: 3 8c1601acf5979b35
--- lib: lib.collectives@1 lib.cpu_ops@3 lib.dataloader@3 lib.device_busy@2 lib.event_categories@2
---   lib.gpu_idle@1 lib.host_slices@2 lib.host_tree@2 lib.internal_reads@1 lib.interval_merge@2
---   lib.iterations@1 lib.kernel_classes@1 lib.kernels@2 lib.launches@4 lib.runtime_calls@3 lib.steps@3
+-- version: 4
+-- locked: 4 bd7002eb0af922b2
+-- lib: lib.collectives@1 lib.cpu_ops@4 lib.dataloader@3 lib.device_busy@2 lib.event_categories@2
+--   lib.gpu_idle@1 lib.host_slices@3 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@2
+--   lib.iterations@2 lib.kernel_classes@1 lib.kernels@3 lib.launches@4 lib.runtime_calls@4 lib.steps@4
 --   lib.stream_busy@2
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -37,31 +37,20 @@ WITH
     ORDER BY count(*) DESC, upid
     LIMIT 1
   ),
-  -- device -> host process, by the launches of its work (calls and activities meet by correlation in
-  -- one sorted pass)
-  corr AS (
-    SELECT
-      device,
-      max(call_upid) OVER (PARTITION BY correlation) AS call_upid,
-      is_kernel
-    FROM (
-      SELECT correlation, NULL AS device, upid AS call_upid, 0 AS is_kernel
-      FROM kineto_runtime_calls
-      WHERE
-        correlation IS NOT NULL
-      UNION ALL
-      SELECT correlation, device, NULL, 1
-      FROM kineto_kernels
-      WHERE
-        correlation IS NOT NULL
-    )
-  ),
+  -- device -> host process, by the launches of its work: each activity looks up the calls with its
+  -- correlation id (kineto_runtime_calls is indexed on it)
   device_votes AS (
-    SELECT device, call_upid AS upid, count(*) AS n
-    FROM corr
+    SELECT device, upid, count(*) AS n
+    FROM (
+      SELECT
+        k.device,
+        (SELECT max(r.upid) FROM kineto_runtime_calls AS r WHERE r.correlation = k.correlation) AS upid
+      FROM kineto_kernels AS k
+      WHERE
+        k.correlation IS NOT NULL
+    )
     WHERE
-      is_kernel = 1
-      AND call_upid IS NOT NULL
+      upid IS NOT NULL
     GROUP BY 1, 2
   ),
   devices AS (
@@ -100,6 +89,22 @@ WITH
   )
 SELECT lane, device, upid FROM lanes;
 
+-- The kind a host slice's parent gives it in the sweep: `op` inside an ATen op (not an annotation or
+-- ProfilerStep), `any` inside another op or python frame, NULL otherwise (no parent, or no host op).
+CREATE OR REPLACE PERFETTO MACRO _kineto_ledger_parent_kind(
+  -- The parent's event class (kineto_host_slices.event_class), NULL without a parent.
+  event_class Expr,
+  -- The parent's raw category.
+  category Expr,
+  -- The parent's name.
+  name Expr
+)
+RETURNS Expr AS
+CASE
+  WHEN $event_class = 'cpu_op' AND $category != 'user_annotation' AND NOT $name GLOB 'ProfilerStep#*' THEN 'op'
+  WHEN $event_class IN ('cpu_op', 'python') THEN 'any'
+END;
+
 -- Host intervals that decide what an idle device (or a host-only lane) was waiting on, one row per
 -- interval with its kind: sync, bcopy, alloc, launch, prof, dl, gc, hcomm, op, any, hread, optim.
 --
@@ -115,14 +120,21 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_ledger_host_kinds(
   -- Duration.
   dur DURATION,
   -- Kind of host work.
-  k STRING
+  k STRING,
+  -- What the interval adds to the sweep's packed host counts q1, q2, q3 while open (see
+  -- _kineto_ledger_buckets).
+  h1 LONG,
+  -- Added to q2.
+  h2 LONG,
+  -- Added to q3.
+  h3 LONG
 ) AS
 WITH
   has_devices AS (
     SELECT EXISTS (SELECT 1 FROM kineto_kernels WHERE device IS NOT NULL) AS yes
   ),
-  -- host slices with the kind each opens in the sweep and the kind of its parent (NULL when the parent
-  -- is no host op or python frame)
+  -- host slices (dur > 0) with the kind of their parent (NULL when the parent is no host op or python
+  -- frame, or has no duration): the parent is a lookup by id in the shared table, done where it is read
   host_slices AS (
     SELECT
       h.id,
@@ -133,25 +145,22 @@ WITH
       h.event_class,
       h.upid,
       h.parent_id,
-      CASE
-        WHEN p.event_class = 'cpu_op' AND p.category != 'user_annotation' AND NOT p.name GLOB 'ProfilerStep#*'
-          THEN 'op'
-        WHEN p.event_class IN ('cpu_op', 'python') THEN 'any'
-      END AS parent_k
+      _kineto_ledger_parent_kind!(p.event_class, p.category, p.name) AS parent_k
     FROM kineto_host_slices AS h
     LEFT JOIN kineto_host_slices AS p
       ON p.id = h.parent_id
       AND p.dur > 0
     WHERE
       h.dur > 0
+      AND h.event_class IN ('cpu_op', 'python')
   ),
   -- the ATen op that issued a launch: its whole interval is issuing work
   launch_ops AS (
     SELECT p.upid, p.ts, p.dur
     FROM kineto_runtime_calls AS r
-    JOIN kineto_host_slices AS h
-      USING (id)
-    JOIN kineto_host_slices AS p
+    CROSS JOIN kineto_host_slices AS h
+      ON h.id = r.id
+    CROSS JOIN kineto_host_slices AS p
       ON p.id = h.parent_id
     WHERE
       r.class = 'launch'
@@ -167,10 +176,15 @@ WITH
         WHEN r.class = 'launch' THEN 'launch'
         WHEN r.class = 'profiler_flush' THEN 'prof'
         ELSE 'any'
-      END AS k, h.parent_k
+      END AS k, _kineto_ledger_parent_kind!(p.event_class, p.category, p.name) AS parent_k
     FROM kineto_runtime_calls AS r
-    JOIN host_slices AS h
-      USING (id)
+    CROSS JOIN kineto_host_slices AS h
+      ON h.id = r.id
+    LEFT JOIN kineto_host_slices AS p
+      ON p.id = h.parent_id
+      AND p.dur > 0
+    WHERE
+      r.dur > 0
   ),
   -- host intervals of a process, by kind (one row each)
   host_kinds AS (
@@ -245,9 +259,10 @@ WITH
         WHEN h.name IN ('aten::_local_scalar_dense', 'aten::nonzero', 'aten::masked_select') THEN 'hread'
         ELSE 'optim'
       END
-    FROM host_slices AS h
+    FROM kineto_host_slices AS h
     WHERE
       NOT (SELECT yes FROM has_devices)
+      AND h.dur > 0
       AND h.event_class = 'cpu_op'
       AND (
         h.name IN ('aten::_local_scalar_dense', 'aten::nonzero', 'aten::masked_select')
@@ -255,7 +270,89 @@ WITH
         OR h.name IN (SELECT name FROM kineto_internal_reads)
       )
   )
-SELECT upid, ts, dur, k FROM host_kinds;
+SELECT
+  upid,
+  ts,
+  dur,
+  k,
+  CASE k
+    WHEN 'sync' THEN 1
+    WHEN 'bcopy' THEN 1024
+    WHEN 'dl' THEN 1048576
+    WHEN 'hcomm' THEN 1073741824
+    WHEN 'gc' THEN 1099511627776
+    WHEN 'prof' THEN 1125899906842624
+    ELSE 0
+  END AS h1,
+  CASE k
+    WHEN 'alloc' THEN 1
+    WHEN 'launch' THEN 4096
+    WHEN 'hread' THEN 16777216
+    WHEN 'optim' THEN 68719476736
+    ELSE 0
+  END AS h2,
+  CASE
+    WHEN k = 'op' THEN 16777217
+    WHEN k IN ('any', 'launch', 'sync', 'bcopy', 'alloc', 'prof', 'dl', 'gc') THEN 16777216
+    ELSE 0
+  END AS h3
+FROM host_kinds;
+
+-- The bucket of a segment from the packed open counts of the sweep (fields as packed in
+-- _kineto_ledger_buckets; the precedence is documented at kineto_ledger).
+CREATE OR REPLACE PERFETTO MACRO _kineto_ledger_bucket(
+  -- Lane key (negative: host-only lane).
+  lane Expr,
+  -- Open device compute kernels: comm, attention, gemm, elementwise, compute_other (12 bits each).
+  p1 Expr,
+  -- Open memory activities: copy_htod, copy_dtoh, copy_dtod, copy_other, memset (12 bits each).
+  p2 Expr,
+  -- Open host waits: sync, bcopy, dl, hcomm, gc, prof (10 bits each).
+  q1 Expr,
+  -- Open alloc, launch, hread, optim, shortgap (12 bits each).
+  q2 Expr,
+  -- Open op (24 bits), any host slice (24 bits), windows (16 bits).
+  q3 Expr
+)
+RETURNS Expr AS
+CASE
+  WHEN $lane < 0 THEN
+    CASE
+      WHEN (($q2 >> 24) & 4095) > 0 AND (($q2 >> 36) & 4095) = 0 THEN 'host.sync_read'
+      WHEN ($q1 & 1023) > 0 OR (($q1 >> 10) & 1023) > 0 THEN 'host.sync_read'
+      WHEN (($q1 >> 30) & 1023) > 0 THEN 'host.comm_wait'
+      WHEN (($q1 >> 20) & 1023) > 0 THEN 'host.dataloader'
+      WHEN (($q1 >> 40) & 1023) > 0 THEN 'host.gc'
+      WHEN (($q1 >> 50) & 1023) > 0 THEN 'host.profiler'
+      WHEN ($q3 & 16777215) > 0 THEN 'host.ops'
+      WHEN (($q3 >> 24) & 16777215) > 0 THEN 'host.python'
+      ELSE 'host.unattributed'
+    END
+  WHEN $p1 != 0 OR $p2 != 0 THEN
+    CASE
+      WHEN ($p1 & 4095) > 0 AND ($p1 >> 12) = 0 THEN 'busy.comm_exposed'
+      WHEN ($p1 & 4095) > 0 THEN 'busy.comm_overlapped'
+      WHEN (($p1 >> 12) & 4095) > 0 THEN 'busy.attention'
+      WHEN (($p1 >> 24) & 4095) > 0 THEN 'busy.gemm'
+      WHEN (($p1 >> 36) & 4095) > 0 THEN 'busy.elementwise'
+      WHEN (($p1 >> 48) & 4095) > 0 THEN 'busy.compute_other'
+      WHEN ($p2 & 4095) > 0 THEN 'busy.copy_htod'
+      WHEN (($p2 >> 12) & 4095) > 0 THEN 'busy.copy_dtoh'
+      WHEN (($p2 >> 24) & 4095) > 0 THEN 'busy.copy_dtod'
+      WHEN (($p2 >> 36) & 4095) > 0 THEN 'busy.copy_other'
+      ELSE 'busy.memset'
+    END
+  WHEN ($q1 & 1023) > 0 THEN 'idle.sync'
+  WHEN (($q1 >> 10) & 1023) > 0 THEN 'idle.blocking_copy'
+  WHEN (($q1 >> 20) & 1023) > 0 THEN 'idle.dataloader'
+  WHEN (($q1 >> 30) & 1023) > 0 THEN 'idle.comm_wait'
+  WHEN (($q1 >> 40) & 1023) > 0 THEN 'idle.gc'
+  WHEN (($q1 >> 50) & 1023) > 0 THEN 'idle.profiler'
+  WHEN ($q2 & 4095) > 0 THEN 'idle.alloc'
+  WHEN (($q2 >> 12) & 4095) > 0 OR ((($q2 >> 48) & 4095) > 0 AND (($q3 >> 24) & 16777215) > 0) THEN 'idle.launch'
+  WHEN (($q3 >> 24) & 16777215) > 0 THEN 'idle.host_compute'
+  ELSE 'idle.unattributed'
+END;
 
 -- Time per (lane, window, bucket): the sweep (see kineto_ledger for the precedence).
 CREATE OR REPLACE PERFETTO TABLE _kineto_ledger_buckets(
@@ -273,210 +370,151 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_ledger_buckets(
   segment_count LONG
 ) AS
 WITH
-  -- +1 / -1 boundary events per lane. Open counts are packed into five integers (12-, 10-, 16- or 24-bit
-  -- fields, see `counts`): the sweep then carries 5 running sums instead of 23, which is what makes it
-  -- cheap. Each field holds a count of open intervals of one kind, never negative once all events of a
-  -- timestamp are summed, and far below its field's range (4096 concurrent kernels of one family, 1024
-  -- concurrent host syncs, 16 M open host slices, 32 K open windows).
-  edges AS (
-    -- windows
-    SELECT l.lane, w.ts, 1 AS d_win, w.id AS win_seq, NULL AS k, 1 AS sign
+  -- Boundary events per lane: +w at the start and -w at the end of every window, device activity and host
+  -- interval, where w is what the interval adds to the open counts. Open counts are packed into five
+  -- integers (12-, 10-, 16- or 24-bit fields, see _kineto_ledger_bucket): the sweep then carries 5 running
+  -- sums instead of 23, which is what makes it cheap. Each field holds a count of open intervals of one
+  -- kind, never negative once all events of a timestamp are summed, and far below its field's range (4096
+  -- concurrent kernels of one family, 1024 concurrent host syncs, 16 M open host slices, 32 K open
+  -- windows).
+  intervals AS (
+    -- windows (the start carries the window id)
+    SELECT l.lane, w.ts, w.dur, w.id AS win_seq, 0 AS d1, 0 AS d2, 0 AS h1, 0 AS h2, 281474976710656 AS h3
     FROM kineto_iterations AS w
     JOIN _kineto_ledger_lanes AS l
       USING (upid)
     UNION ALL
-    SELECT l.lane, w.ts + w.dur, -1, NULL, NULL, 1
-    FROM kineto_iterations AS w
-    JOIN _kineto_ledger_lanes AS l
-      USING (upid)
-    UNION ALL
-    -- device activities
-    SELECT f.device, f.ts, 0, NULL, CASE f.class
-        WHEN 'communication' THEN 'comm'
-        WHEN 'attention' THEN 'attention'
-        WHEN 'softmax' THEN 'attention'
-        WHEN 'gemm' THEN 'gemm'
-        WHEN 'conv' THEN 'gemm'
-        WHEN 'norm' THEN 'elementwise'
-        WHEN 'reduction' THEN 'elementwise'
-        WHEN 'elementwise' THEN 'elementwise'
-        WHEN 'copy_kernel' THEN 'elementwise'
-        WHEN 'memcpy_htod' THEN 'copy_htod'
-        WHEN 'memcpy_dtoh' THEN 'copy_dtoh'
-        WHEN 'memcpy_dtod' THEN 'copy_dtod'
-        WHEN 'memcpy_other' THEN 'copy_other'
-        WHEN 'memset' THEN 'memset'
-        ELSE 'compute_other'
-      END, 1
-    FROM kineto_kernel_classes AS f
-    WHERE
-      f.dur > 0
-    UNION ALL
-    SELECT f.device, f.ts + f.dur, 0, NULL, CASE f.class
-        WHEN 'communication' THEN 'comm'
-        WHEN 'attention' THEN 'attention'
-        WHEN 'softmax' THEN 'attention'
-        WHEN 'gemm' THEN 'gemm'
-        WHEN 'conv' THEN 'gemm'
-        WHEN 'norm' THEN 'elementwise'
-        WHEN 'reduction' THEN 'elementwise'
-        WHEN 'elementwise' THEN 'elementwise'
-        WHEN 'copy_kernel' THEN 'elementwise'
-        WHEN 'memcpy_htod' THEN 'copy_htod'
-        WHEN 'memcpy_dtoh' THEN 'copy_dtoh'
-        WHEN 'memcpy_dtod' THEN 'copy_dtod'
-        WHEN 'memcpy_other' THEN 'copy_other'
-        WHEN 'memset' THEN 'memset'
-        ELSE 'compute_other'
-      END, -1
+    -- device activities: d1 counts compute families (comm, attention, gemm, elementwise, compute_other),
+    -- d2 memory work (copy_htod, copy_dtoh, copy_dtod, copy_other, memset)
+    SELECT
+      f.device,
+      f.ts,
+      f.dur,
+      NULL,
+      CASE f.class
+        WHEN 'communication' THEN 1
+        WHEN 'attention' THEN 4096
+        WHEN 'softmax' THEN 4096
+        WHEN 'gemm' THEN 16777216
+        WHEN 'conv' THEN 16777216
+        WHEN 'norm' THEN 68719476736
+        WHEN 'reduction' THEN 68719476736
+        WHEN 'elementwise' THEN 68719476736
+        WHEN 'copy_kernel' THEN 68719476736
+        WHEN 'memcpy_htod' THEN 0
+        WHEN 'memcpy_dtoh' THEN 0
+        WHEN 'memcpy_dtod' THEN 0
+        WHEN 'memcpy_other' THEN 0
+        WHEN 'memset' THEN 0
+        ELSE 281474976710656
+      END,
+      CASE f.class
+        WHEN 'memcpy_htod' THEN 1
+        WHEN 'memcpy_dtoh' THEN 4096
+        WHEN 'memcpy_dtod' THEN 16777216
+        WHEN 'memcpy_other' THEN 68719476736
+        WHEN 'memset' THEN 281474976710656
+        ELSE 0
+      END,
+      0,
+      0,
+      0
     FROM kineto_kernel_classes AS f
     WHERE
       f.dur > 0
     UNION ALL
     -- short whole-device idle gaps (under 100 us): the device ran dry between two launches
-    SELECT g.device, g.ts, 0, NULL, 'shortgap', 1
-    FROM kineto_gpu_idle AS g
-    WHERE
-      g.stream IS NULL
-      AND g.dur < 100000
-    UNION ALL
-    SELECT g.device, g.ts + g.dur, 0, NULL, 'shortgap', -1
+    SELECT g.device, g.ts, g.dur, NULL, 0, 0, 0, 281474976710656, 0
     FROM kineto_gpu_idle AS g
     WHERE
       g.stream IS NULL
       AND g.dur < 100000
     UNION ALL
     -- host intervals of the lane's process
-    SELECT l.lane, h.ts, 0, NULL, h.k, 1
-    FROM _kineto_ledger_host_kinds AS h
-    JOIN _kineto_ledger_lanes AS l
-      USING (upid)
-    UNION ALL
-    SELECT l.lane, h.ts + h.dur, 0, NULL, h.k, -1
+    SELECT l.lane, h.ts, h.dur, NULL, 0, 0, h.h1, h.h2, h.h3
     FROM _kineto_ledger_host_kinds AS h
     JOIN _kineto_ledger_lanes AS l
       USING (upid)
   ),
+  -- one row per (lane, instant): the boundary events of one timestamp summed, since the open counts only
+  -- matter between two distinct timestamps. Window ids of a lane (its process's windows) are consecutive
+  -- and rise with the window start, so the latest window started so far is the running max of the ids
+  -- started, and before an instant it was that minus the windows started at it.
   events AS (
     SELECT
       lane,
       ts,
-      d_win,
-      win_seq,
-      sign * CASE k WHEN 'comm' THEN 1 WHEN 'attention' THEN 4096 WHEN 'gemm' THEN 16777216 WHEN 'elementwise' THEN 68719476736 WHEN 'compute_other' THEN 281474976710656 ELSE 0 END AS d1,
-      sign * CASE k WHEN 'copy_htod' THEN 1 WHEN 'copy_dtoh' THEN 4096 WHEN 'copy_dtod' THEN 16777216 WHEN 'copy_other' THEN 68719476736 WHEN 'memset' THEN 281474976710656 ELSE 0 END AS d2,
-      sign * CASE k WHEN 'sync' THEN 1 WHEN 'bcopy' THEN 1024 WHEN 'dl' THEN 1048576 WHEN 'hcomm' THEN 1073741824 WHEN 'gc' THEN 1099511627776 WHEN 'prof' THEN 1125899906842624 ELSE 0 END AS h1,
-      sign * CASE k WHEN 'alloc' THEN 1 WHEN 'launch' THEN 4096 WHEN 'hread' THEN 16777216 WHEN 'optim' THEN 68719476736 WHEN 'shortgap' THEN 281474976710656 ELSE 0 END AS h2,
-      sign * CASE WHEN k = 'op' THEN 16777217 WHEN k IN ('any', 'launch', 'sync', 'bcopy', 'alloc', 'prof', 'dl', 'gc')
-        THEN 16777216 ELSE 0 END + d_win * 281474976710656 AS h3
-    FROM edges
+      max(win_seq) AS win_seq,
+      count(win_seq) AS win_starts,
+      sum(d1) AS d1,
+      sum(d2) AS d2,
+      sum(h1) AS h1,
+      sum(h2) AS h2,
+      sum(h3) AS h3
+    FROM (
+      SELECT i.lane, i.ts, i.win_seq, i.d1, i.d2, i.h1, i.h2, i.h3
+      FROM intervals AS i
+      UNION ALL
+      SELECT i.lane, i.ts + i.dur, NULL, -i.d1, -i.d2, -i.h1, -i.h2, -i.h3
+      FROM intervals AS i
+    )
+    GROUP BY lane, ts
   ),
-  -- the running sums at the last event of a timestamp are the open counts until the next timestamp;
-  -- earlier events of the same timestamp get a zero-length segment and are dropped
+  -- the running sums at an instant are the open counts until the next instant (the lane's segment that
+  -- starts there); minus the instant's own events they are the counts of the segment that ends there
   swept AS (
     SELECT
       lane,
       ts,
-      lead(ts) OVER w AS next_ts,
       max(win_seq) OVER w AS win_id,
+      win_starts,
       sum(d1) OVER w AS p1,
       sum(d2) OVER w AS p2,
       sum(h1) OVER w AS q1,
       sum(h2) OVER w AS q2,
-      sum(h3) OVER w AS q3
+      sum(h3) OVER w AS q3,
+      d1,
+      d2,
+      h1,
+      h2,
+      h3
     FROM events
     WINDOW w AS (PARTITION BY lane ORDER BY ts ROWS UNBOUNDED PRECEDING)
   ),
-  counts AS (
+  with_prev AS (
+    SELECT
+      lane,
+      ts,
+      win_id,
+      win_id - win_starts AS prev_win_id,
+      win_starts,
+      CASE WHEN q3 >> 48 > 0 THEN _kineto_ledger_bucket!(lane, p1, p2, q1, q2, q3) END AS bucket,
+      CASE
+        WHEN (q3 - h3) >> 48 > 0 THEN _kineto_ledger_bucket!(lane, p1 - d1, p2 - d2, q1 - h1, q2 - h2, q3 - h3)
+      END AS prev_bucket
+    FROM swept
+  ),
+  -- Each instant ends the segment before it (dur += ts) and starts the one after it (dur -= ts): summed per
+  -- (window, bucket) that is the segments' total length, and no look-ahead is needed (all counts are zero
+  -- after a lane's last instant). Timestamps count from the trace start so that the sums stay far from
+  -- overflowing. Only segments inside an open window count. A segment starts a separate
+  -- stretch of its bucket unless the lane's previous segment is in the same window and bucket.
+  contributions AS (
     SELECT
       lane,
       win_id,
-      ts,
-      next_ts - ts AS dur,
-      p1 & 4095 AS n_comm,
-      (p1 >> 12) & 4095 AS n_attention,
-      (p1 >> 24) & 4095 AS n_gemm,
-      (p1 >> 36) & 4095 AS n_elementwise,
-      (p1 >> 48) & 4095 AS n_compute_other,
-      p2 AS n_memory,
-      p2 & 4095 AS n_htod,
-      (p2 >> 12) & 4095 AS n_dtoh,
-      (p2 >> 24) & 4095 AS n_dtod,
-      (p2 >> 36) & 4095 AS n_copy_other,
-      q1 & 1023 AS n_sync,
-      (q1 >> 10) & 1023 AS n_bcopy,
-      (q1 >> 20) & 1023 AS n_dl,
-      (q1 >> 30) & 1023 AS n_hcomm,
-      (q1 >> 40) & 1023 AS n_gc,
-      (q1 >> 50) & 1023 AS n_prof,
-      q2 & 4095 AS n_alloc,
-      (q2 >> 12) & 4095 AS n_launch,
-      (q2 >> 24) & 4095 AS n_hread,
-      (q2 >> 36) & 4095 AS n_optim,
-      (q2 >> 48) & 4095 AS n_shortgap,
-      q3 & 16777215 AS n_op,
-      (q3 >> 24) & 16777215 AS n_any
-    FROM swept
+      bucket,
+      (SELECT start_ts FROM trace_bounds) - ts AS dur,
+      ts AS start_ts,
+      win_starts > 0 OR prev_bucket IS NOT bucket AS starts
+    FROM with_prev
     WHERE
-      -- open windows, in the top field of q3
-      q3 >> 48 > 0
-      AND next_ts > ts
-  ),
-  segments AS (
-    SELECT
-      s.lane,
-      s.win_id,
-      s.ts,
-      s.dur,
-      CASE
-        WHEN s.lane < 0 THEN
-          CASE
-            WHEN s.n_hread > 0 AND s.n_optim = 0 THEN 'host.sync_read'
-            WHEN s.n_sync > 0 OR s.n_bcopy > 0 THEN 'host.sync_read'
-            WHEN s.n_hcomm > 0 THEN 'host.comm_wait'
-            WHEN s.n_dl > 0 THEN 'host.dataloader'
-            WHEN s.n_gc > 0 THEN 'host.gc'
-            WHEN s.n_prof > 0 THEN 'host.profiler'
-            WHEN s.n_op > 0 THEN 'host.ops'
-            WHEN s.n_any > 0 THEN 'host.python'
-            ELSE 'host.unattributed'
-          END
-        WHEN s.n_comm > 0 OR s.n_attention + s.n_gemm + s.n_elementwise + s.n_compute_other > 0 OR s.n_memory > 0 THEN
-          CASE
-            WHEN s.n_comm > 0 AND s.n_attention + s.n_gemm + s.n_elementwise + s.n_compute_other = 0
-              THEN 'busy.comm_exposed'
-            WHEN s.n_comm > 0 THEN 'busy.comm_overlapped'
-            WHEN s.n_attention > 0 THEN 'busy.attention'
-            WHEN s.n_gemm > 0 THEN 'busy.gemm'
-            WHEN s.n_elementwise > 0 THEN 'busy.elementwise'
-            WHEN s.n_compute_other > 0 THEN 'busy.compute_other'
-            WHEN s.n_htod > 0 THEN 'busy.copy_htod'
-            WHEN s.n_dtoh > 0 THEN 'busy.copy_dtoh'
-            WHEN s.n_dtod > 0 THEN 'busy.copy_dtod'
-            WHEN s.n_copy_other > 0 THEN 'busy.copy_other'
-            ELSE 'busy.memset'
-          END
-        WHEN s.n_sync > 0 THEN 'idle.sync'
-        WHEN s.n_bcopy > 0 THEN 'idle.blocking_copy'
-        WHEN s.n_dl > 0 THEN 'idle.dataloader'
-        WHEN s.n_hcomm > 0 THEN 'idle.comm_wait'
-        WHEN s.n_gc > 0 THEN 'idle.gc'
-        WHEN s.n_prof > 0 THEN 'idle.profiler'
-        WHEN s.n_alloc > 0 THEN 'idle.alloc'
-        WHEN s.n_launch > 0 OR (s.n_shortgap > 0 AND s.n_any > 0) THEN 'idle.launch'
-        WHEN s.n_any > 0 THEN 'idle.host_compute'
-        ELSE 'idle.unattributed'
-      END AS bucket
-    FROM counts AS s
-  ),
-  -- segments of one window are contiguous, so a segment starts a separate stretch of its bucket unless
-  -- the lane's previous segment is in the same window and bucket
-  runs AS (
-    SELECT
-      *,
-      lag(bucket) OVER w IS NOT bucket OR lag(win_id) OVER w IS NOT win_id AS starts
-    FROM segments
-    WINDOW w AS (PARTITION BY lane ORDER BY ts)
+      bucket IS NOT NULL
+    UNION ALL
+    SELECT lane, prev_win_id, prev_bucket, ts - (SELECT start_ts FROM trace_bounds), NULL, 0
+    FROM with_prev
+    WHERE
+      prev_bucket IS NOT NULL
   ),
   per_bucket AS (
     SELECT
@@ -484,9 +522,9 @@ WITH
       win_id,
       bucket,
       sum(dur) AS dur,
-      min(ts) AS first_ts,
+      min(start_ts) AS first_ts,
       sum(starts) AS segment_count
-    FROM runs
+    FROM contributions
     GROUP BY lane, win_id, bucket
   )
 SELECT lane, win_id, bucket, dur, first_ts, segment_count FROM per_bucket;

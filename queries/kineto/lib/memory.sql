@@ -1,6 +1,6 @@
 -- version: 3
 -- locked: 3 8aa28e07e6d6c43b
--- lib: lib.event_categories@2 lib.host_slices@2 lib.kernels@2 lib.runtime_calls@3 lib.steps@3
+-- lib: lib.event_categories@2 lib.host_slices@3 lib.kernels@3 lib.runtime_calls@4 lib.steps@4
 
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

@@ -1,6 +1,6 @@
 -- version: 2
 -- locked: 2 ddbf4310a57a1fe5
--- lib: lib.event_categories@2 lib.steps@3
+-- lib: lib.event_categories@2 lib.steps@4
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

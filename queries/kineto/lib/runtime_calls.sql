@@ -1,6 +1,6 @@
--- version: 3
--- locked: 3 df76d60d5cce19bf
--- lib: lib.event_categories@2 lib.host_slices@2 lib.kernels@2 lib.steps@3
+-- version: 4
+-- locked: 4 8448b528afd4a712
+-- lib: lib.event_categories@2 lib.host_slices@3 lib.kernels@3 lib.steps@4
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
@@ -120,6 +120,71 @@ SELECT
   priority
 FROM rules;
 
+-- The class each distinct runtime call name gets from the rules (names are few: each is classified once,
+-- not once per call), ordered by name for the lookup by name.
+CREATE OR REPLACE PERFETTO TABLE _kineto_runtime_call_names(
+  -- Call name.
+  name STRING,
+  -- Class from _kineto_runtime_call_rules, or other.
+  name_class STRING
+) AS
+SELECT
+  n.name,
+  coalesce(
+    (
+      SELECT r.class
+      FROM _kineto_runtime_call_rules AS r
+      WHERE
+        n.name GLOB r.pattern
+      ORDER BY r.priority, length(r.pattern) DESC
+      LIMIT 1
+    ),
+    'other'
+  ) AS name_class
+FROM (
+  SELECT DISTINCT name
+  FROM kineto_host_slices
+  WHERE
+    event_class = 'runtime'
+) AS n
+ORDER BY n.name;
+
+-- By name.
+CREATE OR REPLACE PERFETTO INDEX _kineto_runtime_call_names_name ON _kineto_runtime_call_names(name);
+
+-- The copy activities of each correlation id (memcpy / memset), summarized: what kineto_runtime_calls
+-- needs to decide whether an async copy blocked. Ordered by correlation for the lookup by id.
+CREATE OR REPLACE PERFETTO TABLE _kineto_runtime_call_copies(
+  -- Runtime correlation id.
+  correlation LONG,
+  -- Copy direction (the max over the correlation's copies, as one value per call).
+  copy_direction STRING,
+  -- Pageable host memory (max over the copies).
+  pageable BOOL,
+  -- Latest end of the copies.
+  copy_end_ts TIMESTAMP
+) AS
+SELECT
+  k.correlation,
+  max(
+    CASE
+      WHEN k.kind = 'memset' THEN 'set'
+      WHEN k.name GLOB '*HtoD*' THEN 'HtoD'
+      WHEN k.name GLOB '*DtoH*' THEN 'DtoH'
+      WHEN k.name GLOB '*DtoD*' THEN 'DtoD'
+      WHEN k.name GLOB '*HtoH*' THEN 'HtoH'
+      WHEN k.name GLOB '*PtoP*' THEN 'PtoP'
+    END
+  ) AS copy_direction,
+  max(k.name GLOB '*Pageable*') AS pageable,
+  max(k.ts + k.dur) AS copy_end_ts
+FROM kineto_kernels AS k
+WHERE
+  k.kind IN ('memcpy', 'memset')
+  AND k.correlation IS NOT NULL
+GROUP BY k.correlation
+ORDER BY k.correlation;
+
 -- Every runtime / driver call, classified once. Other modules and queries read `class` and `blocks_host`
 -- instead of matching call names.
 --
@@ -157,7 +222,8 @@ CREATE OR REPLACE PERFETTO TABLE kineto_runtime_calls(
   copy_end_ts TIMESTAMP
 ) AS
 WITH
-  -- runtime calls from the shared host-slice table (built once per trace), args from the slice by id
+  -- runtime calls from the shared host-slice table (built once per trace), args from the slice by id;
+  -- name class and copies by lookups in the small sorted tables above (no join per row scans a table)
   calls AS (
     SELECT
       h.id,
@@ -173,86 +239,25 @@ WITH
     WHERE
       h.event_class = 'runtime'
   ),
-  -- distinct names are few: classify each once, not once per call
-  names AS (
-    SELECT
-      n.name,
-      coalesce(
-        (
-          SELECT r.class
-          FROM _kineto_runtime_call_rules AS r
-          WHERE
-            n.name GLOB r.pattern
-          ORDER BY r.priority, length(r.pattern) DESC
-          LIMIT 1
-        ),
-        'other'
-      ) AS name_class
-    FROM (SELECT DISTINCT name FROM calls) AS n
-  ),
-  copies AS (
-    SELECT
-      k.correlation,
-      CASE
-        WHEN k.kind = 'memset' THEN 'set'
-        WHEN k.name GLOB '*HtoD*' THEN 'HtoD'
-        WHEN k.name GLOB '*DtoH*' THEN 'DtoH'
-        WHEN k.name GLOB '*DtoD*' THEN 'DtoD'
-        WHEN k.name GLOB '*HtoH*' THEN 'HtoH'
-        WHEN k.name GLOB '*PtoP*' THEN 'PtoP'
-      END AS copy_direction,
-      k.name GLOB '*Pageable*' AS pageable,
-      k.ts + k.dur AS copy_end_ts
-    FROM kineto_kernels AS k
-    WHERE
-      k.kind IN ('memcpy', 'memset')
-      AND k.correlation IS NOT NULL
-  ),
-  -- calls and copies meet by correlation in one sorted pass (no join per row)
-  joined AS (
-    SELECT
-      u.*,
-      max(u.c_dir) OVER (PARTITION BY u.correlation) AS copy_direction,
-      max(u.c_pageable) OVER (PARTITION BY u.correlation) AS pageable,
-      max(u.c_end) OVER (PARTITION BY u.correlation) AS copy_end_ts
-    FROM (
-      SELECT
-        ca.id, ca.ts, ca.dur, ca.name, ca.utid, ca.upid, ca.correlation,
-        NULL AS c_dir, NULL AS c_pageable, NULL AS c_end, 1 AS is_call
-      FROM calls AS ca
-      UNION ALL
-      SELECT
-        NULL, NULL, NULL, NULL, NULL, NULL, co.correlation,
-        co.copy_direction, co.pageable, co.copy_end_ts, 0
-      FROM copies AS co
-    ) AS u
-  ),
-  -- calls meet their name's class in one sorted pass (no join per row)
-  with_name_class AS (
-    SELECT
-      u.*,
-      max(u.nc) OVER (PARTITION BY u.name) AS name_class
-    FROM (
-      SELECT j.*, NULL AS nc FROM joined AS j WHERE j.is_call = 1
-      UNION ALL
-      SELECT
-        NULL, NULL, NULL, n.name, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, n.name_class
-      FROM names AS n
-    ) AS u
-  ),
   classified AS (
     SELECT
-      w.*,
+      c.*,
+      n.name_class,
+      co.copy_direction,
+      co.pageable,
+      co.copy_end_ts,
       CASE
-        WHEN w.name_class = 'async_copy' AND (
-          (w.pageable AND w.copy_direction IN ('DtoH', 'HtoD'))
-          OR (w.pageable IS NULL AND w.copy_end_ts IS NOT NULL AND w.ts + w.dur >= w.copy_end_ts)
+        WHEN n.name_class = 'async_copy' AND (
+          (co.pageable AND co.copy_direction IN ('DtoH', 'HtoD'))
+          OR (co.pageable IS NULL AND co.copy_end_ts IS NOT NULL AND c.ts + c.dur >= co.copy_end_ts)
         ) THEN 'blocking_copy'
-        ELSE w.name_class
+        ELSE n.name_class
       END AS class
-    FROM with_name_class AS w
-    WHERE
-      w.is_call = 1
+    FROM calls AS c
+    JOIN _kineto_runtime_call_names AS n
+      USING (name)
+    LEFT JOIN _kineto_runtime_call_copies AS co
+      USING (correlation)
   )
 SELECT
   id,
@@ -270,3 +275,6 @@ SELECT
   copy_end_ts
 FROM classified
 ORDER BY ts;
+
+-- Queries look calls up by correlation (the device activities they launched): index it.
+CREATE OR REPLACE PERFETTO INDEX _kineto_runtime_calls_correlation ON kineto_runtime_calls(correlation);

@@ -1,5 +1,5 @@
--- version: 3
--- locked: 3 b3bd83bb4e2747b1
+-- version: 4
+-- locked: 4 cd7614518ce36cdf
 -- lib: lib.event_categories@2
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -42,6 +42,33 @@ WHERE
   AND c.event_class = 'cpu_op'
 ORDER BY s.ts;
 
+-- The steps numbered 1, 2, ... in (start, id) order: the interval intersections below carry this rank
+-- instead of the slice id, so that the latest-starting step is the highest rank and a join back to the step
+-- is a lookup by position (a join on kineto_steps.id would scan the steps table for every event).
+CREATE OR REPLACE PERFETTO TABLE _kineto_step_ranks(
+  -- Rank in (ts, id) order, from 1.
+  rk LONG,
+  -- Slice id of the ProfilerStep#N slice.
+  id LONG,
+  -- Step number N.
+  step LONG,
+  -- Step start.
+  ts TIMESTAMP,
+  -- Step width.
+  dur DURATION,
+  -- Process.
+  upid LONG
+) AS
+SELECT
+  row_number() OVER (ORDER BY ts, id) AS rk,
+  id,
+  step,
+  ts,
+  dur,
+  upid
+FROM kineto_steps
+ORDER BY rk;
+
 -- The step number whose window (same process) contains the timestamp, or NULL: one lookup over the
 -- steps table per row, so its cost grows with events x steps. For a table of events use
 -- `_kineto_steps_of` (one interval intersection); keep this for a handful of rows.
@@ -74,26 +101,24 @@ CREATE OR REPLACE PERFETTO MACRO _kineto_steps_of(
 )
 RETURNS TableOrSubquery AS
 (
-  -- Materialized: joined below, the intersection would otherwise run once per step row.
-  WITH
-    pairs AS MATERIALIZED (
-      SELECT ii.id_0, ii.id_1
-      FROM _interval_intersect!(
-        (
-          (SELECT e.id, e.ts, 1 AS dur, e.upid FROM $events AS e WHERE e.upid IS NOT NULL AND e.ts IS NOT NULL),
-          (SELECT s.id, s.ts, s.dur, s.upid FROM kineto_steps AS s WHERE s.dur > 0 AND s.upid IS NOT NULL)
-        ),
-        (upid)
-      ) AS ii
-    )
   SELECT
-    p.id_0 AS id,
+    p.id,
     st.step,
-    max(st.ts) AS step_ts
-  FROM pairs AS p
-  JOIN kineto_steps AS st
-    ON st.id = p.id_1
-  GROUP BY p.id_0
+    st.ts AS step_ts
+  FROM (
+    SELECT ii.id_0 AS id, max(ii.id_1) AS rk
+    FROM _interval_intersect!(
+      (
+        (SELECT e.id, e.ts, 1 AS dur, e.upid FROM $events AS e WHERE e.upid IS NOT NULL AND e.ts IS NOT NULL),
+        (SELECT r.rk AS id, r.ts, r.dur, r.upid FROM _kineto_step_ranks AS r WHERE r.dur > 0 AND r.upid IS NOT NULL)
+      ),
+      (upid)
+    ) AS ii
+    GROUP BY ii.id_0
+  ) AS p
+  -- CROSS JOIN keeps the events outside: each looks its step up by rank
+  CROSS JOIN _kineto_step_ranks AS st
+    ON st.rk = p.rk
 );
 
 -- Every (event, step) pair where the event starts inside the step's CPU ProfilerStep#N window, in any
@@ -105,22 +130,18 @@ CREATE OR REPLACE PERFETTO MACRO _kineto_step_windows_of(
 )
 RETURNS TableOrSubquery AS
 (
-  WITH
-    pairs AS MATERIALIZED (
-      SELECT ii.id_0, ii.id_1
-      FROM _interval_intersect!(
-        (
-          (SELECT e.id, e.ts, 1 AS dur FROM $events AS e WHERE e.ts IS NOT NULL),
-          (SELECT s.id, s.ts, s.dur FROM kineto_steps AS s WHERE s.dur > 0)
-        ),
-        ()
-      ) AS ii
-    )
   SELECT
-    p.id_0 AS id,
+    ii.id_0 AS id,
     st.id AS step_id,
     st.step
-  FROM pairs AS p
-  JOIN kineto_steps AS st
-    ON st.id = p.id_1
+  FROM _interval_intersect!(
+    (
+      (SELECT e.id, e.ts, 1 AS dur FROM $events AS e WHERE e.ts IS NOT NULL),
+      (SELECT r.rk AS id, r.ts, r.dur FROM _kineto_step_ranks AS r WHERE r.dur > 0)
+    ),
+    ()
+  ) AS ii
+  -- CROSS JOIN keeps the events outside: each looks its step up by rank
+  CROSS JOIN _kineto_step_ranks AS st
+    ON st.rk = ii.id_1
 );

@@ -1,6 +1,6 @@
 -- version: 2
 -- locked: 2 481193641579c649
--- lib: lib.event_categories@2 lib.interval_merge@2 lib.kernels@2
+-- lib: lib.event_categories@2 lib.interval_merge@2 lib.kernels@3
 
 INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;

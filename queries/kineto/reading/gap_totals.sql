@@ -8,8 +8,8 @@
 -- default min_gap: 20us
 -- default busy_pct: 50
 -- locked: 2 7b7333ab9a618adf
--- lib: lib.device_busy@2 lib.event_categories@2 lib.gpu_idle@1 lib.host_slices@2 lib.interval_merge@2
---   lib.kernels@2 lib.launches@4 lib.runtime_calls@3 lib.steps@3 lib.stream_busy@2 reading.gap_attribution@4
+-- lib: lib.device_busy@2 lib.event_categories@2 lib.gpu_idle@1 lib.host_slices@3 lib.interval_merge@2
+--   lib.kernels@3 lib.launches@4 lib.runtime_calls@4 lib.steps@4 lib.stream_busy@2 reading.gap_attribution@4
 
 -- Sums reading.gap_attribution per (step, device, cause); the cause with the most idle time in a step
 -- is the step's main host-side fault.
