@@ -1,20 +1,20 @@
 -- id: hta.comm_comp_overlap
--- version: 2
+-- version: 3
 -- kind: hta
 -- title: Communication-computation overlap: % of communication time with a compute kernel running
 -- source: seed 000 section 4-5 (HTA comm-comp overlap per rank); research/peers.md 1.2
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- locked: 2 9dfb596b536d083d
--- lib: hta.gpu_events@3 lib.event_categories@2 lib.interval_merge@2 lib.kernels@3
+-- locked: 3 9564c21672018f2d
+-- lib: hta.gpu_events@4 lib.event_categories@2 lib.kernels@3
 
 -- overlap_pct = 100 * |union(compute) intersect union(communication)| / |union(communication)|,
 -- HTA's definition (memory kernels ignored). No row when the trace has no communication kernels
--- (HTA returns NaN there).
+-- (HTA returns NaN there). All three times are sums of gpu_events' busy states (one sweep of the
+-- events, built once per trace in hta_compat), not a merge and an intersection per query.
 
 INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
-INCLUDE PERFETTO MODULE intervals.intersect;
 
 -- One row: how much of the merged communication time overlaps merged compute time.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_comm_comp_overlap(
@@ -34,37 +34,25 @@ RETURNS TABLE(
   -- Communication kernels read.
   comm_kernels LONG
 ) AS
-WITH ev AS MATERIALIZED (
-  SELECT ts, end_ts, kernel_type FROM kineto_hta_gpu_events($hta_compat)
-  WHERE kernel_type IN ('COMPUTATION', 'COMMUNICATION')
-),
-merged AS MATERIALIZED (
-  SELECT row_number() OVER () AS id, k, ts, end_ts
-  FROM _kineto_hta_merge!((SELECT kernel_type AS k, ts, end_ts FROM ev))
-),
--- Communication x computation overlap: one interval intersection of the two merged sets (each is
--- disjoint), not a join of every pair.
-inter AS (
-  SELECT SUM(ii.dur) AS overlap_ns
-  FROM _interval_intersect!(
-    (
-      (SELECT id, ts, end_ts - ts AS dur FROM merged WHERE k = 'COMMUNICATION'),
-      (SELECT id, ts, end_ts - ts AS dur FROM merged WHERE k = 'COMPUTATION')
-    ),
-    ()
-  ) AS ii
+WITH st AS (
+  SELECT state, dur_ns FROM _kineto_hta_compat_states WHERE $hta_compat
+  UNION ALL
+  SELECT state, dur_ns
+  FROM _kineto_hta_states!((SELECT kernel_type, ts, end_ts FROM _kineto_hta_events!(FALSE)))
+  WHERE NOT $hta_compat
 ),
 tot AS (
   SELECT
-    SUM(IIF(k = 'COMMUNICATION', end_ts - ts, 0)) AS comm_ns,
-    SUM(IIF(k = 'COMPUTATION', end_ts - ts, 0)) AS comp_ns
-  FROM merged
+    SUM(IIF(state & 2, dur_ns, 0)) AS comm_ns,
+    SUM(IIF(state & 1, dur_ns, 0)) AS comp_ns,
+    SUM(IIF(state & 3 = 3, dur_ns, 0)) AS overlap_ns
+  FROM st
 )
 SELECT
   tot.comm_ns / 1e3 AS comm_us,
   tot.comp_ns / 1e3 AS compute_us,
-  COALESCE(inter.overlap_ns, 0) / 1e3 AS overlap_us,
-  100.0 * COALESCE(inter.overlap_ns, 0) / tot.comm_ns AS overlap_pct,
-  (SELECT COUNT(*) FROM ev WHERE kernel_type = 'COMMUNICATION') AS comm_kernels
-FROM tot, inter
+  tot.overlap_ns / 1e3 AS overlap_us,
+  100.0 * tot.overlap_ns / tot.comm_ns AS overlap_pct,
+  (SELECT COUNT(*) FROM _kineto_hta_events!($hta_compat) WHERE kernel_type = 'COMMUNICATION') AS comm_kernels
+FROM tot
 WHERE tot.comm_ns > 0;

@@ -1,5 +1,5 @@
 -- id: hta.idle_time_breakdown
--- version: 2
+-- version: 3
 -- kind: hta
 -- title: Idle-time breakdown per stream: host wait, kernel wait and other, with interval statistics
 -- source: seed 000 section 4-5 (HTA idle-time attribution); research/peers.md 1.3
@@ -7,8 +7,8 @@
 -- status: stable
 -- default hta_compat: FALSE
 -- default consecutive_kernel_delay: 30us
--- locked: 2 2cefb1d3b20df453
--- lib: hta.gpu_events@3 lib.event_categories@2 lib.interval_merge@2 lib.kernels@3
+-- locked: 3 73c1bfd530e9c2d9
+-- lib: hta.gpu_events@4 lib.event_categories@2 lib.kernels@3
 
 -- Per stream, events (kernel, memcpy, memset) in start order: the gap before each event is
 --   host_wait   when its launching runtime call started after the previous event on the stream ended
@@ -56,25 +56,22 @@ RETURNS TABLE(
   -- Longest gap, us.
   max_us DOUBLE
 ) AS
-WITH ev AS MATERIALIZED (
-  SELECT id, stream, ts, end_ts, correlation
-  FROM kineto_hta_gpu_events($hta_compat)
-  WHERE is_device_op = 1 AND stream != -1
-),
-launcher AS (
-  SELECT correlation, MAX(ts) AS ts
-  FROM _kineto_hta_rows
-  WHERE is_gpu_row = 0 AND correlation != -1
-  GROUP BY correlation
+-- Each event with its launching runtime call's start: the latest CPU-side row with its correlation (a
+-- join on the indexed correlation, grouped in case several rows carry it).
+WITH ev AS (
+  SELECT e.id, e.stream, e.ts, e.end_ts, MAX(h.ts) AS runtime_ts
+  FROM _kineto_hta_events!($hta_compat) e
+  LEFT JOIN _kineto_hta_host_rows h USING (correlation)
+  WHERE e.is_device_op = 1 AND e.stream != -1
+  GROUP BY e.id
 ),
 gaps AS (
   SELECT
-    ev.stream,
-    ev.ts,
-    launcher.ts AS runtime_ts,
-    LAG(ev.end_ts) OVER (PARTITION BY ev.stream ORDER BY ev.ts, ev.id) AS prev_end
+    stream,
+    ts,
+    runtime_ts,
+    LAG(end_ts) OVER (PARTITION BY stream ORDER BY ts, id) AS prev_end
   FROM ev
-  LEFT JOIN launcher USING (correlation)
 ),
 classified AS (
   SELECT
@@ -91,10 +88,14 @@ classified AS (
 ranked AS (
   SELECT
     stream, idle_category, gap_us,
-    ROW_NUMBER() OVER (PARTITION BY stream, idle_category ORDER BY gap_us) - 1 AS i,
-    COUNT(*) OVER (PARTITION BY stream, idle_category) AS n,
-    AVG(gap_us) OVER (PARTITION BY stream, idle_category) AS mean
+    ROW_NUMBER() OVER w - 1 AS i,
+    COUNT(*) OVER w AS n,
+    AVG(gap_us) OVER w AS mean
   FROM classified
+  -- One window for the three (one sort): rank, count and mean of the gaps of a (stream, category).
+  WINDOW w AS (
+    PARTITION BY stream, idle_category ORDER BY gap_us ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
+  )
 ),
 quart AS (
   SELECT

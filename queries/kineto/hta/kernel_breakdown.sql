@@ -1,5 +1,5 @@
 -- id: hta.kernel_breakdown
--- version: 1
+-- version: 2
 -- kind: hta
 -- title: Top GPU kernels per kernel type: count, sum, mean, min, max and std of their durations
 -- source: seed 000 section 4-5 (HTA GPU kernel breakdown, top kernels per rank); research/peers.md 1.4
@@ -8,13 +8,13 @@
 -- default hta_compat: FALSE
 -- default top_n: 10
 -- default duration_ratio: 0.8
--- locked: 1 a94df575b4db9006
--- lib: hta.gpu_events@3 lib.event_categories@2 lib.interval_merge@2 lib.kernels@3
+-- locked: 2 b490b968a4a75e7a
+-- lib: hta.gpu_events@4 lib.event_categories@2 lib.kernels@3
 
 -- Unlike HTA 0.5.0, the statistics are always those of the individual launches: HTA re-aggregates
 -- its table over the per-name sums, so every kept kernel shows max = min = mean = sum and std 0, and
 -- "others" shows statistics of per-name sums (research/peers.md 1.4). Here "others" is the launches
--- of all folded names together.
+-- of all folded names together, combined from the per-name sums (one pass over the launches).
 
 INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
 
@@ -52,18 +52,25 @@ RETURNS TABLE(
   -- Share of the type's total kernel time, %.
   pct_of_type DOUBLE
 ) AS
-WITH ev AS MATERIALIZED (
-  SELECT kernel_type, name, dur / 1e3 AS d FROM kineto_hta_gpu_events($hta_compat)
-  WHERE kernel_type IN ('COMPUTATION', 'COMMUNICATION', 'MEMORY')
-),
-per_name AS (
-  SELECT kernel_type, name, SUM(d) AS s
-  FROM ev
+-- Launch statistics per name in one pass over the events; "others" combines its names' sums.
+WITH per_name AS (
+  SELECT
+    kernel_type,
+    name,
+    COUNT(*) AS cnt,
+    SUM(d) AS s,
+    MIN(d) AS mn,
+    MAX(d) AS mx,
+    SUM(d * d) AS sq
+  FROM (
+    SELECT kernel_type, name, dur / 1e3 AS d FROM _kineto_hta_events!($hta_compat)
+    WHERE kernel_type IN ('COMPUTATION', 'COMMUNICATION', 'MEMORY')
+  )
   GROUP BY kernel_type, name
 ),
 ordered AS (
   SELECT
-    kernel_type, name, s,
+    kernel_type, name, s, cnt, mn, mx, sq,
     ROW_NUMBER() OVER (PARTITION BY kernel_type ORDER BY s DESC, name) - 1 AS i,
     COUNT(*) OVER (PARTITION BY kernel_type) AS n,
     SUM(s) OVER (PARTITION BY kernel_type ORDER BY s DESC, name ROWS UNBOUNDED PRECEDING) AS cum
@@ -83,31 +90,34 @@ cum_q AS (
 labels AS (
   SELECT
     o.kernel_type,
-    o.name,
     CASE
       WHEN $top_n <= 0 OR o.n <= $top_n THEN o.name
       WHEN o.i >= $top_n THEN 'others'
       WHEN $hta_compat AND o.cum > q.q THEN 'others'
       ELSE o.name
     END AS label,
-    o.i + 1 AS rank_in_type
+    o.i + 1 AS rank_in_type,
+    o.cnt,
+    o.s,
+    o.mn,
+    o.mx,
+    o.sq
   FROM ordered o
   JOIN cum_q q USING (kernel_type)
 ),
 grouped AS (
   SELECT
-    ev.kernel_type,
-    l.label AS name,
-    IIF(l.label = 'others', NULL, MIN(l.rank_in_type)) AS rank_in_type,
-    COUNT(*) AS count,
-    SUM(ev.d) AS sum_us,
-    AVG(ev.d) AS mean_us,
-    MIN(ev.d) AS min_us,
-    MAX(ev.d) AS max_us,
-    SUM(ev.d * ev.d) AS sq
-  FROM ev
-  JOIN labels l USING (kernel_type, name)
-  GROUP BY ev.kernel_type, l.label
+    kernel_type,
+    label AS name,
+    IIF(label = 'others', NULL, MIN(rank_in_type)) AS rank_in_type,
+    SUM(cnt) AS count,
+    SUM(s) AS sum_us,
+    SUM(s) / SUM(cnt) AS mean_us,
+    MIN(mn) AS min_us,
+    MAX(mx) AS max_us,
+    SUM(sq) AS sq
+  FROM labels
+  GROUP BY kernel_type, label
 )
 SELECT
   kernel_type,

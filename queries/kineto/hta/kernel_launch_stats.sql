@@ -9,7 +9,7 @@
 -- default runtime_cutoff: 50us
 -- default launch_delay_cutoff: 100us
 -- locked: 3 e218ba6d73ce8b41
--- lib: hta.gpu_events@3 lib.event_categories@2 lib.interval_merge@2 lib.kernels@3
+-- lib: hta.gpu_events@4 lib.event_categories@2 lib.kernels@3
 
 -- Per launch (runtime call joined to its GPU event by args.correlation): cpu = the call's duration,
 -- gpu = the event's duration, launch delay = max(0, gpu start - call end). Short kernel: cpu <=

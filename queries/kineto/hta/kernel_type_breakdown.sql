@@ -1,17 +1,19 @@
 -- id: hta.kernel_type_breakdown
--- version: 1
+-- version: 2
 -- kind: hta
 -- title: GPU time by kernel type: compute, communication, memory and each overlap of them
 -- source: seed 000 section 4-5 (HTA GPU kernel breakdown); research/peers.md 1.4
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- locked: 1 87b15eee1b661479
--- lib: hta.gpu_events@3 lib.event_categories@2 lib.interval_merge@2 lib.kernels@3
+-- locked: 2 97bb4d3e75fd91b2
+-- lib: hta.gpu_events@4 lib.event_categories@2 lib.kernels@3
 
--- Each type's events are merged into disjoint intervals; a sweep then gives the time spent in each
--- exact combination of types running ("COMPUTATION overlapping COMMUNICATION" ...). The states are
--- exclusive, so the rows add up to the GPU busy time. Sync slices (type OTHER) are not counted.
+-- One sweep over the events' starts and ends (gpu_events' busy states, built once per trace in
+-- hta_compat) gives the time spent in each exact combination of types running ("COMPUTATION
+-- overlapping COMMUNICATION" ...), as merging each type's events and sweeping the merged intervals
+-- would. The states are exclusive, so the rows add up to the GPU busy time. Sync slices (type OTHER)
+-- are not counted.
 -- HTA sums these over ranks; kineto-sql ranks prints them per rank.
 
 INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
@@ -30,31 +32,19 @@ RETURNS TABLE(
   -- Share of all busy time, %.
   pct DOUBLE
 ) AS
-WITH ev AS MATERIALIZED (
-  SELECT kernel_type AS k, ts, end_ts FROM kineto_hta_gpu_events($hta_compat)
-  WHERE kernel_type IN ('COMPUTATION', 'COMMUNICATION', 'MEMORY')
-),
-merged AS (
-  SELECT k, ts, end_ts FROM _kineto_hta_merge!((SELECT k, ts, end_ts FROM ev))
-),
-edges AS (
-  SELECT ts AS t, CASE k WHEN 'COMPUTATION' THEN 1 WHEN 'COMMUNICATION' THEN 2 ELSE 4 END AS delta FROM merged
+WITH st AS (
+  SELECT state, dur_ns FROM _kineto_hta_compat_states WHERE $hta_compat
   UNION ALL
-  SELECT end_ts AS t, -CASE k WHEN 'COMPUTATION' THEN 1 WHEN 'COMMUNICATION' THEN 2 ELSE 4 END AS delta FROM merged
-),
-sweep AS (
-  SELECT
-    t,
-    SUM(delta) OVER (ORDER BY t, delta ROWS UNBOUNDED PRECEDING) AS state,
-    LEAD(t) OVER (ORDER BY t, delta) AS next_t
-  FROM edges
+  SELECT state, dur_ns
+  FROM _kineto_hta_states!((SELECT kernel_type, ts, end_ts FROM _kineto_hta_events!(FALSE)))
+  WHERE NOT $hta_compat
 ),
 states AS (
-  SELECT state, SUM(next_t - t) AS dur_ns
-  FROM sweep
-  WHERE state > 0 AND next_t IS NOT NULL
-  GROUP BY state
-  HAVING SUM(next_t - t) > 0
+  SELECT state & 7 AS state, SUM(dur_ns) AS dur_ns
+  FROM st
+  WHERE state & 7 > 0
+  GROUP BY state & 7
+  HAVING SUM(dur_ns) > 0
 ),
 labelled AS (
   SELECT

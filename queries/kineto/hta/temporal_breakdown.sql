@@ -1,18 +1,19 @@
 -- id: hta.temporal_breakdown
--- version: 1
+-- version: 2
 -- kind: hta
 -- title: Temporal breakdown: GPU compute, non-compute and idle time over the GPU-busy span (HTA's definition)
 -- source: seed 000 section 4-5 (HTA temporal breakdown per rank); research/peers.md 1.1
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- locked: 1 f687daa6cc353c5b
--- lib: hta.gpu_events@3 lib.event_categories@2 lib.interval_merge@2 lib.kernels@3
+-- locked: 2 4d2e21467907fb47
+-- lib: hta.gpu_events@4 lib.event_categories@2 lib.kernels@3
 
 -- HTA's definition, kept in both modes: the span runs from the first GPU event's start to the last
 -- one's end (not the profiler-step window); idle = span - |union of all GPU events|; compute =
 -- |union of COMPUTATION events|; non-compute = |union of all| - |union of compute| (communication,
--- memcpy/memset and, in hta_compat, sync slices). Percentages are of the span.
+-- memcpy/memset and, in hta_compat, sync slices). Percentages are of the span. Both unions are sums
+-- of gpu_events' busy states (one sweep of the events, built once per trace in hta_compat).
 
 INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
 
@@ -40,27 +41,27 @@ RETURNS TABLE(
   -- GPU events read.
   gpu_events LONG
 ) AS
-WITH ev AS MATERIALIZED (
-  SELECT ts, end_ts, kernel_type FROM kineto_hta_gpu_events($hta_compat)
+WITH st AS (
+  SELECT state, dur_ns FROM _kineto_hta_compat_states WHERE $hta_compat
+  UNION ALL
+  SELECT state, dur_ns
+  FROM _kineto_hta_states!((SELECT kernel_type, ts, end_ts FROM _kineto_hta_events!(FALSE)))
+  WHERE NOT $hta_compat
 ),
 busy AS (
-  SELECT SUM(end_ts - ts) AS busy_ns FROM _kineto_hta_merge!((SELECT 1 AS k, ts, end_ts FROM ev))
-),
-comp AS (
-  SELECT SUM(end_ts - ts) AS comp_ns
-  FROM _kineto_hta_merge!((SELECT 1 AS k, ts, end_ts FROM ev WHERE kernel_type = 'COMPUTATION'))
+  SELECT COALESCE(SUM(dur_ns), 0) AS busy_ns, COALESCE(SUM(IIF(state & 1, dur_ns, 0)), 0) AS comp_ns FROM st
 ),
 span AS (
-  SELECT MAX(end_ts) - MIN(ts) AS span_ns, COUNT(*) AS n FROM ev
+  SELECT MAX(end_ts) - MIN(ts) AS span_ns, COUNT(*) AS n FROM _kineto_hta_events!($hta_compat)
 )
 SELECT
   (span.span_ns - busy.busy_ns) / 1e3 AS idle_us,
-  COALESCE(comp.comp_ns, 0) / 1e3 AS compute_us,
-  (busy.busy_ns - COALESCE(comp.comp_ns, 0)) / 1e3 AS non_compute_us,
+  busy.comp_ns / 1e3 AS compute_us,
+  (busy.busy_ns - busy.comp_ns) / 1e3 AS non_compute_us,
   span.span_ns / 1e3 AS span_us,
   100.0 * (span.span_ns - busy.busy_ns) / span.span_ns AS idle_pct,
-  100.0 * COALESCE(comp.comp_ns, 0) / span.span_ns AS compute_pct,
-  100.0 * (busy.busy_ns - COALESCE(comp.comp_ns, 0)) / span.span_ns AS non_compute_pct,
+  100.0 * busy.comp_ns / span.span_ns AS compute_pct,
+  100.0 * (busy.busy_ns - busy.comp_ns) / span.span_ns AS non_compute_pct,
   span.n AS gpu_events
-FROM span, busy, comp
+FROM span, busy
 WHERE span.n > 0;
