@@ -20,7 +20,7 @@ import numpy as np
 
 from kineto_sql.loading.events import engine_tid, ns, pushes_slice, sort_key
 from kineto_sql.loading.report import IngestReport
-from kineto_sql.loading.scan import TraceScan, fast_ns as _ns
+from kineto_sql.loading.scan import TraceScan
 
 FLOW_PHASES = ("s", "t", "f")
 # Explicit (v2) flow ids live in their own id space in the importer; start high for readability.
@@ -32,6 +32,7 @@ def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], re
     flow_indices = scan.flow_indices
     if not flow_indices:
         return False
+    ts_ns = scan.ts_ns
 
     lazy_stacks: list[_Stacks] = []
 
@@ -56,12 +57,6 @@ def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], re
             return stacks().own_target(j)
         return stacks().target_on(track, key, enclosing)
 
-    # Flow events are never X: their sort key is (ts, 2, 0, index) (events.sort_key).
-    flow_keys = {}
-    for j in flow_indices:
-        ts = _ns(events[j].get("ts"))
-        if ts is not None:
-            flow_keys[j] = (ts, 2, 0, j)
     moved, to_rebind = 0, set()
     for j in at_risk:
         e = events[j]
@@ -69,7 +64,8 @@ def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], re
         intended = intended_of[j]
         target_track = (events[intended].get("pid"), engine_tid(events[intended]))
         enclosing = e.get("ph") != "f" or e.get("bp") == "e"
-        if bound_to(target_track, flow_keys[j], enclosing, j) == intended:
+        # Flow events are never X: their sort key is (ts, 2, 0, index) (events.sort_key).
+        if bound_to(target_track, (ts_ns[j], 2, 0, j), enclosing, j) == intended:
             if target_track != track:
                 e["tid"] = target_track[1]
                 moved += 1
@@ -79,11 +75,19 @@ def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], re
     # A flow end sorted before its start (same timestamp, written first) is dropped by the importer
     # (stat flow_end_without_start, severity info only). Equal-time events that are not X keep file
     # order, so moving the end to the end of the file fixes it without touching any timestamp.
+    # An arrow's events share id, cat and name (after validate_events an id is an int or a str).
     reorder, halves = set(), 0
-    pairs: dict[tuple, list[int]] = defaultdict(list)
-    for j in flow_keys:
+    pairs: dict[tuple, list[int]] = {}
+    for j in flow_indices:
+        if ts_ns[j] is None:
+            continue
         e = events[j]
-        pairs[(repr(e.get("id")), e.get("cat"), e.get("name"))].append(j)
+        key = (e["id"], e.get("cat"), e.get("name"))
+        members = pairs.get(key)
+        if members is None:
+            pairs[key] = [j]
+        else:
+            members.append(j)
     for members in pairs.values():
         if len(members) == 1:  # half an arrow: the common case on GPU traces (flow ends without starts)
             halves += 1
@@ -93,12 +97,12 @@ def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], re
             phases = events[a]["ph"] + events[b]["ph"]
             if phases == "sf" or phases == "fs":  # the common case: one start, one end
                 start, end = (a, b) if phases == "sf" else (b, a)
-                if flow_keys[end] < flow_keys[start]:
+                if (ts_ns[end], end) < (ts_ns[start], start):
                     reorder.add(end)
                 continue
         starts = [j for j in members if events[j]["ph"] == "s"]
         ends = [j for j in members if events[j]["ph"] == "f"]
-        if len(starts) == 1 and len(ends) == 1 and flow_keys[ends[0]] < flow_keys[starts[0]]:
+        if len(starts) == 1 and len(ends) == 1 and (ts_ns[ends[0]], ends[0]) < (ts_ns[starts[0]], starts[0]):
             reorder.add(ends[0])
         if not starts or not ends:
             halves += len(members)
@@ -107,7 +111,7 @@ def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], re
                "flow events whose other half is not in the file (a start without an end or the reverse): "
                "no arrow can be drawn for them, in Perfetto or anywhere; nothing was changed")
     # Only the pairs with a member to rebind, in the order of the file (the explicit ids follow it).
-    keys = {(repr(events[j].get("id")), events[j].get("cat"), events[j].get("name")) for j in to_rebind}
+    keys = {(events[j]["id"], events[j].get("cat"), events[j].get("name")) for j in to_rebind}
     touched = {key: pairs[key] for key in sorted(keys, key=lambda k: pairs[k][0])}
     for j in to_rebind_partners(touched, to_rebind, intended_of, events):
         intended_of[j] = stacks().own_target(j)
@@ -115,7 +119,12 @@ def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], re
     reorder |= late
     if drop or reorder:
         tail = [events[i] for i in sorted(reorder - drop)]
-        events[:] = [e for i, e in enumerate(events) if i not in drop and i not in reorder] + tail
+        kept, previous = [], 0
+        for i in sorted(drop | reorder):
+            kept += events[previous:i]
+            previous = i + 1
+        kept += events[previous:]
+        events[:] = kept + tail
     report.add("flow_followed_lane", moved,
                "flow events bound to a slice moved to an overlap lane were moved with it")
     report.add("flow_bound_explicitly", rebound,
@@ -146,27 +155,28 @@ def _intended_and_at_risk(events: list[dict], scan: TraceScan, moved: set[int]) 
     A flow event without a timestamp or without an intended slice is never changed, so never at risk.
     """
     intended_of, at_risk = {}, []
-    by_correlation, begins = scan.by_correlation, scan.begins
-    for j in scan.flow_indices:
-        e = events[j]
-        ts = _ns(e.get("ts"))
+    by_correlation, ts_ns = scan.by_correlation, scan.ts_ns
+    shared = None
+    for j, track in zip(scan.flow_indices, scan.flow_tracks):
+        ts = ts_ns[j]
         if ts is None:
             continue
-        pid, tid = e.get("pid"), e.get("tid")
-        track = (pid, pid if (not tid and pid) else tid)
+        e = events[j]
         flow_id = e["id"]
         candidates = by_correlation.get((track, flow_id if flow_id.__class__ is int else _as_int(flow_id)))
-        if not candidates:
+        if candidates is None:
             continue
-        if len(candidates) == 1 and _ns(events[candidates[0]]["ts"]) == ts:
-            intended, starts_here = candidates[0], True  # the common case: one slice, flow at its start
+        if candidates.__class__ is int and ts_ns[candidates] == ts:
+            intended, starts_here = candidates, True  # the common case: one slice, flow at its start
         else:
-            intended = _intended_slice(events, candidates, ts)
+            intended = _intended_slice(events, [candidates] if candidates.__class__ is int else candidates, ts)
             if intended is None:
                 continue
             starts_here = ns(events[intended].get("ts")) == ts
         intended_of[j] = intended
-        if (not starts_here or begins.get(track + (ts,)) != intended or intended in moved
+        if shared is None:
+            shared = scan.shared_begins()
+        if (not starts_here or intended in shared or intended in moved
                 or not (e["ph"] != "f" or e.get("bp") == "e")):
             at_risk.append(j)
     return intended_of, at_risk
@@ -174,17 +184,17 @@ def _intended_and_at_risk(events: list[dict], scan: TraceScan, moved: set[int]) 
 
 def _begins_from_scan(events: list[dict], scan: TraceScan, at_risk: list[int]) -> dict[tuple, list[tuple]]:
     """The sort keys of the slices beginning where an at-risk flow event sits (threads as scanned)."""
-    out: dict[tuple, list[tuple]] = {}
-    for j in at_risk:
-        e = events[j]
-        ts = ns(e.get("ts"))
-        pid, tid = e.get("pid"), e.get("tid")
-        point = (pid, pid if (not tid and pid) else tid, ts)
-        if point in out:
-            continue
-        have = scan.begins.get(point)
-        indices = () if have is None else have if have.__class__ is list else (have,)
-        out[point] = [sort_key(events[i], i, ts) for i in indices]
+    ts_ns = scan.ts_ns
+    if not at_risk:
+        return {}
+    wanted = set(at_risk)
+    points = {(track, ts_ns[j]) for j, track in zip(scan.flow_indices, scan.flow_tracks) if j in wanted}
+    out: dict[tuple, list[tuple]] = {scan.tracks[track] + (ts,): [] for track, ts in points}
+    near = np.flatnonzero(np.isin(scan.push_ts, np.array([ts for _, ts in points], dtype=scan.push_ts.dtype)))
+    for i, track, ts in zip(scan.push_index[near].tolist(), scan.push_track[near].tolist(),
+                            scan.push_ts[near].tolist()):
+        if (track, ts) in points:
+            out[scan.tracks[track] + (ts,)].append(sort_key(events[i], i, ts))
     return out
 
 

@@ -20,14 +20,17 @@ import weakref
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import orjson
 
 from kineto_sql.errors import TraceInputError
 from kineto_sql.loading.flows import bind_flows
 from kineto_sql.loading.report import IngestReport
-from kineto_sql.loading.scan import scan_events
-from kineto_sql.loading.source import parse_trace
-from kineto_sql.loading.validate import DEEP_ARGS_WHY, cut_deep, validate_events, validate_metadata
+from kineto_sql.loading.scan import TraceScan, scan_events
+from kineto_sql.loading.rawcheck import integer_beyond_int64, null_token
+from kineto_sql.loading.source import parse_trace_probed
+from kineto_sql.loading.validate import (DEEP_ARGS_WHY, Survey, cut_deep, validate_and_survey,
+                                         validate_metadata)
 
 # Above this a double cannot hold every nanosecond of a microsecond timestamp with 3 decimals.
 REBASE_ABOVE_US = 10**12
@@ -125,7 +128,7 @@ def _prepare(raw: bytes, path: Path) -> PreparedTrace:
     report = IngestReport(source=str(path), input_bytes=len(raw))
     raw = _rebase_timestamps(raw, report)
     fixes_before = len(report.fixes)
-    doc = parse_trace(raw, path)
+    doc, shallow = parse_trace_probed(raw, path)
     if isinstance(doc, list):
         events, metadata = doc, {}
     elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
@@ -138,8 +141,8 @@ def _prepare(raw: bytes, path: Path) -> PreparedTrace:
     if not events:
         raise TraceInputError(f"{path} has an empty event list; the profiler recorded nothing (check its schedule)")
 
-    events = validate_events(events, report)
-    report.events_by_phase = dict(Counter(e["ph"] for e in events))
+    events, survey = validate_and_survey(events, report)
+    report.events_by_phase = survey.phases
     if not any(ph in report.events_by_phase for ph in ("X", "i", "I", "B", "C")):
         if report.dropped:
             raise TraceInputError(f"{path}: none of its events can be loaded: {report.loss_sentences()[0]}")
@@ -147,14 +150,18 @@ def _prepare(raw: bytes, path: Path) -> PreparedTrace:
                               "it is not a profiler trace")
 
     changed = report.ts_offset_ns != 0 or bool(report.dropped) or len(report.fixes) > fixes_before
-    changed |= _remap_ids(events, report)
-    changed |= _split_tid_zero(events, report)
+    remapped = _remap_ids(events, report, survey)
+    # The survey's tid-0 pids are the file's; after a remap they are recomputed from the events.
+    changed |= remapped | _split_tid_zero(events, report, None if remapped else survey.zero_tid_pids)
+    del survey
     scan = scan_events(events)
-    moved_to_lanes = _split_overlaps(events, scan.x_by_track, report)
-    scan.x_by_track = {}  # its memory, before the flow binding adds its own
+    moved_to_lanes = _split_overlaps(events, scan, report)
     changed |= bool(moved_to_lanes)
     changed |= bind_flows(events, scan, moved_to_lanes, report)
-    changed |= _scan_args(events, report)
+    # The args pass changes or reports something only if the text shows an integer beyond int64, a null
+    # or a value nested deeper than a JSON writer goes; on most traces the text rules all three out.
+    if not shallow or null_token(raw) or integer_beyond_int64(raw):
+        changed |= _scan_args(events, report)
 
     del scan
     if not changed:
@@ -206,38 +213,45 @@ def _valid_id(value) -> int | None:
     return None
 
 
-def _remap_ids(events: list[dict], report: IngestReport) -> bool:
-    named_pids = {e.get("pid") for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
-    named_tids = {(e.get("pid"), e.get("tid")) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+_MISSING = object()
+
+
+def _remap_ids(events: list[dict], report: IngestReport, survey: Survey) -> bool:
     maps = {}
     for key, base in (("pid", REMAPPED_PID_BASE), ("tid", REMAPPED_TID_BASE)):
         replace, fresh = {}, 0
-        # In order of first appearance, so fresh ids are the same on every run.
-        for value in dict.fromkeys((type(e[key]), e[key]) for e in events if key in e):
-            fixed = _valid_id(value[1])
+        # In order of first appearance, so fresh ids are the same on every run. After validate_events a
+        # pid/tid is an int, a str or None, whose values never compare equal: the value alone is the key.
+        for value in (survey.pids if key == "pid" else survey.tids):
+            fixed = _valid_id(value)
             if fixed is None:
                 replace[value] = (base + fresh, True)
                 fresh += 1
-            elif fixed != value[1] or value[0] is not int:
+            elif fixed != value or type(value) is not int:
                 replace[value] = (fixed, False)
         maps[key] = replace
-    if not maps["pid"] and not maps["tid"]:
+    pid_map, tid_map = maps["pid"], maps["tid"]
+    if not pid_map and not tid_map:
         return False
 
+    named_pids = {e.get("pid") for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
+    named_tids = {(e.get("pid"), e.get("tid")) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
     numeric_strings, extra, named_new = 0, [], set()
     for e in events:
+        pid_hit = pid_map.get(e.get("pid", _MISSING)) if pid_map else None
+        tid_hit = tid_map.get(e.get("tid", _MISSING)) if tid_map else None
+        if pid_hit is None and tid_hit is None:
+            continue
         originals = {}
-        for key in ("pid", "tid"):
-            if key in e and maps[key]:
-                hit = maps[key].get((type(e[key]), e[key]))
-                if hit is not None:
-                    originals[key] = e[key]
-                    e[key] = hit[0]
-                    numeric_strings += not hit[1]
+        for key, hit in (("pid", pid_hit), ("tid", tid_hit)):
+            if hit is not None:
+                originals[key] = e[key]
+                e[key] = hit[0]
+                numeric_strings += not hit[1]
         # Name each remapped process/thread after its original id when the trace did not name it.
         for key in originals:
             new_id = e["pid"] if key == "pid" else (e.get("pid"), e["tid"])
-            if not maps[key][(type(originals[key]), originals[key])][1] or new_id in named_new:
+            if not maps[key][originals[key]][1] or new_id in named_new:
                 continue
             named_new.add(new_id)
             name = str(originals[key]) or "(empty id)"
@@ -248,7 +262,7 @@ def _remap_ids(events: list[dict], report: IngestReport) -> bool:
                 extra.append({"ph": "M", "name": "thread_name", "pid": e.get("pid"), "tid": e["tid"],
                               "args": {"name": name}})
     events.extend(extra)
-    fresh = [f"{key} {value[1]!r} -> {new}" for key in ("pid", "tid")
+    fresh = [f"{key} {value!r} -> {new}" for key in ("pid", "tid")
              for value, (new, is_fresh) in maps[key].items() if is_fresh]
     report.add("id_remapped", len(fresh),
                "Perfetto turns negative, >2^32 and non-numeric pids/tids into 0 or an interned string number, "
@@ -260,12 +274,14 @@ def _remap_ids(events: list[dict], report: IngestReport) -> bool:
     return True
 
 
-def _split_tid_zero(events: list[dict], report: IngestReport) -> bool:
+def _split_tid_zero(events: list[dict], report: IngestReport, zero_pids: set | None = None) -> bool:
     """The importer gives tid 0 the thread `tid := pid`, merging it with the process's main thread when
-    that thread also has events (Kineto writes other python threads' frames with tid 0): give it its own."""
-    zero_pids = {e.get("pid") for e in events if e.get("tid") == 0 and e.get("ph") in ("X", "i", "I", "s", "t", "f")}
-    zero_pids.discard(0)
-    zero_pids.discard(None)
+    that thread also has events (Kineto writes other python threads' frames with tid 0): give it its own.
+    `zero_pids`: the pids of the X / i / I / s / t / f events with tid 0, when already known."""
+    if zero_pids is None:
+        zero_pids = {e.get("pid") for e in events if e.get("tid") == 0 and e.get("ph") in ("X", "i", "I", "s", "t", "f")}
+        zero_pids.discard(0)
+        zero_pids.discard(None)
     if not zero_pids:
         return False
     clash = {e.get("pid") for e in events if e.get("pid") in zero_pids and e.get("tid") == e.get("pid")
@@ -289,36 +305,48 @@ def _split_tid_zero(events: list[dict], report: IngestReport) -> bool:
 
 # -- overlapping slices ----------------------------------------------------------------------------
 
-def _split_overlaps(events: list[dict], tracks: dict[tuple, list[tuple[int, int, int]]],
-                    report: IngestReport) -> set[int]:
+def _split_overlaps(events: list[dict], scan: TraceScan, report: IngestReport) -> set[int]:
     """Packs X events that cannot nest on their thread into overlap lanes, as v52 would drop them.
-    `tracks`: (pid, engine tid) -> [(ts ns, -dur ns, index)] of its X events (scan.TraceScan.x_by_track).
     Returns the indices of the events it moved."""
+    placed = scan.push_placed
+    index, track, ts, negdur = (scan.push_index[placed], scan.push_track[placed], scan.push_ts[placed],
+                                scan.push_negdur[placed])
+    # Each thread's X events in the order the lanes are filled: by start, longer first, then file order.
+    order = np.lexsort((index, negdur, ts, track))
+    index, track, ts, negdur = index[order], track[order], ts[order], negdur[order]
+    bounds = np.flatnonzero(np.diff(track)).tolist()
+    starts, ends = [0] + [b + 1 for b in bounds], [b + 1 for b in bounds] + [len(track)]
+    ts_list, end_list = ts.tolist(), (ts - negdur).tolist()
+    split = []
+    for start, end in zip(starts, ends):
+        if start < end and not _nests(ts_list, end_list, start, end):
+            split.append((int(index[start:end].min()), start, end))
+    split.sort()  # threads in file order of their first X event, so lane ids are the same on every run
+
     thread_names = None
     next_tid = LANE_TID_BASE
     moved_examples, lanes_made, moved = [], [], set()
-    for key, items in tracks.items():
-        items.sort()
+    index_list, negdur_list = index.tolist(), negdur.tolist()
+    for _, start, end in split:
+        items = list(zip(ts_list[start:end], negdur_list[start:end], index_list[start:end]))
         lane_stacks: list[list[int]] = [[]]
         lane_of = []
-        for ts, neg_dur, index in items:
-            end = ts - neg_dur
+        for event_ts, neg_dur, _ in items:
+            event_end = event_ts - neg_dur
             for lane, stack in enumerate(lane_stacks):
-                while stack and stack[-1] <= ts:
+                while stack and stack[-1] <= event_ts:
                     stack.pop()
-                if not stack or end <= stack[-1]:
-                    stack.append(end)
+                if not stack or event_end <= stack[-1]:
+                    stack.append(event_end)
                     break
             else:
                 lane = len(lane_stacks)
-                lane_stacks.append([end])
+                lane_stacks.append([event_end])
             lane_of.append(lane)
-        if len(lane_stacks) == 1:
-            continue
         if thread_names is None:
             thread_names = {(e.get("pid"), e.get("tid")): (e.get("args") or {}).get("name")
                             for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
-        pid, tid = key
+        pid, tid = scan.tracks[int(track[start])]
         lane_tids = [tid]
         base_name = thread_names.get((pid, tid)) or f"thread {tid}"
         for lane in range(1, len(lane_stacks)):
@@ -327,12 +355,12 @@ def _split_overlaps(events: list[dict], tracks: dict[tuple, list[tuple[int, int,
                            "args": {"name": f"{base_name} (overlap lane {lane})"}})
             lanes_made.append(f"{base_name} (overlap lane {lane}) of pid {pid}")
             next_tid += 1
-        for (ts, neg_dur, index), lane in zip(items, lane_of):
+        for (event_ts, _, i), lane in zip(items, lane_of):
             if lane:
-                events[index]["tid"] = lane_tids[lane]
-                moved.add(index)
+                events[i]["tid"] = lane_tids[lane]
+                moved.add(i)
                 if len(moved_examples) < 5:
-                    moved_examples.append(f"{events[index].get('name')} @ {ts} ns on {base_name}")
+                    moved_examples.append(f"{events[i].get('name')} @ {event_ts} ns on {base_name}")
 
     report.add("overlap_lane", len(moved),
                "Perfetto v52 drops an X event that overlaps another on the same thread without nesting "
@@ -341,6 +369,21 @@ def _split_overlaps(events: list[dict], tracks: dict[tuple, list[tuple[int, int,
                examples=moved_examples)
     report.add("overlap_lane_thread", len(lanes_made), "threads created to hold those events", examples=lanes_made)
     return moved
+
+
+def _nests(starts: list, ends: list, first: int, stop: int) -> bool:
+    """Whether the X events first..stop-1 of one thread (in lane order) all fit on one stack, i.e. the
+    lane packing below would leave them all where they are."""
+    stack = []
+    for k in range(first, stop):
+        ts = starts[k]
+        while stack and stack[-1] <= ts:
+            stack.pop()
+        end = ends[k]
+        if stack and end > stack[-1]:
+            return False
+        stack.append(end)
+    return True
 
 
 def _scan_args(events: list[dict], report: IngestReport) -> bool:

@@ -1,17 +1,18 @@
 """One pass over the events that tells the later fixes where they are needed.
 
 The overlap split needs every X event per thread in time order; the flow binding needs, for every flow
-event, the slices that begin on its thread at its instant and the slice that carries its correlation.
-Both used to walk all events themselves (several passes, a Python `ns()` call per field). This pass
-collects all of it once, with the nanosecond conversion inlined for the int/float timestamps Kineto
-writes, so a trace that needs no fix pays one loop, and a fix walks only what it changes.
+event, its thread and nanosecond time, the slice that carries its correlation, and whether another slice
+begins on that thread at that slice's instant. This pass reads each event's fields once (with the
+nanosecond conversion inlined for the int/float timestamps Kineto writes) into flat columns; the sorting
+and grouping then happen in numpy, so no per-event tuple or dict is built for events that need no fix.
 
 It runs after the pid/tid fixes (remap, tid 0), so the threads it records are the importer's threads.
 """
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+import numpy as np
 
 from kineto_sql.loading.events import ns
 
@@ -20,14 +21,38 @@ FLOW_PHASES = frozenset(("s", "t", "f"))
 
 @dataclass
 class TraceScan:
-    # (pid, engine tid) -> [(ts ns, -dur ns, index)] of its X events, in file order.
-    x_by_track: dict = field(default_factory=dict)
-    # (pid, engine tid, ts ns) -> the index of the one slice-pushing event (X, thread-scoped i/I) that
-    # begins there, or the list of them when several do.
-    begins: dict = field(default_factory=dict)
-    # ((pid, engine tid), correlation) -> indices of X events with that int `correlation` arg.
-    by_correlation: dict = field(default_factory=dict)
-    flow_indices: list = field(default_factory=list)
+    # track number -> (pid, engine tid), numbered in order of first appearance.
+    tracks: list
+    # (pid, tid) as written -> track number, for the slice-pushing and flow events.
+    track_of: dict
+    # event index -> its ts in ns, for the slice-pushing and flow events (None for the others).
+    ts_ns: list
+    # The slice-pushing events (X, thread-scoped i/I) that have a timestamp, in file order (numpy columns):
+    # event index, track number, ts ns, -dur ns (0 for instants and an X without dur), and whether it is
+    # an X event with a dur (those are the ones the overlap split places).
+    push_index: np.ndarray
+    push_track: np.ndarray
+    push_ts: np.ndarray
+    push_negdur: np.ndarray
+    push_placed: np.ndarray
+    # (track number, correlation) -> the index of the X event with that int `correlation` arg, or the
+    # list of them when several have it.
+    by_correlation: dict
+    flow_indices: list
+    # track number of each flow event of flow_indices.
+    flow_tracks: list
+
+    def shared_begins(self) -> set:
+        """Indices of slice-pushing events that begin on the same thread at the same ns as another one."""
+        track, ts = self.push_track, self.push_ts
+        if len(ts) < 2:
+            return set()
+        order = np.lexsort((ts, track))
+        same = (track[order][1:] == track[order][:-1]) & (ts[order][1:] == ts[order][:-1])
+        shared = np.zeros(len(ts), dtype=bool)
+        shared[1:] = same
+        shared[:-1] |= same
+        return set(self.push_index[order][shared].tolist())
 
 
 def fast_ns(value):
@@ -41,41 +66,75 @@ def fast_ns(value):
 
 
 def scan_events(events: list[dict]) -> TraceScan:
-    x_by_track: dict = defaultdict(list)
-    begins: dict = {}
-    by_correlation: dict = defaultdict(list)
-    flow_indices = []
+    tracks: list = []
+    numbers: dict = {}  # (pid, engine tid) -> track number
+    track_of: dict = {}
+    ts_ns = [None] * len(events)
+    p_index, p_track, p_ts, p_negdur, p_placed = [], [], [], [], []
+    by_correlation: dict = {}
+    flow_indices, flow_tracks = [], []
     for i, e in enumerate(events):
         ph = e["ph"]
         if ph == "X":
-            pass
+            is_x = True
         elif ph in FLOW_PHASES:
-            flow_indices.append(i)
-            continue
-        elif not ((ph == "i" or ph == "I") and e.get("s", "t") == "t"):
+            is_x = False
+        elif (ph == "i" or ph == "I") and e.get("s", "t") == "t":
+            is_x = False
+        else:
             continue
         pid, tid = e.get("pid"), e.get("tid")
-        track = (pid, pid if (not tid and pid) else tid)
-        if ph == "X":
+        raw_key = (pid, tid)
+        track = track_of.get(raw_key)
+        if track is None:
+            key = (pid, pid if (not tid and pid) else tid)
+            track = numbers.get(key)
+            if track is None:
+                track = numbers[key] = len(tracks)
+                tracks.append(key)
+            track_of[raw_key] = track
+        ts = e.get("ts")
+        ts = ts * 1000 if ts.__class__ is int else fast_ns(ts)
+        ts_ns[i] = ts
+        if ph in FLOW_PHASES:
+            flow_indices.append(i)
+            flow_tracks.append(track)
+            continue
+        negdur, placed = 0, False
+        if is_x:
             args = e.get("args")
             if args is not None:
                 corr = args.get("correlation")
                 if isinstance(corr, int):
-                    by_correlation[(track, corr)].append(i)
-        ts = fast_ns(e.get("ts"))
-        if ts is None:
+                    point = (track, corr)
+                    have = by_correlation.get(point)
+                    if have is None:
+                        by_correlation[point] = i
+                    elif have.__class__ is list:
+                        have.append(i)
+                    else:
+                        by_correlation[point] = [have, i]
+            if ts is None:
+                continue
+            dur = e.get("dur")
+            dur = dur * 1000 if dur.__class__ is int else fast_ns(dur)
+            if dur is not None:
+                negdur, placed = -dur, True
+        elif ts is None:
             continue
-        point = track + (ts,)
-        have = begins.get(point)
-        if have is None:
-            begins[point] = i
-        elif have.__class__ is list:
-            have.append(i)
-        else:
-            begins[point] = [have, i]
-        if ph != "X":
-            continue
-        dur = fast_ns(e.get("dur"))
-        if dur is not None:
-            x_by_track[track].append((ts, -dur, i))
-    return TraceScan(dict(x_by_track), begins, dict(by_correlation), flow_indices)
+        p_index.append(i)
+        p_track.append(track)
+        p_ts.append(ts)
+        p_negdur.append(negdur)
+        p_placed.append(placed)
+    return TraceScan(tracks, track_of, ts_ns, np.array(p_index, dtype=np.int64),
+                     np.array(p_track, dtype=np.int64), _column(p_ts), _column(p_negdur),
+                     np.array(p_placed, dtype=bool), by_correlation, flow_indices, flow_tracks)
+
+
+def _column(values: list) -> np.ndarray:
+    """int64, or Python ints where one does not fit (a numeric-string ts near -2^63 ns with a long dur)."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except OverflowError:
+        return np.array(values, dtype=object)

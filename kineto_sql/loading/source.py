@@ -78,11 +78,83 @@ _TRIES = 16
 
 def parse_trace(raw: bytes, path: Path):
     """The parsed document, as parse_json gives it (same objects, same errors)."""
+    return parse_trace_probed(raw, path)[0]
+
+
+def parse_trace_probed(raw: bytes, path: Path) -> tuple[object, bool]:
+    """parse_trace, and whether no event nests more than EVENT_DEPTH containers (itself counted). True
+    is certain; False means not known (the trace was parsed whole, or some piece is deeper)."""
     if len(raw) > 2 * PIECE_BYTES:
-        doc = _parse_in_pieces(raw)
+        probe = _DepthProbe()
+        doc = _parse_in_pieces(raw, probe)
         if doc is not None:
-            return doc
-    return parse_json(raw, path)
+            return doc, probe.bounded
+    return parse_json(raw, path), False
+
+
+# The depth the loader needs to know is bounded: an event whose args values a JSON writer can write
+# (orjson.dumps refuses 255 levels and more), i.e. event, args and a value of up to 254 levels.
+EVENT_DEPTH = 256
+
+
+def _parse_depth_limit() -> int | None:
+    """The deepest nesting orjson.loads accepts (1024 in orjson 3), found by trying; None if it has none
+    below 2^16. The probe below rests on that limit, so it is measured rather than assumed."""
+    def parses(depth: int) -> bool:
+        try:
+            orjson.loads(b"[" * depth + b"]" * depth)
+            return True
+        except orjson.JSONDecodeError:
+            return False
+
+    low, high = 1, 1 << 16
+    if parses(high):
+        return None
+    while high - low > 1:  # parses(low) and not parses(high)
+        middle = (low + high) // 2
+        low, high = (middle, high) if parses(middle) else (low, middle)
+    return low
+
+
+class _DepthProbe:
+    """Bounds the depth of the events while the pieces are parsed, at no extra cost: a piece parsed as
+    `[` * (WRAP + 1) + piece + `]` * (WRAP + 1) within orjson's depth limit has no event deeper than
+    limit - WRAP - 1 = EVENT_DEPTH levels. A piece that fails so is parsed as it is (and `bounded` is
+    then False); a wrapped parse is used only if each wrapper level holds exactly one value, so it is
+    the plain parse's result (a piece that is not one balanced run of values cannot pass that)."""
+
+    _wrap: int | None = None
+    _measured = False
+
+    def __init__(self):
+        if not _DepthProbe._measured:
+            limit = _parse_depth_limit()
+            _DepthProbe._wrap = None if limit is None or limit - 1 - EVENT_DEPTH < 0 else limit - 1 - EVENT_DEPTH
+            _DepthProbe._measured = True
+        self.wrap = _DepthProbe._wrap
+        self.bounded = self.wrap is not None
+        if self.bounded:
+            self._open, self._close = b"[" * (self.wrap + 1), b"]" * (self.wrap + 1)
+
+    def loads_items(self, piece: bytes):
+        """The values of `piece` as a JSON array's items, or None when it is not a run of whole values."""
+        if self.bounded:
+            try:
+                value = orjson.loads(self._open + piece + self._close)
+            except orjson.JSONDecodeError:
+                value = None
+            if value is not None:
+                for _ in range(self.wrap):
+                    if type(value) is not list or len(value) != 1:
+                        value = None
+                        break
+                    value = value[0]
+                if type(value) is list:
+                    return value
+        items = _loads_list(b"[" + piece + b"]")
+        if items is not None:
+            self.bounded = False
+        return items
 
 
 def _loads_list(text: bytes):
@@ -93,7 +165,7 @@ def _loads_list(text: bytes):
         return None
 
 
-def _parse_in_pieces(raw: bytes):
+def _parse_in_pieces(raw: bytes, probe: _DepthProbe | None = None):
     """{...,"traceEvents": [events], ...} parsed as its events' pieces plus the rest; None when the text
     does not split cleanly (then the caller parses it whole, and reports any error as parse_json does).
 
@@ -111,7 +183,7 @@ def _parse_in_pieces(raw: bytes):
             cut = _BETWEEN_EVENTS.search(raw, search_from)
             if cut is None:
                 break
-            part = _loads_list(b"[" + raw[pos:cut.start() + 1] + b"]")
+            part = _items(raw[pos:cut.start() + 1], probe)
             if part is not None:
                 break
             search_from = cut.end()
@@ -124,7 +196,7 @@ def _parse_in_pieces(raw: bytes):
         end = _AFTER_LAST_EVENT.search(raw, search_from)
         if end is None:
             return None
-        part = _loads_list(b"[" + raw[pos:end.start() + 1] + b"]")
+        part = _items(raw[pos:end.start() + 1], probe)
         if part is not None:
             break
         search_from = end.end()
@@ -136,6 +208,10 @@ def _parse_in_pieces(raw: bytes):
     events.extend(part)
     rest["traceEvents"] = events
     return rest
+
+
+def _items(piece: bytes, probe: _DepthProbe | None):
+    return _loads_list(b"[" + piece + b"]") if probe is None else probe.loads_items(piece)
 
 
 def parse_json(raw: bytes, path: Path):

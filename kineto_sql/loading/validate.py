@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import dataclass
 
 import orjson
 
@@ -67,11 +68,31 @@ _TEXT_KEYS = ("name", "cat")
 _OPTIONAL_TEXT = ("s", "bp")
 
 
+@dataclass
+class Survey:
+    """What the validation pass saw of the kept events, so later passes need not walk them again."""
+
+    phases: dict  # ph -> number of events, in order of first appearance
+    pids: dict  # the pid values, as dict keys in order of first appearance (events without one left out)
+    tids: dict  # the same for tid
+    # pids of the X / i / I / s / t / f events written with tid 0 (0 and None left out)
+    zero_tid_pids: set
+
+
+_ZERO_TID_PHASES = frozenset(("X", "i", "I", "s", "t", "f"))
+
+
 def validate_events(entries: list, report: IngestReport) -> list[dict]:
     """The entries that can be events, with their fields repaired; everything dropped or changed is reported."""
+    return validate_and_survey(entries, report)[0]
+
+
+def validate_and_survey(entries: list, report: IngestReport) -> tuple[list[dict], Survey]:
+    """validate_events, and the Survey of what it kept."""
     drops: dict[str, list[int]] = defaultdict(list)
     fixes: dict[str, list[int]] = defaultdict(list)
     kept = []
+    phases, pids, tids, zero_tid_pids = {}, {}, {}, set()
     for index, e in enumerate(entries):
         if type(e) is not dict:
             drops["not a JSON object"].append(index)
@@ -105,10 +126,10 @@ def validate_events(entries: list, report: IngestReport) -> list[dict]:
         pid, tid, name, cat, args = e.get("pid"), e.get("tid"), e.get("name"), e.get("cat"), e.get("args")
         # The common case in one test each: every field already has its type.
         if not (type(pid) is int or type(pid) is str or pid is None):
-            e["pid"] = text_of(pid)
+            e["pid"] = pid = text_of(pid)
             fixes["id_coerced_to_text"].append(index)
         if not (type(tid) is int or type(tid) is str or tid is None):
-            e["tid"] = text_of(tid)
+            e["tid"] = tid = text_of(tid)
             fixes["id_coerced_to_text"].append(index)
         if not (type(name) is str or name is None):
             e["name"] = text_of(name)
@@ -125,13 +146,20 @@ def validate_events(entries: list, report: IngestReport) -> list[dict]:
                     del e[key]
                     fixes["bad_scope_removed"].append(index)
         kept.append(e)
+        phases[ph] = phases.get(ph, 0) + 1
+        if pid is not None or "pid" in e:
+            pids[pid] = None
+        if tid is not None or "tid" in e:
+            tids[tid] = None
+            if tid == 0 and ph in _ZERO_TID_PHASES and pid != 0 and pid is not None:
+                zero_tid_pids.add(pid)
 
     for reason, indices in drops.items():
         report.drop(reason, indices)
     for kind, indices in fixes.items():
         count, why = len(indices), FIX_WHY[kind]
         report.add(kind, count, why, examples=[f"event {i}" for i in indices[:EXAMPLES]])
-    return kept
+    return kept, Survey(phases, pids, tids, zero_tid_pids)
 
 
 FIX_WHY = {
