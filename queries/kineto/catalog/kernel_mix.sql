@@ -31,7 +31,7 @@
 -- default elementwise_pct: 30
 -- default copy_pct: 10
 -- locked: 3 eb9f53be4c2fcb23
--- lib: lib.event_categories@2 lib.host_slices@3 lib.interval_merge@2 lib.kernel_classes@1 lib.kernels@3
+-- lib: lib.event_categories@2 lib.host_slices@3 lib.interval_merge@2 lib.kernel_classes@2 lib.kernels@3
 --   lib.launches@4 lib.runtime_calls@4 lib.steps@4
 -- cases: unfused_attention_fires=3f432733 small_softmax_is_not_attention=c845e908
 --   idle_gpu_is_not_judged=a715cbaa unfused_elementwise_fires=875d4a40

@@ -1,5 +1,5 @@
--- version: 1
--- locked: 1 1a8ce3129fbb0c91
+-- version: 2
+-- locked: 2 2a1c7d22c9458923
 -- lib: lib.event_categories@2 lib.kernels@3
 
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
@@ -196,7 +196,9 @@ WITH
       END AS low
     FROM folded
   ),
-  cores AS (
+  -- Materialized: the rule subquery below reads core once per rule; inlined, the folding above would
+  -- run again for each of them.
+  cores AS MATERIALIZED (
     SELECT
       name,
       CASE WHEN instr(low, '(') > 0 THEN substr(low, 1, instr(low, '(') - 1) ELSE low END AS core
@@ -235,45 +237,25 @@ CREATE OR REPLACE PERFETTO TABLE kineto_kernel_classes(
   -- communication, memcpy_htod, memcpy_dtoh, memcpy_dtod, memcpy_other, memset, other.
   class STRING
 ) AS
-WITH
-  tagged AS (
-    SELECT k.id, k.ts, k.dur, k.device, k.stream, k.kind, k.class AS coarse, k.name, NULL AS name_class
-    FROM kineto_kernels AS k
-    UNION ALL
-    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, b.name, b.name_class
-    FROM _kineto_kernel_classes_by_name AS b
-  ),
-  spread AS (
-    SELECT
-      id,
-      ts,
-      dur,
-      device,
-      stream,
-      kind,
-      coarse,
-      name,
-      max(name_class) OVER (PARTITION BY name) AS name_class
-    FROM tagged
-  )
 SELECT
-  id,
-  ts,
-  dur,
-  device,
-  stream,
+  k.id,
+  k.ts,
+  k.dur,
+  k.device,
+  k.stream,
   CASE
-    WHEN kind = 'memset' THEN 'memset'
-    WHEN kind = 'memcpy' AND name GLOB 'Memcpy HtoD*' THEN 'memcpy_htod'
-    WHEN kind = 'memcpy' AND name GLOB 'Memcpy DtoH*' THEN 'memcpy_dtoh'
-    WHEN kind = 'memcpy' AND name GLOB 'Memcpy DtoD*' THEN 'memcpy_dtod'
-    WHEN kind = 'memcpy' THEN 'memcpy_other'
-    WHEN coarse = 'memory' AND lower(name) GLOB '*fill*' THEN 'memset'
-    WHEN coarse = 'memory' THEN 'memcpy_other'
-    WHEN coarse = 'communication' THEN 'communication'
-    ELSE coalesce(name_class, 'other')
+    WHEN k.kind = 'memset' THEN 'memset'
+    WHEN k.kind = 'memcpy' AND k.name GLOB 'Memcpy HtoD*' THEN 'memcpy_htod'
+    WHEN k.kind = 'memcpy' AND k.name GLOB 'Memcpy DtoH*' THEN 'memcpy_dtoh'
+    WHEN k.kind = 'memcpy' AND k.name GLOB 'Memcpy DtoD*' THEN 'memcpy_dtod'
+    WHEN k.kind = 'memcpy' THEN 'memcpy_other'
+    WHEN k.class = 'memory' AND lower(k.name) GLOB '*fill*' THEN 'memset'
+    WHEN k.class = 'memory' THEN 'memcpy_other'
+    WHEN k.class = 'communication' THEN 'communication'
+    ELSE coalesce(b.name_class, 'other')
   END AS class
-FROM spread
-WHERE
-  id IS NOT NULL
-ORDER BY ts;
+FROM kineto_kernels AS k
+-- One lookup per activity into the few distinct names.
+LEFT JOIN _kineto_kernel_classes_by_name AS b
+  ON b.name = k.name
+ORDER BY k.ts;
