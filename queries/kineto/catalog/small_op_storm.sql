@@ -1,5 +1,5 @@
 -- id: catalog.small_op_storm
--- version: 3
+-- version: 4
 -- kind: detector
 -- title: Launch-bound step (eager small-op storm): the device runs dry between tiny kernels the host issues one by one
 -- source: seed 000 section 3, major fault "Eager small-op storm"
@@ -32,7 +32,7 @@
 -- default min_launch_pct: 10
 -- default max_queue: 100us
 -- default max_kernel: 50us
--- locked: 3 b0a194a02172da0d
+-- locked: 4 476ab2d92beb6511
 -- lib: lib.collectives@1 lib.cpu_ops@4 lib.dataloader@3 lib.device_busy@2 lib.event_categories@2
 --   lib.gpu_idle@1 lib.host_slices@3 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@2
 --   lib.iterations@2 lib.kernel_classes@2 lib.kernels@3 lib.launches@4 lib.ledger@4 lib.runtime_calls@4
@@ -80,9 +80,11 @@ WITH
   joined AS (
     SELECT
       u.*,
-      max(u.w) OVER (PARTITION BY u.correlation) AS window_id,
-      max(u.lts) OVER (PARTITION BY u.correlation) AS launch_ts,
-      row_number() OVER (PARTITION BY u.correlation ORDER BY u.is_kernel, u.kts) AS rn
+      -- One sort: a correlation's launch rows come before its kernels, so the running max at a kernel
+      -- row is the max over all of them.
+      max(u.w) OVER c AS window_id,
+      max(u.lts) OVER c AS launch_ts,
+      row_number() OVER c AS rn
     FROM (
       SELECT correlation, window_id AS w, ts AS lts, NULL AS kts, NULL AS kdur, 0 AS is_kernel FROM placed
       UNION ALL
@@ -92,6 +94,7 @@ WITH
         kind = 'kernel'
         AND correlation IS NOT NULL
     ) AS u
+    WINDOW c AS (PARTITION BY u.correlation ORDER BY u.is_kernel, u.kts ROWS UNBOUNDED PRECEDING)
   )
 SELECT window_id, launch_ts, kts AS kernel_ts, kdur AS kernel_dur, rn = 2 AS is_first
 FROM joined
@@ -209,10 +212,8 @@ WITH
   launch_time AS (
     SELECT w.window_id, sum(r.dur) AS launch_dur
     FROM kineto_runtime_calls AS r
-    JOIN kineto_window_of!(kineto_runtime_calls) AS w
+    JOIN kineto_window_of!((SELECT id, upid, ts FROM kineto_runtime_calls WHERE class = 'launch')) AS w
       USING (id)
-    WHERE
-      r.class = 'launch'
     GROUP BY w.window_id
   ),
   device_rows AS (

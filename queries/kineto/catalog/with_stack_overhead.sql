@@ -1,5 +1,5 @@
 -- id: catalog.with_stack_overhead
--- version: 5
+-- version: 6
 -- kind: detector
 -- title: with_stack overhead: a capture with Python stack tracing, whose step times are inflated
 -- source: seed 000 section 3, minor fault "with_stack overhead"
@@ -24,7 +24,7 @@
 -- catalog_row: minor.with_stack_overhead
 -- default frame_cost: 1us
 -- default min_overhead_pct: 20
--- locked: 5 44eaa3adf9d68582
+-- locked: 6 bf3ac2ff95f327b1
 -- lib: lib.event_categories@2 lib.steps@4
 -- cases: threshold_1=da4767bd threshold_2=9f6a89ee bounded_by_frame_self_time=442a405b
 
@@ -69,31 +69,35 @@ WITH
     WHERE c.parent_id IN (SELECT id FROM py)
     GROUP BY c.parent_id
   ),
+  -- The slices that start in each step window (any process), by a range scan of the slice table (sorted
+  -- by ts) per step: every slice is read once per window that holds it, never once per step.
   frames AS (
     SELECT
-      w.step,
+      st.step,
       count(*) AS n,
-      sum(max(max(py.dur, 0) - coalesce(ch.covered, 0), 0)) AS self_dur
-    FROM _kineto_step_windows_of!((SELECT id, ts FROM py)) AS w
-    JOIN py
-      USING (id)
+      sum(max(max(s.dur, 0) - coalesce(ch.covered, 0), 0)) AS self_dur
+    FROM kineto_steps AS st
+    CROSS JOIN slice AS s
     LEFT JOIN py_children AS ch
-      USING (id)
-    GROUP BY w.step
+      ON ch.id = s.id
+    WHERE
+      st.dur > 0
+      AND s.ts >= st.ts
+      AND s.ts < st.ts + st.dur
+      AND s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python')
+    GROUP BY st.step
   ),
-  -- Arg sets holding a Call stack, once (an IN over the args table is probed per slice).
-  stacked_sets AS MATERIALIZED (
-    SELECT DISTINCT arg_set_id FROM args WHERE key = 'args.Call stack'
-  ),
+  -- Slices holding a Call stack arg (the JSON importer stores no arg for a null value).
   stacked AS (
-    SELECT w.step, count(*) AS n
-    FROM _kineto_step_windows_of!((
-      SELECT s.id, s.ts
-      FROM slice AS s
-      JOIN stacked_sets AS a
-        USING (arg_set_id)
-    )) AS w
-    GROUP BY w.step
+    SELECT st.step, count(*) AS n
+    FROM kineto_steps AS st
+    CROSS JOIN slice AS s
+    WHERE
+      st.dur > 0
+      AND s.ts >= st.ts
+      AND s.ts < st.ts + st.dur
+      AND extract_arg(s.arg_set_id, 'args.Call stack') IS NOT NULL
+    GROUP BY st.step
   ),
   rows AS (
     SELECT
