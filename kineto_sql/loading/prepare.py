@@ -48,6 +48,7 @@ _TS_FIELD = re.compile(rb'("ts"\s*:\s*)(-?\d+)(\.\d*)?(?=[,}\s eE])')
 _TS_NEGATIVE = re.compile(rb'"ts"\s*:\s*-')
 _TS_13_DIGITS = re.compile(rb'"ts"\s*:\s*\d{13}')
 _TS_FRACTION = re.compile(rb'"ts"\s*:\s*-?\d+\.\d*[1-9]')
+_TS_NEGATIVE_OR_FRACTION = re.compile(rb'"ts"\s*:\s*(?:-|\d+\.\d*[1-9])')  # one scan rules both out
 
 
 # Events per piece when the rewritten trace is written out for the engine: ~5 MB of JSON on a GPU trace.
@@ -150,12 +151,15 @@ def _prepare(raw: bytes, path: Path) -> PreparedTrace:
                               "it is not a profiler trace")
 
     changed = report.ts_offset_ns != 0 or bool(report.dropped) or len(report.fixes) > fixes_before
-    remapped = _remap_ids(events, report, survey)
-    # The survey's tid-0 pids are the file's; after a remap they are recomputed from the events.
-    changed |= remapped | _split_tid_zero(events, report, None if remapped else survey.zero_tid_pids)
+    validated = len(events)
+    maps = _remap_ids(events, report, survey)
+    changed |= maps is not None
+    changed |= _split_tid_zero(events, report, _zero_tid_pids(survey, maps))
+    # The metadata events: the file's, then those the fixes above appended.
+    metadata_events = survey.metadata_at + list(range(validated, len(events)))
     del survey
     scan = scan_events(events)
-    moved_to_lanes = _split_overlaps(events, scan, report)
+    moved_to_lanes = _split_overlaps(events, scan, report, metadata_events)
     changed |= bool(moved_to_lanes)
     changed |= bind_flows(events, scan, moved_to_lanes, report)
     # The args pass changes or reports something only if the text shows an integer beyond int64, a null
@@ -176,7 +180,9 @@ def _prepare(raw: bytes, path: Path) -> PreparedTrace:
 # -- timestamps ------------------------------------------------------------------------------------
 
 def _rebase_timestamps(raw: bytes, report: IngestReport) -> bytes:
-    if not _TS_NEGATIVE.search(raw) and not (_TS_13_DIGITS.search(raw) and _TS_FRACTION.search(raw)):
+    if not _TS_NEGATIVE_OR_FRACTION.search(raw):
+        return raw
+    if not (_TS_13_DIGITS.search(raw) and _TS_FRACTION.search(raw)) and not _TS_NEGATIVE.search(raw):
         return raw
     matches = _TS_FIELD.findall(raw)
     if not matches:
@@ -216,7 +222,9 @@ def _valid_id(value) -> int | None:
 _MISSING = object()
 
 
-def _remap_ids(events: list[dict], report: IngestReport, survey: Survey) -> bool:
+def _remap_ids(events: list[dict], report: IngestReport, survey: Survey) -> dict | None:
+    """Fresh ids for the pids/tids Perfetto cannot hold; the maps ({"pid": {value: (new, fresh)},
+    "tid": ...}) when it changed anything, else None."""
     maps = {}
     for key, base in (("pid", REMAPPED_PID_BASE), ("tid", REMAPPED_TID_BASE)):
         replace, fresh = {}, 0
@@ -232,10 +240,11 @@ def _remap_ids(events: list[dict], report: IngestReport, survey: Survey) -> bool
         maps[key] = replace
     pid_map, tid_map = maps["pid"], maps["tid"]
     if not pid_map and not tid_map:
-        return False
+        return None
 
-    named_pids = {e.get("pid") for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
-    named_tids = {(e.get("pid"), e.get("tid")) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    metadata = [events[i] for i in survey.metadata_at]
+    named_pids = {e.get("pid") for e in metadata if e.get("name") == "process_name"}
+    named_tids = {(e.get("pid"), e.get("tid")) for e in metadata if e.get("name") == "thread_name"}
     numeric_strings, extra, named_new = 0, [], set()
     for e in events:
         pid_hit = pid_map.get(e.get("pid", _MISSING)) if pid_map else None
@@ -271,7 +280,20 @@ def _remap_ids(events: list[dict], report: IngestReport, survey: Survey) -> bool
                examples=fresh)
     report.add("numeric_string_id", numeric_strings,
                "a pid/tid written as a string of digits is read as that number, as Kineto meant it")
-    return True
+    return maps
+
+
+def _zero_tid_pids(survey: Survey, maps: dict | None) -> set | None:
+    """The pids of the events with tid 0 (X, i, I, s, t, f) as they are after the remap, or None when only
+    the events can tell (a tid remapped to 0, or a null pid given a fresh id)."""
+    if maps is None:
+        return survey.zero_tid_pids
+    pid_map, tid_map = maps["pid"], maps["tid"]
+    if None in pid_map or any(new == 0 for new, _ in tid_map.values()):
+        return None
+    pids = {pid_map[pid][0] if pid in pid_map else pid for pid in survey.zero_tid_pids}
+    pids.discard(0)
+    return pids
 
 
 def _split_tid_zero(events: list[dict], report: IngestReport, zero_pids: set | None = None) -> bool:
@@ -305,8 +327,10 @@ def _split_tid_zero(events: list[dict], report: IngestReport, zero_pids: set | N
 
 # -- overlapping slices ----------------------------------------------------------------------------
 
-def _split_overlaps(events: list[dict], scan: TraceScan, report: IngestReport) -> set[int]:
+def _split_overlaps(events: list[dict], scan: TraceScan, report: IngestReport,
+                    metadata_events: list[int] | None = None) -> set[int]:
     """Packs X events that cannot nest on their thread into overlap lanes, as v52 would drop them.
+    `metadata_events`: the indices of the ph M events (all events are looked at when not given).
     Returns the indices of the events it moved."""
     placed = scan.push_placed
     index, track, ts, negdur = (scan.push_index[placed], scan.push_track[placed], scan.push_ts[placed],
@@ -344,8 +368,9 @@ def _split_overlaps(events: list[dict], scan: TraceScan, report: IngestReport) -
                 lane_stacks.append([event_end])
             lane_of.append(lane)
         if thread_names is None:
+            metadata = events if metadata_events is None else [events[i] for i in metadata_events]
             thread_names = {(e.get("pid"), e.get("tid")): (e.get("args") or {}).get("name")
-                            for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+                            for e in metadata if e.get("ph") == "M" and e.get("name") == "thread_name"}
         pid, tid = scan.tracks[int(track[start])]
         lane_tids = [tid]
         base_name = thread_names.get((pid, tid)) or f"thread {tid}"

@@ -77,6 +77,7 @@ class Survey:
     tids: dict  # the same for tid
     # pids of the X / i / I / s / t / f events written with tid 0 (0 and None left out)
     zero_tid_pids: set
+    metadata_at: list  # indices (in the kept events) of the ph M events
 
 
 _ZERO_TID_PHASES = frozenset(("X", "i", "I", "s", "t", "f"))
@@ -92,7 +93,7 @@ def validate_and_survey(entries: list, report: IngestReport) -> tuple[list[dict]
     drops: dict[str, list[int]] = defaultdict(list)
     fixes: dict[str, list[int]] = defaultdict(list)
     kept = []
-    phases, pids, tids, zero_tid_pids = {}, {}, {}, set()
+    phases, pids, tids, zero_tid_pids, metadata_at = {}, {}, {}, set(), []
     for index, e in enumerate(entries):
         if type(e) is not dict:
             drops["not a JSON object"].append(index)
@@ -145,6 +146,8 @@ def validate_and_survey(entries: list, report: IngestReport) -> tuple[list[dict]
                 if key in e and type(e[key]) is not str:
                     del e[key]
                     fixes["bad_scope_removed"].append(index)
+        if ph == "M":
+            metadata_at.append(len(kept))
         kept.append(e)
         phases[ph] = phases.get(ph, 0) + 1
         if pid is not None or "pid" in e:
@@ -159,7 +162,7 @@ def validate_and_survey(entries: list, report: IngestReport) -> tuple[list[dict]
     for kind, indices in fixes.items():
         count, why = len(indices), FIX_WHY[kind]
         report.add(kind, count, why, examples=[f"event {i}" for i in indices[:EXAMPLES]])
-    return kept, Survey(phases, pids, tids, zero_tid_pids)
+    return kept, Survey(phases, pids, tids, zero_tid_pids, metadata_at)
 
 
 FIX_WHY = {
