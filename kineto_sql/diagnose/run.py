@@ -15,6 +15,7 @@ A capture that is mostly its cold start (kineto.lib.steady_sample: fewer than 3 
 cold and steady findings are ranked together by the time they claim."""
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import replace
@@ -67,6 +68,7 @@ def diagnose_path(target: Path, engine: EngineChoice = EngineChoice(), progress:
     if target.is_dir():
         traces, summary, failures = _diagnose_ranks(target, engine, progress, jobs, executor)
     else:
+        query_plan()  # Python work done while a loader child (jobs 2) parses, not after the load
         with open_trace(target, engine, jobs=jobs) as tp:
             traces = [diagnose_trace(tp, progress, jobs=min(jobs, 2))]
         summary = None
@@ -110,17 +112,21 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
 
 
 def _run_queries(tp, jobs: int, on_start) -> dict[str, query_pool.Outcome]:
-    """The verdict, the ledger, every detector and the op table, by id. The ledger's chain and the op
-    table's are the longest: they go first, so that with two processes each starts one."""
+    """The verdict, the ledger, every detector and the op table, by id."""
     capabilities(tp)  # cached before any fork, so both processes read the same
     trace_device_name(tp)
-    specs = [resolve_spec(VERDICT), resolve_spec(OP_TABLE), resolve_spec(STEP_LEDGER)] + detectors()
-    outcomes = query_pool.run_all(tp, specs, run_query, _modules_of, jobs=jobs, on_start=on_start)
+    specs, needs = query_plan()
+    outcomes = query_pool.run_all(tp, specs, run_query, lambda spec: needs[spec.id], jobs=jobs, on_start=on_start)
     return {spec.id: outcome for spec, outcome in zip(specs, outcomes)}
 
 
-def _modules_of(spec: catalog.QuerySpec) -> list[str]:
-    return kineto_dependencies(spec.path.read_text()) + [spec.module]
+@functools.lru_cache(maxsize=1)
+def query_plan() -> tuple[list[catalog.QuerySpec], dict[str, list[str]]]:
+    """What diagnose runs and the modules each query includes. The ledger's chain and the op table's are
+    the longest: they go first, so that with two processes each starts one. Read once per process
+    (diagnose_path reads it while the loader child parses the trace)."""
+    specs = [resolve_spec(VERDICT), resolve_spec(OP_TABLE), resolve_spec(STEP_LEDGER)] + detectors()
+    return specs, {spec.id: kineto_dependencies(spec.path.read_text()) + [spec.module] for spec in specs}
 
 
 def _estimate(df: pd.DataFrame) -> int:
