@@ -1,12 +1,12 @@
 -- id: hta.gpu_events
--- version: 4
+-- version: 5
 -- kind: hta
 -- title: The GPU events HTA's analyses read, with HTA's kernel type (compute / communication / memory / other)
 -- source: seed 000 section 4 (HTA); research/peers.md 1.0 (HTA 0.5.0 ingest semantics)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- locked: 4 f338a0fa18257d4b
+-- locked: 5 5a0438104851885b
 -- lib: lib.event_categories@2 lib.kernels@3
 
 -- The cleaner default (hta_compat FALSE) keeps the whole trace (HTA silently drops the last profiler
@@ -78,29 +78,21 @@ SELECT
 FROM marks;
 
 -- The CPU-side rows (not GPU rows) that carry a correlation other than -1: the runtime calls that
--- launched device work. HTA keeps one when the step rule keeps its start.
+-- launched device work (a GPU row is kept when one of them starts before the cut; idle-time reads the
+-- latest one's start). Only what those two lookups read.
 CREATE OR REPLACE PERFETTO TABLE _kineto_hta_host_rows(
-  -- Slice id.
-  id LONG,
   -- Start, ns.
   ts LONG,
-  -- args.stream as HTA reads it: -1 when absent or not an integer.
-  stream LONG,
   -- args.correlation.
-  correlation LONG,
-  -- 1 when HTA 0.5.0's default load keeps it.
-  hta_kept LONG
+  correlation LONG
 ) AS
 SELECT
-  s.id,
   s.ts,
-  COALESCE(st.stream, -1) AS stream,
-  co.correlation,
-  IIF(c.n_step_names < 2 OR s.ts < c.last_step_ts, 1, 0) AS hta_kept
+  co.correlation
 FROM slice s
-JOIN _kineto_hta_arg_correlation co USING (arg_set_id)
+-- CROSS JOIN keeps slice the outer loop: the arg tables are indexed by arg set, slice is not.
+CROSS JOIN _kineto_hta_arg_correlation co USING (arg_set_id)
 LEFT JOIN _kineto_hta_arg_stream st USING (arg_set_id)
-CROSS JOIN _kineto_hta_step_cut c
 WHERE s.dur >= 0
   AND co.correlation != -1
   AND NOT (COALESCE(st.stream, -1) >= 0 AND co.correlation >= 0)
@@ -202,7 +194,8 @@ WITH flagged AS (
     IIF((st.stream >= 0 AND COALESCE(co.correlation, -1) >= 0) OR s.name IN ('Event Sync', 'Context Sync'), 1, 0)
       AS is_gpu_row
   FROM slice s
-  JOIN _kineto_hta_arg_stream st USING (arg_set_id)
+  -- CROSS JOIN keeps slice the outer loop: the arg tables are indexed by arg set, slice is not.
+  CROSS JOIN _kineto_hta_arg_stream st USING (arg_set_id)
   LEFT JOIN _kineto_hta_arg_correlation co USING (arg_set_id)
   WHERE s.dur >= 0 AND st.stream != -1
 )

@@ -1,5 +1,5 @@
 -- id: hta.idle_time_breakdown
--- version: 3
+-- version: 4
 -- kind: hta
 -- title: Idle-time breakdown per stream: host wait, kernel wait and other, with interval statistics
 -- source: seed 000 section 4-5 (HTA idle-time attribution); research/peers.md 1.3
@@ -7,8 +7,8 @@
 -- status: stable
 -- default hta_compat: FALSE
 -- default consecutive_kernel_delay: 30us
--- locked: 3 73c1bfd530e9c2d9
--- lib: hta.gpu_events@4 lib.event_categories@2 lib.kernels@3
+-- locked: 4 d09559462e1e8cd1
+-- lib: hta.gpu_events@5 lib.event_categories@2 lib.kernels@3
 
 -- Per stream, events (kernel, memcpy, memset) in start order: the gap before each event is
 --   host_wait   when its launching runtime call started after the previous event on the stream ended
@@ -85,17 +85,18 @@ classified AS (
   FROM gaps
   WHERE prev_end IS NOT NULL
 ),
-ranked AS (
+ranked AS MATERIALIZED (
   SELECT
     stream, idle_category, gap_us,
-    ROW_NUMBER() OVER w - 1 AS i,
-    COUNT(*) OVER w AS n,
-    AVG(gap_us) OVER w AS mean
+    ROW_NUMBER() OVER (PARTITION BY stream, idle_category ORDER BY gap_us) - 1 AS i
   FROM classified
-  -- One window for the three (one sort): rank, count and mean of the gaps of a (stream, category).
-  WINDOW w AS (
-    PARTITION BY stream, idle_category ORDER BY gap_us ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
-  )
+),
+-- Count and mean per (stream, category) by a grouped pass (a whole-partition window frame costs a
+-- second pass over every gap).
+stats AS (
+  SELECT stream, idle_category, COUNT(*) AS n, AVG(gap_us) AS mean
+  FROM ranked
+  GROUP BY stream, idle_category
 ),
 quart AS (
   SELECT
@@ -112,6 +113,7 @@ quart AS (
     MAX(IIF(i = CAST(0.75 * (n - 1) AS INT), gap_us, NULL)) AS q75_lo,
     MAX(IIF(i = CAST(0.75 * (n - 1) AS INT) + 1, gap_us, NULL)) AS q75_hi
   FROM ranked
+  JOIN stats USING (stream, idle_category)
   GROUP BY stream, idle_category
 )
 SELECT

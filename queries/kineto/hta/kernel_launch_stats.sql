@@ -1,5 +1,5 @@
 -- id: hta.kernel_launch_stats
--- version: 3
+-- version: 4
 -- kind: hta
 -- title: CUDA kernel launch statistics: launch delay, short kernels, runtime and launch-delay outliers
 -- source: seed 000 section 4 (HTA); research/peers.md 1.5 (CudaKernelAnalysis.cuda_kernel_launch_stats)
@@ -8,8 +8,8 @@
 -- default hta_compat: FALSE
 -- default runtime_cutoff: 50us
 -- default launch_delay_cutoff: 100us
--- locked: 3 e218ba6d73ce8b41
--- lib: hta.gpu_events@4 lib.event_categories@2 lib.kernels@3
+-- locked: 4 5cbeed93f543b8c5
+-- lib: hta.gpu_events@5 lib.event_categories@2 lib.kernels@3
 
 -- Per launch (runtime call joined to its GPU event by args.correlation): cpu = the call's duration,
 -- gpu = the event's duration, launch delay = max(0, gpu start - call end). Short kernel: cpu <=
@@ -64,13 +64,18 @@ WITH calls AS MATERIALIZED (
         OR (NOT $hta_compat AND n.launch_stats_extra = 1)
     )
 ),
+-- Both sides materialized so that SQLite indexes one for the correlation join (a table function's
+-- output has no index: a join on it is a nested loop).
+gpu AS MATERIALIZED (
+  SELECT correlation, ts, dur FROM _kineto_hta_events!($hta_compat)
+),
 pairs AS (
   SELECT
     c.dur / 1e3 AS cpu_us,
     g.dur / 1e3 AS gpu_us,
     MAX(g.ts - (c.ts + c.dur), 0) / 1e3 AS delay_us
   FROM calls c
-  JOIN kineto_hta_gpu_events($hta_compat) g USING (correlation)
+  JOIN gpu g USING (correlation)
 ),
 ranked AS (
   SELECT

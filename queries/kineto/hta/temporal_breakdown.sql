@@ -7,7 +7,7 @@
 -- status: stable
 -- default hta_compat: FALSE
 -- locked: 2 4d2e21467907fb47
--- lib: hta.gpu_events@4 lib.event_categories@2 lib.kernels@3
+-- lib: hta.gpu_events@5 lib.event_categories@2 lib.kernels@3
 
 -- HTA's definition, kept in both modes: the span runs from the first GPU event's start to the last
 -- one's end (not the profiler-step window); idle = span - |union of all GPU events|; compute =
