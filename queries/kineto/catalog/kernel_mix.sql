@@ -1,5 +1,5 @@
 -- id: catalog.kernel_mix
--- version: 3
+-- version: 4
 -- kind: detector
 -- title: Kernel mix of a busy GPU: unfused attention, unfused elementwise / norm work, device-to-device copy storms
 -- source: issue 12 item 11 (what fills a busy GPU); seed 000 section 4 (HTA kernel breakdown)
@@ -30,9 +30,9 @@
 -- default min_softmax_pct: 5
 -- default elementwise_pct: 30
 -- default copy_pct: 10
--- locked: 3 eb9f53be4c2fcb23
--- lib: lib.event_categories@2 lib.host_slices@3 lib.interval_merge@2 lib.kernel_classes@2 lib.kernels@3
---   lib.launches@4 lib.runtime_calls@4 lib.steps@4
+-- locked: 4 d007ca84905788e9
+-- lib: lib.event_categories@2 lib.host_slices@3 lib.kernel_classes@2 lib.kernels@3 lib.launches@4
+--   lib.runtime_calls@4 lib.steps@4
 -- cases: unfused_attention_fires=3f432733 small_softmax_is_not_attention=c845e908
 --   idle_gpu_is_not_judged=a715cbaa unfused_elementwise_fires=875d4a40
 --   compiled_elementwise_is_silent=89fc4b38 device_copies_fire=580a42c1 few_device_copies_are_silent=8f8f514a
@@ -68,10 +68,26 @@
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.kernel_classes;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
-INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
 
--- Device activities with their class and the op that launched them (by correlation, matched by a sort
--- over correlation ids rather than a join per kernel).
+-- The op that launched each correlation id (the launch calls carrying it; max when several do).
+CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_kernel_mix_launch_ops(
+  -- Runtime correlation id.
+  correlation LONG,
+  -- Launching op's name.
+  op_name STRING
+) AS
+SELECT l.correlation, max(l.op_name) AS op_name
+FROM kineto_launches AS l
+WHERE
+  l.correlation IS NOT NULL
+GROUP BY l.correlation
+ORDER BY l.correlation;
+
+-- Activities look their launch up by correlation.
+CREATE OR REPLACE PERFETTO INDEX _kineto_catalog_kernel_mix_launch_ops_corr
+ON _kineto_catalog_kernel_mix_launch_ops(correlation);
+
+-- Device activities with their class and the op that launched them (by correlation).
 CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_kernel_mix_acts(
   -- Device.
   device LONG,
@@ -86,42 +102,18 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_kernel_mix_acts(
   -- The launching op's name, NULL without a linked launch.
   op_name STRING
 ) AS
-WITH
-  tagged AS (
-    SELECT
-      k.correlation,
-      k.id,
-      c.device,
-      c.ts,
-      c.dur,
-      c.class,
-      k.name GLOB 'triton_*' AS is_triton,
-      NULL AS op_name
-    FROM kineto_kernel_classes AS c
-    JOIN kineto_kernels AS k
-      USING (id)
-    UNION ALL
-    SELECT l.correlation, NULL, NULL, NULL, NULL, NULL, NULL, l.op_name
-    FROM kineto_launches AS l
-    WHERE
-      l.correlation IS NOT NULL
-  ),
-  spread AS (
-    SELECT
-      *,
-      max(op_name) OVER (PARTITION BY correlation) AS launch_op
-    FROM tagged
-  )
 SELECT
-  device,
-  ts,
-  dur,
-  class,
-  is_triton,
-  CASE WHEN correlation IS NOT NULL THEN launch_op END AS op_name
-FROM spread
-WHERE
-  id IS NOT NULL;
+  c.device,
+  c.ts,
+  c.dur,
+  c.class,
+  k.name GLOB 'triton_*' AS is_triton,
+  lo.op_name
+FROM kineto_kernels AS k
+CROSS JOIN kineto_kernel_classes AS c
+  USING (id)
+LEFT JOIN _kineto_catalog_kernel_mix_launch_ops AS lo
+  ON lo.correlation = k.correlation;
 
 -- One row per device and cause that fires.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_kernel_mix(
@@ -196,11 +188,25 @@ WITH
     FROM acts
     GROUP BY device
   ),
-  -- Busy computing: merged non-communication activity (a collective waiting for its peers spins on the
-  -- device and would make a waiting GPU look busy).
+  -- Busy computing: the union of non-communication activity (a collective waiting for its peers spins on
+  -- the device and would make a waiting GPU look busy), by one sorted pass: each activity adds what it
+  -- reaches past the latest end before it (all of itself when it starts past it, as a merge would).
   busy AS (
-    SELECT device, sum(dur) AS d
-    FROM kineto_interval_merge!((SELECT device, ts, dur FROM acts), (device))
+    SELECT
+      device,
+      sum(IIF(prev_end IS NULL OR ts > prev_end, dur, max(ts + dur - prev_end, 0))) AS d
+    FROM (
+      SELECT
+        device,
+        ts,
+        dur,
+        max(ts + dur) OVER (
+          PARTITION BY device
+          ORDER BY ts, ts + dur
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ) AS prev_end
+      FROM acts
+    )
     GROUP BY device
   ),
   top AS (
