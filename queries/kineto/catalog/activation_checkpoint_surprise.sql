@@ -1,5 +1,5 @@
 -- id: catalog.activation_checkpoint_surprise
--- version: 3
+-- version: 4
 -- kind: detector
 -- title: Activation-checkpointing surprise: forward recompute inside backward, or checkpointing that
 --   does not recompute
@@ -22,7 +22,7 @@
 -- catalog_row: major.activation_checkpointing_surprise
 -- default min_recompute_ops: 2
 -- default expect_recompute: FALSE
--- locked: 3 6ad54acc6d2e1968
+-- locked: 4 8d34754941f00b37
 -- lib: lib.cpu_ops@4 lib.event_categories@2 lib.host_slices@3 lib.host_tree@3 lib.interval_merge@2
 --   lib.steps@4
 -- cases: activation_checkpoint_recompute_present_1=f26d69c3
@@ -69,7 +69,9 @@ WITH
       o.name GLOB 'autograd::engine::evaluate_function: *'
   )
 SELECT origin_utid, ts, dur
-FROM kineto_interval_merge!(nodes, (origin_utid));
+FROM kineto_interval_merge!(nodes, (origin_utid))
+-- Sorted by start: the per-step lookup below is a range scan.
+ORDER BY ts;
 
 -- One row per step with unexpected recompute, or with checkpoint frames but no recompute.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_activation_checkpoint_surprise(
@@ -114,25 +116,41 @@ WITH
       o.name IN (SELECT name FROM _kineto_catalog_forward_ops)
       AND o.step IS NOT NULL
   ),
+  -- Inside backward: a span of its thread started at or before the op and ends after it (spans of a
+  -- thread never overlap), by one sorted pass over the spans and the ops, never a scan per op.
+  swept AS (
+    SELECT
+      u.*,
+      max(u.span_end) OVER (
+        PARTITION BY u.origin_utid
+        ORDER BY u.ts, u.is_op
+        ROWS UNBOUNDED PRECEDING
+      ) AS cover_end
+    FROM (
+      SELECT
+        b.origin_utid, b.ts, b.ts + b.dur AS span_end, 0 AS is_op, NULL AS dur, NULL AS step,
+        NULL AS parent_id
+      FROM _kineto_catalog_backward_spans AS b
+      UNION ALL
+      SELECT f.origin_utid, f.ts, NULL, 1, f.dur, f.step, f.parent_id
+      FROM fwd AS f
+    ) AS u
+  ),
   tagged AS (
     SELECT
-      f.*,
-      EXISTS (
-        SELECT 1
-        FROM _kineto_catalog_backward_spans AS b
-        WHERE
-          b.origin_utid = f.origin_utid
-          AND f.ts >= b.ts
-          AND f.ts < b.ts + b.dur
-      ) AS in_bwd,
+      w.step,
+      w.dur,
+      coalesce(w.cover_end > w.ts, FALSE) AS in_bwd,
       EXISTS (
         SELECT 1
         FROM kineto_cpu_ops AS p
         WHERE
-          p.id = f.parent_id
+          p.id = w.parent_id
           AND p.name IN (SELECT name FROM _kineto_catalog_forward_ops)
       ) AS nested
-    FROM fwd AS f
+    FROM swept AS w
+    WHERE
+      w.is_op = 1
   ),
   per_step AS (
     SELECT
@@ -146,21 +164,39 @@ WITH
   bwd AS (
     SELECT st.step, min(b.ts) AS ts, max(b.ts + b.dur) - min(b.ts) AS dur
     FROM kineto_steps AS st
-    JOIN _kineto_catalog_backward_spans AS b
-      ON b.ts >= st.ts
+    CROSS JOIN _kineto_catalog_backward_spans AS b
+    WHERE
+      b.ts >= st.ts
       AND b.ts < st.ts + st.dur
     GROUP BY st.step
   ),
+  -- Checkpoint evidence per step, by a range scan of slice (sorted by ts) per step and pattern.
   ckpt AS (
-    SELECT st.step, count(s.id) AS n
-    FROM kineto_steps AS st
-    JOIN slice AS s
-      ON s.ts >= st.ts
-      AND s.ts < st.ts + st.dur
-    WHERE
-      (s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python') AND s.name GLOB '*torch/utils/checkpoint.py(*')
-      OR s.name GLOB '*CheckpointFunction*'
-    GROUP BY st.step
+    SELECT step, count(*) AS n
+    FROM (
+      SELECT st.step
+      FROM kineto_steps AS st
+      CROSS JOIN slice AS s
+      WHERE
+        s.ts >= st.ts
+        AND s.ts < st.ts + st.dur
+        AND s.name GLOB '*torch/utils/checkpoint.py(*'
+        AND s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python')
+      UNION ALL
+      SELECT st.step
+      FROM kineto_steps AS st
+      CROSS JOIN slice AS s
+      WHERE
+        s.ts >= st.ts
+        AND s.ts < st.ts + st.dur
+        AND s.name GLOB '*CheckpointFunction*'
+        AND NOT coalesce(
+          s.name GLOB '*torch/utils/checkpoint.py(*'
+            AND s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python'),
+          FALSE
+        )
+    )
+    GROUP BY step
   ),
   rows AS (
     SELECT

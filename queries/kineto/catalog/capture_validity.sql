@@ -1,5 +1,5 @@
 -- id: catalog.capture_validity
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Capture validity: GPU activity lost, counter-replay timing, truncated device buffer, skewed clocks, too small a steady sample
 -- source: issue 12 item 12 (judge the capture before anything else)
@@ -30,7 +30,7 @@
 -- default replay_ratio: 10
 -- default min_tail_launches: 10
 -- default skew_pct: 5
--- locked: 2 bceb136b1b3eefb4
+-- locked: 3 157b3697d74733fc
 -- lib: lib.dataloader@3 lib.event_categories@2 lib.host_slices@3 lib.iterations@2 lib.kernels@3
 --   lib.launches@4 lib.runtime_calls@4 lib.steady_sample@1 lib.steps@4
 -- cases: launches_without_kernels=ba4f7417 one_trailing_launch_is_valid=153e66c0 counter_replay=2cae4b47
@@ -117,57 +117,56 @@ WITH
   l AS (
     SELECT id, ts, dur, name, gpu_count, gpu_ts, gpu_dur FROM kineto_launches
   ),
-  kernel_calls AS (
+  last_act AS MATERIALIZED (
+    SELECT max(ts + dur) AS end_ts, count(*) AS n FROM kineto_kernels
+  ),
+  -- Every count over the launches in one pass.
+  counts AS MATERIALIZED (
     SELECT
-      dur,
-      gpu_dur,
-      row_number() OVER (ORDER BY dur) AS rn_l,
-      row_number() OVER (ORDER BY gpu_dur) AS rn_k,
-      count(*) OVER () AS n
+      count(*) AS n_launch,
+      count(CASE WHEN l.gpu_count > 0 THEN 1 END) AS n_matched,
+      -- The launches up to the end of the last device activity (all of them without any): a truncated
+      -- buffer's tail is judged on its own below, not as lost activity.
+      count(CASE WHEN a.end_ts IS NULL OR l.ts <= a.end_ts THEN 1 END) AS n_body,
+      count(CASE WHEN l.gpu_count > 0 AND l.ts <= a.end_ts THEN 1 END) AS n_body_matched,
+      min(l.ts) AS first_ts,
+      max(l.ts + l.dur) AS last_ts,
+      count(CASE WHEN coalesce(l.gpu_count, 0) = 0 AND l.ts > a.end_ts THEN 1 END) AS n_tail,
+      min(CASE WHEN coalesce(l.gpu_count, 0) = 0 AND l.ts > a.end_ts THEN l.ts END) AS tail_ts,
+      count(CASE WHEN l.gpu_count > 0 AND l.gpu_ts < l.ts THEN 1 END) AS n_skew,
+      count(CASE WHEN l.name GLOB '*Launch*' AND l.gpu_count > 0 THEN 1 END) AS n_kernel_calls
+    FROM l
+    CROSS JOIN last_act AS a
+  ),
+  kernel_calls AS (
+    SELECT dur, gpu_dur
     FROM l
     WHERE
       name GLOB '*Launch*'
       AND gpu_count > 0
   ),
-  last_act AS (
-    SELECT max(ts + dur) AS end_ts, count(*) AS n FROM kineto_kernels
+  median_at AS (
+    SELECT (n_kernel_calls + 1) / 2 - 1 AS k FROM counts
   ),
-  stats AS (
+  stats AS MATERIALIZED (
     SELECT
-      (SELECT count(*) FROM l) AS n_launch,
-      (SELECT count(*) FROM l WHERE gpu_count > 0) AS n_matched,
-      -- The launches up to the end of the last device activity (all of them without any): a truncated
-      -- buffer's tail is judged on its own below, not as lost activity.
-      (
-        SELECT count(*)
-        FROM l
-        WHERE
-          (SELECT end_ts FROM last_act) IS NULL
-          OR ts <= (SELECT end_ts FROM last_act)
-      ) AS n_body,
-      (SELECT count(*) FROM l WHERE gpu_count > 0 AND ts <= (SELECT end_ts FROM last_act)) AS n_body_matched,
-      (SELECT n FROM last_act) AS n_act,
-      (SELECT min(ts) FROM l) AS first_ts,
-      (SELECT max(ts + dur) FROM l) AS last_ts,
-      (SELECT dur FROM kernel_calls WHERE rn_l = (n + 1) / 2) AS med_launch,
-      (SELECT gpu_dur FROM kernel_calls WHERE rn_k = (n + 1) / 2) AS med_kernel,
-      (SELECT count(*) FROM kernel_calls) AS n_kernel_calls,
-      (SELECT end_ts FROM last_act) AS last_act_end,
-      (
-        SELECT count(*)
-        FROM l
-        WHERE
-          coalesce(gpu_count, 0) = 0
-          AND ts > (SELECT end_ts FROM last_act)
-      ) AS n_tail,
-      (
-        SELECT min(ts)
-        FROM l
-        WHERE
-          coalesce(gpu_count, 0) = 0
-          AND ts > (SELECT end_ts FROM last_act)
-      ) AS tail_ts,
-      (SELECT count(*) FROM l WHERE gpu_count > 0 AND gpu_ts < ts) AS n_skew
+      c.n_launch,
+      c.n_matched,
+      c.n_body,
+      c.n_body_matched,
+      a.n AS n_act,
+      c.first_ts,
+      c.last_ts,
+      -- Medians (the ((n + 1) / 2)-th smallest) by a sort with an offset.
+      (SELECT dur FROM kernel_calls ORDER BY dur LIMIT 1 OFFSET (SELECT k FROM median_at)) AS med_launch,
+      (SELECT gpu_dur FROM kernel_calls ORDER BY gpu_dur LIMIT 1 OFFSET (SELECT k FROM median_at)) AS med_kernel,
+      c.n_kernel_calls,
+      a.end_ts AS last_act_end,
+      c.n_tail,
+      c.tail_ts,
+      c.n_skew
+    FROM counts AS c
+    CROSS JOIN last_act AS a
   ),
   found AS (
     SELECT
