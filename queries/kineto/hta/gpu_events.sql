@@ -1,13 +1,14 @@
 -- id: hta.gpu_events
--- version: 5
+-- version: 6
 -- kind: hta
 -- title: The GPU events HTA's analyses read, with HTA's kernel type (compute / communication / memory / other)
 -- source: seed 000 section 4 (HTA); research/peers.md 1.0 (HTA 0.5.0 ingest semantics)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- locked: 5 5a0438104851885b
+-- locked: 6 41479ecf89bf36e1
 -- lib: lib.event_categories@2 lib.kernels@3
+-- cases: hta_compat_drops_last_step_launches=41adf06e clean_mode_keeps_every_kernel=3560efb9
 
 -- The cleaner default (hta_compat FALSE) keeps the whole trace (HTA silently drops the last profiler
 -- step), counts only real device work (category kernel, gpu_memcpy, gpu_memset; never cuda_sync
@@ -97,7 +98,8 @@ WHERE s.dur >= 0
   AND co.correlation != -1
   AND NOT (COALESCE(st.stream, -1) >= 0 AND co.correlation >= 0)
   -- Tested after the join (it names co), so only rows with a correlation read their name.
-  AND IIF(co.correlation IS NULL, 0, s.name NOT IN ('Event Sync', 'Context Sync'));
+  -- (A slice without a name is no sync slice, as HTA's isin says.)
+  AND IIF(co.correlation IS NULL, 0, IFNULL(s.name, '') NOT IN ('Event Sync', 'Context Sync'));
 
 -- GPU rows are kept by their correlation, and idle-time finds a kernel's launch by it.
 CREATE OR REPLACE PERFETTO INDEX _kineto_hta_host_rows_correlation ON _kineto_hta_host_rows(correlation);
@@ -124,7 +126,7 @@ CASE
     SELECT 1
     FROM slice u
     LEFT JOIN _kineto_hta_arg_correlation uc USING (arg_set_id)
-    WHERE u.dur >= 0 AND u.ts < $last_step_ts AND u.name NOT IN ('Event Sync', 'Context Sync')
+    WHERE u.dur >= 0 AND u.ts < $last_step_ts AND IFNULL(u.name, '') NOT IN ('Event Sync', 'Context Sync')
       AND COALESCE(uc.correlation, -1) = -1
   ), 1, 0)
   WHEN EXISTS (
