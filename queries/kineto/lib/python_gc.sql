@@ -1,5 +1,5 @@
--- version: 2
--- locked: 2 ddbf4310a57a1fe5
+-- version: 3
+-- locked: 3 ce5e08e2318634f4
 -- lib: lib.event_categories@2 lib.steps@4
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -23,6 +23,21 @@ CREATE OR REPLACE PERFETTO TABLE kineto_python_gc(
   -- Step number, or NULL outside steps.
   step LONG
 ) AS
+WITH
+  -- Two scans the engine filters itself (a name, a category), instead of an OR tested on every slice.
+  gc AS (
+    SELECT s.id, s.ts, s.dur, s.name, s.track_id
+    FROM slice AS s
+    WHERE
+      s.name = 'Python GC'
+    UNION ALL
+    SELECT s.id, s.ts, s.dur, s.name, s.track_id
+    FROM slice AS s
+    WHERE
+      s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python')
+      AND (s.name GLOB '*gc.collect*' OR s.name GLOB '<built-in method collect of module gc*')
+      AND s.name != 'Python GC'
+  )
 SELECT
   s.id,
   s.ts,
@@ -30,14 +45,9 @@ SELECT
   s.name,
   t.upid,
   _kineto_step_at!(t.upid, s.ts) AS step
-FROM slice AS s
+FROM gc AS s
 JOIN thread_track AS tt
   ON tt.id = s.track_id
 JOIN thread AS t
   USING (utid)
-WHERE
-  s.name = 'Python GC'
-  OR (
-    s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python')
-    AND (s.name GLOB '*gc.collect*' OR s.name GLOB '<built-in method collect of module gc*')
-  );
+ORDER BY s.id;
