@@ -1,6 +1,6 @@
 -- version: 2
 -- locked: 2 9a1ba82dd49a5375
--- lib: lib.dataloader@3 lib.event_categories@2 lib.host_slices@3 lib.steps@4
+-- lib: lib.dataloader@3 lib.event_categories@2 lib.host_slices@3 lib.steps@5
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

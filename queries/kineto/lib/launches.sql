@@ -1,6 +1,6 @@
 -- version: 4
 -- locked: 4 ecf3a855d3499f67
--- lib: lib.event_categories@2 lib.host_slices@3 lib.kernels@3 lib.runtime_calls@4 lib.steps@4
+-- lib: lib.event_categories@2 lib.host_slices@3 lib.kernels@3 lib.runtime_calls@4 lib.steps@5
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;

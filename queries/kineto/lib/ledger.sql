@@ -1,8 +1,8 @@
--- version: 4
--- locked: 4 bd7002eb0af922b2
+-- version: 5
+-- locked: 5 d38c7ce463c6db21
 -- lib: lib.collectives@1 lib.cpu_ops@4 lib.dataloader@3 lib.device_busy@2 lib.event_categories@2
 --   lib.gpu_idle@1 lib.host_slices@3 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@2
---   lib.iterations@2 lib.kernel_classes@2 lib.kernels@3 lib.launches@4 lib.runtime_calls@4 lib.steps@4
+--   lib.iterations@2 lib.kernel_classes@2 lib.kernels@3 lib.launches@4 lib.runtime_calls@4 lib.steps@5
 --   lib.stream_busy@2
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -15,6 +15,7 @@ INCLUDE PERFETTO MODULE kineto.lib.dataloader;
 INCLUDE PERFETTO MODULE kineto.lib.collectives;
 INCLUDE PERFETTO MODULE kineto.lib.gpu_idle;
 INCLUDE PERFETTO MODULE kineto.lib.internal_reads;
+INCLUDE PERFETTO MODULE intervals.intersect;
 
 -- Ledger lanes: one per device (with the host process that launched its work), or, on a capture
 -- without device activity, one host-only lane per process with windows.
@@ -113,6 +114,8 @@ END;
 -- op or python frame, a launch call inside the op that issued it. Such slices are left out, which changes
 -- no bucket's time (only the number of boundaries the sweep sorts: most host slices are nested).
 CREATE OR REPLACE PERFETTO TABLE _kineto_ledger_host_kinds(
+  -- Row number.
+  id LONG,
   -- Process.
   upid LONG,
   -- Start.
@@ -133,8 +136,8 @@ WITH
   has_devices AS (
     SELECT EXISTS (SELECT 1 FROM kineto_kernels WHERE device IS NOT NULL) AS yes
   ),
-  -- host slices (dur > 0) with the kind of their parent (NULL when the parent is no host op or python
-  -- frame, or has no duration): the parent is a lookup by id in the shared table, done where it is read
+  -- host slices with the kind each opens in the sweep and the kind of its parent (NULL when the parent
+  -- is no host op or python frame)
   host_slices AS (
     SELECT
       h.id,
@@ -145,22 +148,25 @@ WITH
       h.event_class,
       h.upid,
       h.parent_id,
-      _kineto_ledger_parent_kind!(p.event_class, p.category, p.name) AS parent_k
+      CASE
+        WHEN p.event_class = 'cpu_op' AND p.category != 'user_annotation' AND NOT p.name GLOB 'ProfilerStep#*'
+          THEN 'op'
+        WHEN p.event_class IN ('cpu_op', 'python') THEN 'any'
+      END AS parent_k
     FROM kineto_host_slices AS h
     LEFT JOIN kineto_host_slices AS p
       ON p.id = h.parent_id
       AND p.dur > 0
     WHERE
       h.dur > 0
-      AND h.event_class IN ('cpu_op', 'python')
   ),
   -- the ATen op that issued a launch: its whole interval is issuing work
   launch_ops AS (
     SELECT p.upid, p.ts, p.dur
     FROM kineto_runtime_calls AS r
-    CROSS JOIN kineto_host_slices AS h
-      ON h.id = r.id
-    CROSS JOIN kineto_host_slices AS p
+    JOIN kineto_host_slices AS h
+      USING (id)
+    JOIN kineto_host_slices AS p
       ON p.id = h.parent_id
     WHERE
       r.class = 'launch'
@@ -176,15 +182,10 @@ WITH
         WHEN r.class = 'launch' THEN 'launch'
         WHEN r.class = 'profiler_flush' THEN 'prof'
         ELSE 'any'
-      END AS k, _kineto_ledger_parent_kind!(p.event_class, p.category, p.name) AS parent_k
+      END AS k, h.parent_k
     FROM kineto_runtime_calls AS r
-    CROSS JOIN kineto_host_slices AS h
-      ON h.id = r.id
-    LEFT JOIN kineto_host_slices AS p
-      ON p.id = h.parent_id
-      AND p.dur > 0
-    WHERE
-      r.dur > 0
+    JOIN host_slices AS h
+      USING (id)
   ),
   -- host intervals of a process, by kind (one row each)
   host_kinds AS (
@@ -259,10 +260,9 @@ WITH
         WHEN h.name IN ('aten::_local_scalar_dense', 'aten::nonzero', 'aten::masked_select') THEN 'hread'
         ELSE 'optim'
       END
-    FROM kineto_host_slices AS h
+    FROM host_slices AS h
     WHERE
       NOT (SELECT yes FROM has_devices)
-      AND h.dur > 0
       AND h.event_class = 'cpu_op'
       AND (
         h.name IN ('aten::_local_scalar_dense', 'aten::nonzero', 'aten::masked_select')
@@ -271,6 +271,7 @@ WITH
       )
   )
 SELECT
+  row_number() OVER () AS id,
   upid,
   ts,
   dur,
@@ -296,7 +297,75 @@ SELECT
     WHEN k IN ('any', 'launch', 'sync', 'bcopy', 'alloc', 'prof', 'dl', 'gc') THEN 16777216
     ELSE 0
   END AS h3
-FROM host_kinds;
+FROM host_kinds
+ORDER BY id;
+
+-- Idle stretches of each device lane, numbered: the gaps between the device's busy intervals
+-- (kineto_gpu_idle) and the time before its first and after its last, as far as any host interval reaches.
+CREATE OR REPLACE PERFETTO TABLE _kineto_ledger_lane_idle(
+  -- Row number.
+  id LONG,
+  -- Lane (device).
+  lane LONG,
+  -- Host process of the lane.
+  upid LONG,
+  -- Start.
+  ts TIMESTAMP,
+  -- Duration.
+  dur DURATION
+) AS
+WITH
+  idle AS (
+    SELECT g.device, g.ts, g.dur
+    FROM kineto_gpu_idle AS g
+    WHERE
+      g.stream IS NULL
+      AND g.dur > 0
+    UNION ALL
+    SELECT
+      b.device,
+      min(min(b.ts), (SELECT min(ts) FROM _kineto_ledger_host_kinds)),
+      min(b.ts) - min(min(b.ts), (SELECT min(ts) FROM _kineto_ledger_host_kinds))
+    FROM kineto_device_busy AS b
+    GROUP BY b.device
+    UNION ALL
+    SELECT
+      b.device,
+      max(b.ts + b.dur),
+      max((SELECT max(ts + dur) FROM _kineto_ledger_host_kinds) - max(b.ts + b.dur), 0)
+    FROM kineto_device_busy AS b
+    GROUP BY b.device
+  )
+SELECT row_number() OVER () AS id, l.lane, l.upid, i.ts, i.dur
+FROM idle AS i
+JOIN _kineto_ledger_lanes AS l
+  ON l.device = i.device
+ORDER BY id;
+
+-- The host intervals that can decide a bucket of a device lane: those that overlap an idle stretch of the
+-- lane's device for a positive time. A host interval wholly inside a busy interval of the device changes
+-- no bucket, no stretch and no duration of that lane's ledger (while it is open the device is busy, and a
+-- busy bucket does not depend on the host), so the sweep leaves it out: most host intervals of a
+-- device-bound trace. One interval intersection per process.
+CREATE OR REPLACE PERFETTO TABLE _kineto_ledger_host_idle(
+  -- _kineto_ledger_host_kinds.id.
+  id LONG,
+  -- Lane (device) where it overlaps idle time.
+  lane LONG
+) AS
+SELECT DISTINCT ii.id_0 AS id, il.lane
+FROM _interval_intersect!(
+  (
+    (SELECT h.id, h.ts, h.dur, h.upid FROM _kineto_ledger_host_kinds AS h),
+    (SELECT il.id, il.ts, il.dur, il.upid FROM _kineto_ledger_lane_idle AS il)
+  ),
+  (upid)
+) AS ii
+CROSS JOIN _kineto_ledger_lane_idle AS il
+  ON il.id = ii.id_1
+WHERE
+  ii.dur > 0
+ORDER BY id;
 
 -- The bucket of a segment from the packed open counts of the sweep (fields as packed in
 -- _kineto_ledger_buckets; the precedence is documented at kineto_ledger).
@@ -430,11 +499,19 @@ WITH
       g.stream IS NULL
       AND g.dur < 100000
     UNION ALL
-    -- host intervals of the lane's process
+    -- host intervals of the lane's process: all of them on a host-only lane, those that overlap the
+    -- device's idle time on a device lane (_kineto_ledger_host_idle)
     SELECT l.lane, h.ts, h.dur, NULL, 0, 0, h.h1, h.h2, h.h3
     FROM _kineto_ledger_host_kinds AS h
     JOIN _kineto_ledger_lanes AS l
       USING (upid)
+    WHERE
+      l.lane < 0
+    UNION ALL
+    SELECT hi.lane, h.ts, h.dur, NULL, 0, 0, h.h1, h.h2, h.h3
+    FROM _kineto_ledger_host_idle AS hi
+    CROSS JOIN _kineto_ledger_host_kinds AS h
+      ON h.id = hi.id
   ),
   -- one row per (lane, instant): the boundary events of one timestamp summed, since the open counts only
   -- matter between two distinct timestamps. Window ids of a lane (its process's windows) are consecutive
@@ -473,48 +550,40 @@ WITH
       sum(h1) OVER w AS q1,
       sum(h2) OVER w AS q2,
       sum(h3) OVER w AS q3,
-      d1,
-      d2,
-      h1,
-      h2,
-      h3
+      sum(d1) OVER w - d1 AS pp1,
+      sum(d2) OVER w - d2 AS pp2,
+      sum(h1) OVER w - h1 AS pq1,
+      sum(h2) OVER w - h2 AS pq2,
+      sum(h3) OVER w - h3 AS pq3
     FROM events
     WINDOW w AS (PARTITION BY lane ORDER BY ts ROWS UNBOUNDED PRECEDING)
   ),
+  -- the bucket of the segment that starts at each instant and of the one that ends there (NULL outside
+  -- every window: the top field of q3 counts open windows)
   with_prev AS (
     SELECT
       lane,
       ts,
       win_id,
-      win_id - win_starts AS prev_win_id,
       win_starts,
       CASE WHEN q3 >> 48 > 0 THEN _kineto_ledger_bucket!(lane, p1, p2, q1, q2, q3) END AS bucket,
-      CASE
-        WHEN (q3 - h3) >> 48 > 0 THEN _kineto_ledger_bucket!(lane, p1 - d1, p2 - d2, q1 - h1, q2 - h2, q3 - h3)
-      END AS prev_bucket
+      CASE WHEN pq3 >> 48 > 0 THEN _kineto_ledger_bucket!(lane, pp1, pp2, pq1, pq2, pq3) END AS prev_bucket
     FROM swept
   ),
-  -- Each instant ends the segment before it (dur += ts) and starts the one after it (dur -= ts): summed per
-  -- (window, bucket) that is the segments' total length, and no look-ahead is needed (all counts are zero
-  -- after a lane's last instant). Timestamps count from the trace start so that the sums stay far from
-  -- overflowing. Only segments inside an open window count. A segment starts a separate
-  -- stretch of its bucket unless the lane's previous segment is in the same window and bucket.
-  contributions AS (
+  -- a stretch of a bucket (a run of segments in one window and bucket) starts where a window starts or the
+  -- bucket changes, and ends at the next such instant of the lane or where the windows close: only those
+  -- instants are kept, and each kept instant with a bucket is one stretch lasting until the next
+  runs AS (
     SELECT
       lane,
       win_id,
       bucket,
-      (SELECT start_ts FROM trace_bounds) - ts AS dur,
-      ts AS start_ts,
-      win_starts > 0 OR prev_bucket IS NOT bucket AS starts
+      ts,
+      lead(ts) OVER (PARTITION BY lane ORDER BY ts) - ts AS dur
     FROM with_prev
     WHERE
-      bucket IS NOT NULL
-    UNION ALL
-    SELECT lane, prev_win_id, prev_bucket, ts - (SELECT start_ts FROM trace_bounds), NULL, 0
-    FROM with_prev
-    WHERE
-      prev_bucket IS NOT NULL
+      (bucket IS NOT NULL AND (win_starts > 0 OR prev_bucket IS NOT bucket))
+      OR (bucket IS NULL AND prev_bucket IS NOT NULL)
   ),
   per_bucket AS (
     SELECT
@@ -522,9 +591,11 @@ WITH
       win_id,
       bucket,
       sum(dur) AS dur,
-      min(start_ts) AS first_ts,
-      sum(starts) AS segment_count
-    FROM contributions
+      min(ts) AS first_ts,
+      count(*) AS segment_count
+    FROM runs
+    WHERE
+      bucket IS NOT NULL
     GROUP BY lane, win_id, bucket
   )
 SELECT lane, win_id, bucket, dur, first_ts, segment_count FROM per_bucket;

@@ -1,6 +1,6 @@
 -- version: 1
 -- locked: 1 0f2f347f8fa9da3a
--- lib: lib.dataloader@3 lib.event_categories@2 lib.host_slices@3 lib.iterations@2 lib.steps@4
+-- lib: lib.dataloader@3 lib.event_categories@2 lib.host_slices@3 lib.iterations@2 lib.steps@5
 
 INCLUDE PERFETTO MODULE kineto.lib.iterations;
 

@@ -1,5 +1,5 @@
--- version: 4
--- locked: 4 cd7614518ce36cdf
+-- version: 5
+-- locked: 5 9e8f491046bfb55c
 -- lib: lib.event_categories@2
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -69,6 +69,24 @@ SELECT
 FROM kineto_steps
 ORDER BY rk;
 
+-- Whether two step windows of one process overlap (one starts before another ends, or both start
+-- together): only then can an event be in two windows, and _kineto_steps_of must pick the latest.
+CREATE OR REPLACE PERFETTO TABLE _kineto_steps_overlap(
+  -- True when some step of a process starts inside an earlier (or same-start) step of that process.
+  yes BOOL
+) AS
+SELECT coalesce(max(prev_end > ts), FALSE) AS yes
+FROM (
+  SELECT
+    ts,
+    max(ts + dur) OVER (PARTITION BY upid ORDER BY ts, id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+      AS prev_end
+  FROM _kineto_step_ranks
+  WHERE
+    dur > 0
+    AND upid IS NOT NULL
+);
+
 -- The step number whose window (same process) contains the timestamp, or NULL: one lookup over the
 -- steps table per row, so its cost grows with events x steps. For a table of events use
 -- `_kineto_steps_of` (one interval intersection); keep this for a handful of rows.
@@ -101,20 +119,34 @@ CREATE OR REPLACE PERFETTO MACRO _kineto_steps_of(
 )
 RETURNS TableOrSubquery AS
 (
+  WITH
+    pairs AS MATERIALIZED (
+      SELECT ii.id_0, ii.id_1
+      FROM _interval_intersect!(
+        (
+          (SELECT e.id, e.ts, 1 AS dur, e.upid FROM $events AS e WHERE e.upid IS NOT NULL AND e.ts IS NOT NULL),
+          (SELECT r.rk AS id, r.ts, r.dur, r.upid FROM _kineto_step_ranks AS r WHERE r.dur > 0 AND r.upid IS NOT NULL)
+        ),
+        (upid)
+      ) AS ii
+    )
   SELECT
     p.id,
     st.step,
     st.ts AS step_ts
   FROM (
-    SELECT ii.id_0 AS id, max(ii.id_1) AS rk
-    FROM _interval_intersect!(
-      (
-        (SELECT e.id, e.ts, 1 AS dur, e.upid FROM $events AS e WHERE e.upid IS NOT NULL AND e.ts IS NOT NULL),
-        (SELECT r.rk AS id, r.ts, r.dur, r.upid FROM _kineto_step_ranks AS r WHERE r.dur > 0 AND r.upid IS NOT NULL)
-      ),
-      (upid)
-    ) AS ii
-    GROUP BY ii.id_0
+    -- windows of a process never overlap (the usual case): each event is in one window at most
+    SELECT id_0 AS id, id_1 AS rk
+    FROM pairs
+    WHERE
+      NOT (SELECT yes FROM _kineto_steps_overlap)
+    UNION ALL
+    -- overlapping windows: the latest-starting one (highest rank)
+    SELECT id_0 AS id, max(id_1) AS rk
+    FROM pairs
+    WHERE
+      (SELECT yes FROM _kineto_steps_overlap)
+    GROUP BY id_0
   ) AS p
   -- CROSS JOIN keeps the events outside: each looks its step up by rank
   CROSS JOIN _kineto_step_ranks AS st
