@@ -1,5 +1,5 @@
 -- version: 5
--- locked: 5 d38c7ce463c6db21
+-- locked: 5 4d8298990bea2345
 -- lib: lib.collectives@1 lib.cpu_ops@4 lib.dataloader@3 lib.device_busy@2 lib.event_categories@2
 --   lib.gpu_idle@1 lib.host_slices@3 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@2
 --   lib.iterations@2 lib.kernel_classes@2 lib.kernels@3 lib.launches@4 lib.runtime_calls@4 lib.steps@5
@@ -90,22 +90,6 @@ WITH
   )
 SELECT lane, device, upid FROM lanes;
 
--- The kind a host slice's parent gives it in the sweep: `op` inside an ATen op (not an annotation or
--- ProfilerStep), `any` inside another op or python frame, NULL otherwise (no parent, or no host op).
-CREATE OR REPLACE PERFETTO MACRO _kineto_ledger_parent_kind(
-  -- The parent's event class (kineto_host_slices.event_class), NULL without a parent.
-  event_class Expr,
-  -- The parent's raw category.
-  category Expr,
-  -- The parent's name.
-  name Expr
-)
-RETURNS Expr AS
-CASE
-  WHEN $event_class = 'cpu_op' AND $category != 'user_annotation' AND NOT $name GLOB 'ProfilerStep#*' THEN 'op'
-  WHEN $event_class IN ('cpu_op', 'python') THEN 'any'
-END;
-
 -- Host intervals that decide what an idle device (or a host-only lane) was waiting on, one row per
 -- interval with its kind: sync, bcopy, alloc, launch, prof, dl, gc, hcomm, op, any, hread, optim.
 --
@@ -114,7 +98,7 @@ END;
 -- op or python frame, a launch call inside the op that issued it. Such slices are left out, which changes
 -- no bucket's time (only the number of boundaries the sweep sorts: most host slices are nested).
 CREATE OR REPLACE PERFETTO TABLE _kineto_ledger_host_kinds(
-  -- Row number.
+  -- Unique key: the slice id times 16 plus the branch (a slice can be an op and a launch op).
   id LONG,
   -- Process.
   upid LONG,
@@ -162,7 +146,7 @@ WITH
   ),
   -- the ATen op that issued a launch: its whole interval is issuing work
   launch_ops AS (
-    SELECT p.upid, p.ts, p.dur
+    SELECT p.id, p.upid, p.ts, p.dur
     FROM kineto_runtime_calls AS r
     JOIN kineto_host_slices AS h
       USING (id)
@@ -175,7 +159,7 @@ WITH
     GROUP BY p.id
   ),
   runtime_kinds AS (
-    SELECT r.upid, r.ts, r.dur, CASE
+    SELECT r.id, r.upid, r.ts, r.dur, CASE
         WHEN r.class IN ('stream_sync', 'device_sync', 'event_sync') THEN 'sync'
         WHEN r.class = 'blocking_copy' THEN 'bcopy'
         WHEN r.class IN ('malloc', 'free') THEN 'alloc'
@@ -189,7 +173,7 @@ WITH
   ),
   -- host intervals of a process, by kind (one row each)
   host_kinds AS (
-    SELECT upid, ts, dur, k
+    SELECT id * 16 + 1 AS id, upid, ts, dur, k
     FROM runtime_kinds
     WHERE
       -- inside an op or frame, `any` adds nothing; inside an op, a launch call adds nothing to the
@@ -197,15 +181,15 @@ WITH
       NOT (k = 'any' AND parent_k IS NOT NULL)
       AND NOT (k = 'launch' AND parent_k IS 'op')
     UNION ALL
-    SELECT upid, ts, dur, 'launch'
+    SELECT id * 16 + 2, upid, ts, dur, 'launch'
     FROM launch_ops
     UNION ALL
-    SELECT d.upid, d.ts, d.dur, 'dl'
+    SELECT d.id * 16 + 3, d.upid, d.ts, d.dur, 'dl'
     FROM kineto_dataloader AS d
     WHERE
       d.dur > 0
     UNION ALL
-    SELECT t.upid, s.ts, s.dur, 'gc'
+    SELECT s.id * 16 + 4, t.upid, s.ts, s.dur, 'gc'
     FROM slice AS s
     JOIN thread_track AS tt
       ON tt.id = s.track_id
@@ -215,7 +199,7 @@ WITH
       s.name = 'Python GC'
       AND s.dur > 0
     UNION ALL
-    SELECT t.upid, s.ts, s.dur, 'prof'
+    SELECT s.id * 16 + 5, t.upid, s.ts, s.dur, 'prof'
     FROM slice AS s
     JOIN thread_track AS tt
       ON tt.id = s.track_id
@@ -225,7 +209,7 @@ WITH
       s.category = 'overhead'
       AND s.dur > 0
     UNION ALL
-    SELECT t.upid, c.ts, c.dur, 'hcomm'
+    SELECT c.id * 16 + 6, t.upid, c.ts, c.dur, 'hcomm'
     FROM kineto_collectives AS c
     JOIN slice AS s
       ON s.id = c.id
@@ -237,9 +221,9 @@ WITH
       c.source = 'cpu'
       AND c.dur > 0
     UNION ALL
-    SELECT upid, ts, dur, k
+    SELECT id * 16 + 7, upid, ts, dur, k
     FROM (
-      SELECT h.upid, h.ts, h.dur, CASE
+      SELECT h.id, h.upid, h.ts, h.dur, CASE
           WHEN h.event_class = 'cpu_op' AND h.category != 'user_annotation' AND NOT h.name GLOB 'ProfilerStep#*'
             THEN 'op'
           ELSE 'any'
@@ -256,7 +240,7 @@ WITH
     -- host-only lanes: ATen host reads (device syncs on a GPU), and what excuses them: Optimizer.step
     -- (torch.optim reads its CPU step counters) and composite ops that read inside their CPU kernels only
     -- (kineto.lib.internal_reads)
-    SELECT h.upid, h.ts, h.dur, CASE
+    SELECT h.id * 16 + 8, h.upid, h.ts, h.dur, CASE
         WHEN h.name IN ('aten::_local_scalar_dense', 'aten::nonzero', 'aten::masked_select') THEN 'hread'
         ELSE 'optim'
       END
@@ -271,7 +255,7 @@ WITH
       )
   )
 SELECT
-  row_number() OVER () AS id,
+  id,
   upid,
   ts,
   dur,
@@ -297,8 +281,7 @@ SELECT
     WHEN k IN ('any', 'launch', 'sync', 'bcopy', 'alloc', 'prof', 'dl', 'gc') THEN 16777216
     ELSE 0
   END AS h3
-FROM host_kinds
-ORDER BY id;
+FROM host_kinds;
 
 -- Idle stretches of each device lane, numbered: the gaps between the device's busy intervals
 -- (kineto_gpu_idle) and the time before its first and after its last, as far as any host interval reaches.
@@ -507,11 +490,7 @@ WITH
       USING (upid)
     WHERE
       l.lane < 0
-    UNION ALL
-    SELECT hi.lane, h.ts, h.dur, NULL, 0, 0, h.h1, h.h2, h.h3
-    FROM _kineto_ledger_host_idle AS hi
-    CROSS JOIN _kineto_ledger_host_kinds AS h
-      ON h.id = hi.id
+      OR (h.id, l.lane) IN (SELECT id, lane FROM _kineto_ledger_host_idle)
   ),
   -- one row per (lane, instant): the boundary events of one timestamp summed, since the open counts only
   -- matter between two distinct timestamps. Window ids of a lane (its process's windows) are consecutive
