@@ -228,3 +228,28 @@ def test_a_wrapped_piece_is_taken_only_when_it_is_the_plain_parse(piece, items):
     assert probe.wrap == 1024 - 1 - source.EVENT_DEPTH  # orjson 3's depth limit is 1024
     assert probe.loads_items(piece) == items
     assert probe.bounded
+
+
+@pytest.mark.parametrize("depth, cut", [(251, False), (252, False), (254, False), (255, True), (300, True)])
+def test_a_rewritten_trace_writes_every_arg_its_writer_could_write_alone(depth, cut):
+    # The overlapping kernels make the trace rewritten, so every arg is written back inside its event in
+    # the list of events: 3 levels above the value. orjson stops at 255 levels; a value of 252-254 is
+    # written by the stdlib, deeper ones were cut (and reported) by the args pass.
+    doc = json.loads(_overlapping())
+    next(e for e in doc["traceEvents"] if e.get("name") == "cudaLaunchKernel")["args"]["deep"] = _deep(depth)
+    prepared = prepare(json.dumps(doc).encode(), Path("t.json"))
+    assert prepared.report.fix_count("args_too_deep_cut") == (1 if cut else 0)
+    written = json.loads(prepared.data)["traceEvents"]  # writable at every depth
+    value, levels = next(e for e in written if "deep" in e.get("args", {}))["args"]["deep"], 0
+    while isinstance(value, list):
+        value, levels = value[0], levels + 1
+    assert (levels, value) == ((32, "<nested too deep>") if cut else (depth, 1))
+
+
+def test_a_metadata_field_too_deep_to_be_written_back_is_kept_as_text():
+    doc = json.loads(_overlapping())
+    doc["traceName"] = "t"
+    doc["extra"] = _deep(254)  # 254 levels inside the document: one too many for the writer
+    prepared = prepare(json.dumps(doc).encode(), Path("t.json"))
+    assert prepared.report.fix_count("metadata_field_ignored") == 1
+    assert json.loads(prepared.data)["extra"].startswith("[[[[")

@@ -187,10 +187,12 @@ def _begins_from_scan(events: list[dict], scan: TraceScan, at_risk: list[int]) -
     ts_ns = scan.ts_ns
     if not at_risk:
         return {}
-    wanted = set(at_risk)
-    points = {(track, ts_ns[j]) for j, track in zip(scan.flow_indices, scan.flow_tracks) if j in wanted}
+    # The flow events' threads as scanned (scan_events numbered every (pid, tid) it saw on a flow event).
+    points = {(scan.track_of[(events[j].get("pid"), events[j].get("tid"))], ts_ns[j]) for j in at_risk}
     out: dict[tuple, list[tuple]] = {scan.tracks[track] + (ts,): [] for track, ts in points}
-    near = np.flatnonzero(np.isin(scan.push_ts, np.array([ts for _, ts in points], dtype=scan.push_ts.dtype)))
+    times = np.unique(np.array([ts for _, ts in points], dtype=scan.push_ts.dtype))
+    at = np.minimum(np.searchsorted(times, scan.push_ts), len(times) - 1)
+    near = np.flatnonzero(times[at] == scan.push_ts)
     for i, track, ts in zip(scan.push_index[near].tolist(), scan.push_track[near].tolist(),
                             scan.push_ts[near].tolist()):
         if (track, ts) in points:

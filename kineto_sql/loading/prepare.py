@@ -15,6 +15,7 @@ This module fixes the input first and records each change in an IngestReport:
 from __future__ import annotations
 
 import gc
+import json
 import re
 import weakref
 from collections import Counter
@@ -102,7 +103,10 @@ class PreparedTrace:
             for start in range(0, len(events), CHUNK_EVENTS):
                 piece = events[start:start + CHUNK_EVENTS]
                 events[start:start + CHUNK_EVENTS] = [None] * len(piece)
-                text = orjson.dumps(piece)
+                try:
+                    text = orjson.dumps(piece)
+                except orjson.JSONEncodeError:  # an arg of 252-254 levels: writable alone, not in a list
+                    text = _dumps_deep(piece)
                 del piece
                 yield (b"," + text[1:-1]) if start else text[1:-1]
         finally:
@@ -110,6 +114,18 @@ class PreparedTrace:
             self._frozen()
         rest = orjson.dumps(self.metadata)
         yield b"]" + (b"," + rest[1:] if len(rest) > 2 else b"}")
+
+
+def _dumps_deep(events: list) -> bytes:
+    """The JSON array of `events` where one nests deeper than orjson writes (it stops at 255 levels; an
+    arg value passes _scan_args up to 254, and the event and the list add 3): those by the stdlib."""
+    texts = []
+    for e in events:
+        try:
+            texts.append(orjson.dumps(e))
+        except orjson.JSONEncodeError:
+            texts.append(json.dumps(e, separators=(",", ":"), ensure_ascii=False).encode())
+    return b"[" + b",".join(texts) + b"]"
 
 
 def prepare(raw: bytes, path: Path) -> PreparedTrace:

@@ -232,7 +232,7 @@ def _typed(entry: dict, fields: dict, where: str, ignored: list) -> dict:
 
 def _writable(value) -> bool:
     try:
-        orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+        orjson.dumps([value], option=orjson.OPT_NON_STR_KEYS)  # as deep as it is written: in the document
         return True
     except (orjson.JSONEncodeError, TypeError):
         return False
