@@ -1,5 +1,5 @@
 -- id: catalog.small_op_storm
--- version: 4
+-- version: 5
 -- kind: detector
 -- title: Launch-bound step (eager small-op storm): the device runs dry between tiny kernels the host issues one by one
 -- source: seed 000 section 3, major fault "Eager small-op storm"
@@ -32,7 +32,7 @@
 -- default min_launch_pct: 10
 -- default max_queue: 100us
 -- default max_kernel: 50us
--- locked: 4 476ab2d92beb6511
+-- locked: 5 3a9fc1ac1e9cdcc6
 -- lib: lib.collectives@1 lib.cpu_ops@4 lib.dataloader@3 lib.device_busy@2 lib.event_categories@2
 --   lib.gpu_idle@1 lib.host_slices@3 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@2
 --   lib.iterations@2 lib.kernel_classes@2 lib.kernels@3 lib.launches@4 lib.ledger@5 lib.runtime_calls@4
@@ -48,6 +48,34 @@ INCLUDE PERFETTO MODULE kineto.lib.iterations;
 INCLUDE PERFETTO MODULE kineto.lib.window_of;
 INCLUDE PERFETTO MODULE kineto.lib.ledger;
 
+-- Launch calls placed in their iteration window once (kineto.lib.window_of): the queue below and the
+-- launch time per window read it.
+CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_small_op_storm_launches(
+  -- Runtime call id.
+  id LONG,
+  -- Correlation id (NULL when the call carries none).
+  correlation LONG,
+  -- Call start.
+  ts TIMESTAMP,
+  -- Call duration.
+  dur DURATION,
+  -- Window id.
+  window_id LONG,
+  -- The window is the cold first iteration.
+  is_cold BOOL
+) AS
+WITH
+  launches AS (
+    SELECT r.id, r.upid, r.ts, r.dur, r.correlation
+    FROM kineto_runtime_calls AS r
+    WHERE
+      r.class = 'launch'
+  )
+SELECT l.id, l.correlation, l.ts, l.dur, w.window_id, w.is_cold
+FROM launches AS l
+JOIN kineto_window_of!(launches) AS w
+  USING (id);
+
 -- Launch calls with their window and the first kernel they started: one sorted pass by correlation.
 CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_small_op_storm_queue(
   -- Window id of the launch.
@@ -62,20 +90,12 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_small_op_storm_queue(
   is_first BOOL
 ) AS
 WITH
-  launches AS (
-    SELECT r.id, r.upid, r.ts, r.correlation
-    FROM kineto_runtime_calls AS r
-    WHERE
-      r.class = 'launch'
-      AND r.correlation IS NOT NULL
-  ),
   placed AS (
-    SELECT l.correlation, l.ts, w.window_id
-    FROM launches AS l
-    JOIN kineto_window_of!(launches) AS w
-      USING (id)
+    SELECT l.correlation, l.ts, l.window_id
+    FROM _kineto_catalog_small_op_storm_launches AS l
     WHERE
-      NOT w.is_cold
+      l.correlation IS NOT NULL
+      AND NOT l.is_cold
   ),
   joined AS (
     SELECT
@@ -210,11 +230,9 @@ WITH
     GROUP BY q.window_id
   ),
   launch_time AS (
-    SELECT w.window_id, sum(r.dur) AS launch_dur
-    FROM kineto_runtime_calls AS r
-    JOIN kineto_window_of!((SELECT id, upid, ts FROM kineto_runtime_calls WHERE class = 'launch')) AS w
-      USING (id)
-    GROUP BY w.window_id
+    SELECT l.window_id, sum(l.dur) AS launch_dur
+    FROM _kineto_catalog_small_op_storm_launches AS l
+    GROUP BY l.window_id
   ),
   device_rows AS (
     SELECT
