@@ -196,7 +196,7 @@ def _child(path: Path, writer) -> None:
 
 # -- started before the command's imports ----------------------------------------------------------
 
-_EARLY: dict[Path, tuple[tuple, StreamedPrepared]] = {}
+_EARLY: dict[str, tuple[tuple, StreamedPrepared]] = {}
 
 
 def _identity(path: Path) -> tuple | None:
@@ -207,16 +207,23 @@ def _identity(path: Path) -> tuple | None:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
+def _key(path) -> str:
+    # realpath, not Path.resolve: a symbolic-link loop must reach read_bytes, which names it in one sentence
+    return os.path.realpath(path)
+
+
 def start_early(path: Path) -> None:
     """Starts preparing `path` now, for a later `open_trace(path, jobs=2)` in this process to take."""
     identity = _identity(path)
-    if identity is not None and path.resolve() not in _EARLY:
-        _EARLY[path.resolve()] = (identity, StreamedPrepared(path))
+    if identity is not None and _key(path) not in _EARLY:
+        _EARLY[_key(path)] = (identity, StreamedPrepared(path))
 
 
 def take(path: Path) -> StreamedPrepared | None:
     """The preparation started early for this very file (same inode, size and mtime), if any."""
-    entry = _EARLY.pop(Path(path).resolve(), None)
+    if not _EARLY:
+        return None
+    entry = _EARLY.pop(_key(path), None)
     if entry is None:
         return None
     identity, streamed = entry
