@@ -1,5 +1,5 @@
--- version: 2
--- locked: 2 481193641579c649
+-- version: 3
+-- locked: 3 61765d3d91504422
 -- lib: lib.event_categories@2 lib.interval_merge@2 lib.kernels@3
 
 INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
@@ -25,5 +25,5 @@ SELECT
   ts,
   dur,
   interval_count AS activity_count
-FROM kineto_interval_merge!(kineto_kernels, (device, stream))
+FROM kineto_interval_merge!((SELECT device, stream, ts, dur FROM kineto_kernels), (device, stream))
 ORDER BY device, stream, ts;
