@@ -3,7 +3,8 @@
 The embedded engine is wasm in this process's memory and holds the GIL across every call, so threads
 cannot share the work (DESIGN.md). After the load, a forked child holds the same loaded trace
 copy-on-write and the two processes take queries from one shared list. Each process builds the lib tables
-its own queries include, so the scheduler keeps queries near the tables already built: the parent starts
+its own queries include (the modules the two first queries both need are built once, before the fork, and
+shared), so the scheduler keeps queries near the tables already built: the parent starts
 with the first item and the child with the second (callers put the two longest chains there); then a
 process takes the untaken query that needs the fewest modules it has not included yet, and leaves a query to the other
 process when the other has already built more of what it needs (the step-time ledger's chain is most of
@@ -92,15 +93,26 @@ class _Board:
 
 
 def run_all(tp, items: Sequence[Item], run: Callable[[object, Item], T], needs: Callable[[Item], Sequence[str]],
-            jobs: int = 1, on_start: Callable[[Item], None] | None = None) -> list[Outcome[T]]:
-    """`run(tp, item)` for every item, as Outcomes in `items`' order. `needs(item)`: the modules it includes
-    (the scheduler's affinity). `on_start` is told of each item as this process starts it, or as the child's
-    result for it arrives (progress: every item is named once)."""
+            jobs: int = 1, on_start: Callable[[Item], None] | None = None,
+            build: Callable[[object, str], None] | None = None) -> list[Outcome[T]]:
+    """`run(tp, item)` for every item, as Outcomes in `items`' order. `needs(item)`: the modules it includes,
+    each after the ones it depends on (the scheduler's affinity). `build(tp, module)`, when given, builds one
+    module: the modules both first items need are built before the fork, once, and both processes share
+    them. `on_start` is told of each item as this process starts it, or as the child's result for it
+    arrives (progress: every item is named once)."""
     if jobs < 2 or len(items) < 2 or not can_fork(tp):
         return [_attempt(tp, run, item, on_start) for item in items]
+    shared = [m for m in needs(items[0]) if m in set(needs(items[1]))] if build else []
+    try:
+        for module in shared:
+            build(tp, module)
+    except Exception:  # the item that needs it will meet the same error and report it as its outcome
+        shared = []
     names: dict[str, int] = {}
     item_needs = [frozenset(names.setdefault(m, len(names)) for m in needs(item)) for item in items]
     board = _Board(item_needs, len(names))
+    for module in shared:
+        board.included[names[module]] = board.included[board.modules + names[module]] = 1
     reader, writer = multiprocessing.get_context("fork").Pipe(duplex=False)
     pid = os.fork()
     if pid == 0:  # the child: take, run, report; never return into the caller's code

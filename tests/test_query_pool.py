@@ -98,3 +98,21 @@ def test_diagnose_in_two_processes_equals_diagnose_in_one(trace, diagnosed):
         two = diagnose_trace(tp, jobs=2)
     assert two == diagnosed(path)
     assert len(two.findings) >= 1
+
+
+@needs_fork
+def test_the_modules_both_first_items_need_are_built_once_before_the_fork():
+    parent = os.getpid()
+    built = []
+
+    def build(_tp, module):
+        built.append((module, os.getpid() == parent))
+
+    def run(_tp, item):
+        time.sleep(0.05)
+        return item
+
+    needs = {0: ["a", "b", "c"], 1: ["a", "c", "d"], 2: ["a"], 3: ["d"]}
+    outcomes = run_all(_FakeTrace(), [0, 1, 2, 3], run, needs.__getitem__, jobs=2, build=build)
+    assert [o.get() for o in outcomes] == [0, 1, 2, 3]
+    assert built == [("a", True), ("c", True)]  # in the first item's order, here only

@@ -35,6 +35,7 @@ from kineto_sql import query_pool
 from kineto_sql.includes import kineto_dependencies
 from kineto_sql.runner import capabilities, resolve_spec, run_query, trace_device_name
 from kineto_sql.sql_files import sections
+from kineto_sql.sql_literals import include_statement
 
 STEP_TABLE = "reading.step_table"
 STEP_LEDGER = "reading.step_ledger"
@@ -116,7 +117,8 @@ def _run_queries(tp, jobs: int, on_start) -> dict[str, query_pool.Outcome]:
     capabilities(tp)  # cached before any fork, so both processes read the same
     trace_device_name(tp)
     specs, needs = query_plan()
-    outcomes = query_pool.run_all(tp, specs, run_query, lambda spec: needs[spec.id], jobs=jobs, on_start=on_start)
+    outcomes = query_pool.run_all(tp, specs, run_query, lambda spec: needs[spec.id], jobs=jobs, on_start=on_start,
+                                  build=lambda tp, module: tp.query(include_statement(module)))
     return {spec.id: outcome for spec, outcome in zip(specs, outcomes)}
 
 
