@@ -214,6 +214,7 @@ from kineto_sql import open_trace
 from kineto_sql.includes import kineto_dependencies
 from kineto_sql.query_pool import default_jobs, run_all
 from kineto_sql.runner import resolve_spec, run_query
+from kineto_sql.sql_literals import include_statement
 jobs = default_jobs()
 specs = [resolve_spec(q) for q in ('hta.temporal_breakdown', 'hta.kernel_breakdown', 'hta.comm_comp_overlap',
                                    'hta.idle_time_breakdown', 'hta.kernel_type_breakdown')]
@@ -221,7 +222,8 @@ load = analyses = 0.0
 for path in sys.argv[1:]:
     tp = open_trace(path, jobs=jobs); t1 = time.perf_counter()
     for outcome in run_all(tp, specs, lambda tp, s: run_query(tp, s, {'hta_compat': True}),
-                           lambda s: kineto_dependencies(s.path.read_text()) + [s.module], jobs=jobs):
+                           lambda s: kineto_dependencies(s.path.read_text()) + [s.module], jobs=jobs,
+                           build=lambda tp, m: tp.query(include_statement(m))):
         outcome.get()
     t2 = time.perf_counter(); tp.close()
     load += t1 - t0; analyses += t2 - t1; t0 = time.perf_counter()
