@@ -203,28 +203,23 @@ _report(load_s=t1 - t0, analyses_s=t2 - t1)
 """
 
 # kineto-sql's side loads as its CLI does on this machine (query_pool.default_jobs: the trace prepared in a
-# child process on 2+ cores) and runs the five queries over that load in up to as many processes.
+# child process on 2+ cores, started before the heavy imports as the console script does) and runs the
+# five queries in this process (in two they took as long: the event set they share is most of the work).
 KINETO_HTA_FOUR = RSS_SNIPPET + """
 import sys, time
 t0 = time.perf_counter()
-from kineto_sql.loading import background  # started before the heavy imports, as the console script does
+from kineto_sql.loading import background
 if len(sys.argv) == 2:
     background.start_early(__import__('pathlib').Path(sys.argv[1]))
 from kineto_sql import open_trace
-from kineto_sql.includes import kineto_dependencies
-from kineto_sql.query_pool import default_jobs, run_all
-from kineto_sql.runner import resolve_spec, run_query
-from kineto_sql.sql_literals import include_statement
-jobs = default_jobs()
-specs = [resolve_spec(q) for q in ('hta.temporal_breakdown', 'hta.kernel_breakdown', 'hta.comm_comp_overlap',
-                                   'hta.idle_time_breakdown', 'hta.kernel_type_breakdown')]
+from kineto_sql.query_pool import default_jobs
+from kineto_sql.runner import run_query
 load = analyses = 0.0
 for path in sys.argv[1:]:
-    tp = open_trace(path, jobs=jobs); t1 = time.perf_counter()
-    for outcome in run_all(tp, specs, lambda tp, s: run_query(tp, s, {'hta_compat': True}),
-                           lambda s: kineto_dependencies(s.path.read_text()) + [s.module], jobs=jobs,
-                           build=lambda tp, m: tp.query(include_statement(m))):
-        outcome.get()
+    tp = open_trace(path, jobs=default_jobs()); t1 = time.perf_counter()
+    for q in ('hta.temporal_breakdown', 'hta.comm_comp_overlap', 'hta.idle_time_breakdown',
+              'hta.kernel_type_breakdown', 'hta.kernel_breakdown'):
+        run_query(tp, q, {'hta_compat': True})
     t2 = time.perf_counter(); tp.close()
     load += t1 - t0; analyses += t2 - t1; t0 = time.perf_counter()
 _report(load_s=load, analyses_s=analyses)
