@@ -129,19 +129,26 @@ def _dumps_deep(events: list) -> bytes:
 
 
 def prepare(raw: bytes, path: Path) -> PreparedTrace:
+    return prepare_taking([raw], path)
+
+
+def prepare_taking(holder: list, path: Path) -> PreparedTrace:
+    """prepare() of the bytes in `holder`, which it takes out: when the caller keeps no other reference,
+    the input text is freed as soon as the trace is known to be rewritten, before the passes that peak."""
     # The parse and the passes below allocate millions of containers and free none of them, which makes
     # CPython's cyclic collector run full passes over all of them again and again (about half of this
     # function's CPU time on a 30 MB trace). Nothing here makes reference cycles, so it is paused.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _prepare(raw, path)
+        return _prepare(holder, path)
     finally:
         if collecting:
             gc.enable()
 
 
-def _prepare(raw: bytes, path: Path) -> PreparedTrace:
+def _prepare(holder: list, path: Path) -> PreparedTrace:
+    raw = holder.pop()
     report = IngestReport(source=str(path), input_bytes=len(raw))
     raw = _rebase_timestamps(raw, report)
     fixes_before = len(report.fixes)
@@ -171,6 +178,11 @@ def _prepare(raw: bytes, path: Path) -> PreparedTrace:
     maps = _remap_ids(events, report, survey)
     changed |= maps is not None
     changed |= _split_tid_zero(events, report, _zero_tid_pids(survey, maps))
+    # The args pass changes or reports something only if the text shows an integer beyond int64, a null
+    # or a value nested deeper than a JSON writer goes; on most traces the text rules all three out.
+    args_may_change = not shallow or null_token(raw) or integer_beyond_int64(raw)
+    if changed:  # rewritten for certain: the input text is not needed any more
+        raw = doc = None
     # The metadata events: the file's, then those the fixes above appended.
     metadata_events = survey.metadata_at + list(range(validated, len(events)))
     del survey
@@ -178,9 +190,7 @@ def _prepare(raw: bytes, path: Path) -> PreparedTrace:
     moved_to_lanes = _split_overlaps(events, scan, report, metadata_events)
     changed |= bool(moved_to_lanes)
     changed |= bind_flows(events, scan, moved_to_lanes, report)
-    # The args pass changes or reports something only if the text shows an integer beyond int64, a null
-    # or a value nested deeper than a JSON writer goes; on most traces the text rules all three out.
-    if not shallow or null_token(raw) or integer_beyond_int64(raw):
+    if args_may_change:
         changed |= _scan_args(events, report)
 
     del scan
