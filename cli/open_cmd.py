@@ -59,6 +59,10 @@ def command(trace: Path, query_id: str | None, finding_id: str | None, params, p
     plan = plan_open(trace, query=query_id, finding=finding_id, params=dict(params) or None,
                      engine=engine_choice(engine_kind, tp_shell))
     previous = signal.signal(signal.SIGTERM, _terminate)  # SIGTERM stops as quietly as Ctrl-C
+    # A process started by one that ignores or blocks SIGINT (a test runner's worker, a pool) inherits
+    # that: the server could then never be stopped with Ctrl-C. It takes both signals itself.
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         session = serve(plan, port=port, web_dist=web_dist)
         try:
@@ -73,6 +77,7 @@ def command(trace: Path, query_id: str | None, finding_id: str | None, params, p
             session.close()
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
     click.echo("stopped", err=True)
 
 

@@ -177,10 +177,17 @@ def test_browser_is_not_started_without_a_display(monkeypatch):
     assert calls == ["http://127.0.0.1:1/open"]
 
 
+def _ignore_and_block_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
 @pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")
 def test_cli_serves_until_ctrl_c_and_stops_cleanly():
+    # started ignoring and blocking SIGINT, as a child of a test worker can be: the command takes it itself
     proc = subprocess.Popen(CLI + ["open", str(SMALL), "--no-browser"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            preexec_fn=_ignore_and_block_sigint)
     killer = threading.Timer(60, proc.kill)
     killer.start()
     try:
