@@ -1,5 +1,5 @@
 -- id: catalog.sync_forcing_op
--- version: 5
+-- version: 6
 -- kind: detector
 -- title: Sync-forcing op in the hot loop: host syncs (or host reads of device values) in every step
 -- source: seed 000 section 3, major fault "Sync-forcing op in hot loop"
@@ -26,17 +26,18 @@
 -- status: stable
 -- catalog_row: major.sync_forcing_op
 -- default min_per_step: 1
--- locked: 5 c9933e6fcdb1a2ba
--- lib: lib.collectives@1 lib.cpu_ops@4 lib.dataloader@3 lib.device_busy@2 lib.event_categories@2
---   lib.gpu_idle@1 lib.host_slices@3 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@2
---   lib.iterations@2 lib.kernel_classes@2 lib.kernels@3 lib.launches@4 lib.ledger@5 lib.python_frames@2
---   lib.runtime_calls@4 lib.steps@5 lib.stream_busy@3 lib.window_of@1
+-- locked: 6 67ce680961b0c868
+-- lib: lib.collectives@1 lib.cpu_ops@4 lib.dataloader@4 lib.device_busy@2 lib.event_categories@2
+--   lib.gpu_idle@1 lib.host_slices@4 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@2
+--   lib.iterations@2 lib.kernel_classes@2 lib.kernels@4 lib.launches@4 lib.ledger@5 lib.python_frames@2
+--   lib.runtime_calls@4 lib.steps@6 lib.stream_busy@3 lib.thread_slices@1 lib.window_of@1
 -- cases: counts_syncs_per_step=d9f0440e threshold_1=a4c01742 threshold_2=edef7272
 --   cpu_only_host_reads=4e323cc1 internal_read_of_std_is_not_a_sync=7ea2c03e
 --   cause_copy_explicit_and_harness=bca761eb short_sync_claims_only_its_own_wait=d1956957
 --   blocking_copy_is_not_a_sync=4db58b2a sync_in_the_cold_step_only=f13562aa
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.thread_slices;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 INCLUDE PERFETTO MODULE kineto.lib.iterations;
 INCLUDE PERFETTO MODULE kineto.lib.window_of;
@@ -71,17 +72,11 @@ WITH
       r.class IN ('stream_sync', 'device_sync', 'event_sync')
   ),
   host_ops AS (
-    SELECT s.id, s.ts, s.dur, s.name, t.upid
-    FROM slice AS s
-    JOIN kineto_event_categories AS c
-      ON c.category = s.category
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
+    SELECT s.id, s.ts, s.dur, s.name, s.upid
+    FROM kineto_thread_slices AS s
     WHERE
       NOT (SELECT yes FROM has_runtime)
-      AND c.event_class = 'cpu_op'
+      AND s.event_class = 'cpu_op'
       AND (
         s.name IN ('aten::_local_scalar_dense', 'aten::nonzero', 'aten::masked_select')
         OR s.name GLOB 'Optimizer.step#*'

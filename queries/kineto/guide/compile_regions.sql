@@ -6,7 +6,8 @@
 -- needs: compile
 -- status: stable
 -- locked: 3 42758236fd941c4a
--- lib: lib.event_categories@2 lib.host_slices@3 lib.kernels@3 lib.launches@4 lib.runtime_calls@4 lib.steps@5
+-- lib: lib.event_categories@2 lib.host_slices@4 lib.kernels@4 lib.launches@4 lib.runtime_calls@4 lib.steps@6
+--   lib.thread_slices@1
 
 -- One row per `Torch-Compiled Region` call. The pieces are matched by time inside the caller's process
 -- (Kineto does not always nest them): the `TorchDynamo Cache Lookup` that ends last before the region

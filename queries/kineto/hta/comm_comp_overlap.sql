@@ -7,7 +7,7 @@
 -- status: stable
 -- default hta_compat: FALSE
 -- locked: 3 9564c21672018f2d
--- lib: hta.gpu_events@6 lib.event_categories@2 lib.kernels@3
+-- lib: hta.gpu_events@6 lib.event_categories@2 lib.kernels@4 lib.thread_slices@1
 
 -- overlap_pct = 100 * |union(compute) intersect union(communication)| / |union(communication)|,
 -- HTA's definition (memory kernels ignored). No row when the trace has no communication kernels

@@ -1,8 +1,8 @@
--- version: 3
--- locked: 3 b53b19b709719b04
--- lib: lib.event_categories@2 lib.steps@5
+-- version: 4
+-- locked: 4 b2573f3d244c5e2c
+-- lib: lib.event_categories@2 lib.steps@6 lib.thread_slices@1
 
-INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.thread_slices;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 
 -- DataLoader `next()` calls seen from the main process: the `enumerate(DataLoader)#<Iter>.__next__`
@@ -31,27 +31,17 @@ CREATE OR REPLACE PERFETTO TABLE kineto_dataloader(
 ) AS
 WITH
   annotations AS (
-    SELECT s.id, s.ts, s.dur, s.name, 'annotation' AS source, t.upid
-    FROM slice AS s
-    JOIN kineto_event_categories AS c
-      ON c.category = s.category
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
+    SELECT s.id, s.ts, s.dur, s.name, 'annotation' AS source, s.upid
+    FROM kineto_thread_slices AS s
     WHERE
-      c.event_class = 'cpu_op'
+      s.event_class = 'cpu_op'
       AND s.name GLOB 'enumerate(DataLoader)#*__next__*'
   ),
   frames AS (
-    SELECT s.id, s.ts, s.dur, s.name, 'python_frame' AS source, t.upid
-    FROM slice AS s
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
+    SELECT s.id, s.ts, s.dur, s.name, 'python_frame' AS source, s.upid
+    FROM kineto_thread_slices AS s
     WHERE
-      s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python')
+      s.event_class = 'python'
       AND s.name GLOB '*torch/utils/data/dataloader.py(*): __next__'
       AND NOT EXISTS (SELECT 1 FROM annotations)
   ),

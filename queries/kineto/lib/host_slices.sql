@@ -1,6 +1,6 @@
--- version: 3
--- locked: 3 1e33a6e0c0e92fd6
--- lib: lib.event_categories@2 lib.steps@5
+-- version: 4
+-- locked: 4 29e0ed61441cde7b
+-- lib: lib.event_categories@2 lib.steps@6 lib.thread_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
@@ -15,16 +15,10 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_host_slice_steps(
 ) AS
 SELECT id, step
 FROM _kineto_steps_of!((
-  SELECT s.id, s.ts, t.upid
-  FROM slice AS s
-  JOIN kineto_event_categories AS c
-    ON c.category = s.category
-  JOIN thread_track AS tt
-    ON tt.id = s.track_id
-  JOIN thread AS t
-    USING (utid)
+  SELECT s.id, s.ts, s.upid
+  FROM kineto_thread_slices AS s
   WHERE
-    c.event_class IN ('cpu_op', 'python', 'runtime')
+    s.event_class IN ('cpu_op', 'python', 'runtime')
 ))
 ORDER BY id;
 
@@ -60,8 +54,6 @@ CREATE OR REPLACE PERFETTO TABLE kineto_host_slices(
   op_id LONG
 ) AS
 WITH
-  -- the host slices in id order: slice drives the scan (its id order needs no sort), categories are
-  -- tested with IN lists (built once) instead of a join per row
   host AS (
     SELECT
       s.id,
@@ -69,24 +61,14 @@ WITH
       s.dur,
       s.name,
       s.category,
-      CASE
-        WHEN s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'cpu_op') THEN 'cpu_op'
-        WHEN s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python') THEN 'python'
-        ELSE 'runtime'
-      END AS event_class,
+      s.event_class,
       s.depth,
       s.parent_id,
-      tt.utid,
-      t.upid
-    FROM slice AS s
-    CROSS JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    CROSS JOIN thread AS t
-      ON t.utid = tt.utid
+      s.utid,
+      s.upid
+    FROM kineto_thread_slices AS s
     WHERE
-      s.category IN (
-        SELECT category FROM kineto_event_categories WHERE event_class IN ('cpu_op', 'python', 'runtime')
-      )
+      s.event_class IN ('cpu_op', 'python', 'runtime')
   )
 SELECT
   h.id,

@@ -1,6 +1,6 @@
 -- version: 2
 -- locked: 2 9a1ba82dd49a5375
--- lib: lib.dataloader@3 lib.event_categories@2 lib.host_slices@3 lib.steps@5
+-- lib: lib.dataloader@4 lib.event_categories@2 lib.host_slices@4 lib.steps@6 lib.thread_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

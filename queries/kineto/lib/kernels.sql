@@ -1,8 +1,9 @@
--- version: 3
--- locked: 3 fe3fc4e382b54b3c
--- lib: lib.event_categories@2
+-- version: 4
+-- locked: 4 3b080092ec0caf8c
+-- lib: lib.event_categories@2 lib.thread_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.thread_slices;
 
 -- Name rules that give a device activity its class, lowest priority first; matched with GLOB on the
 -- lower-cased name. Communication rules cover NCCL's renames (ncclKernel_*, ncclDevKernel_*, the old
@@ -105,27 +106,22 @@ WITH
       s.dur,
       s.name,
       s.category,
-      c.gpu_kind AS kind,
+      s.gpu_kind AS kind,
       coalesce(extract_arg(s.arg_set_id, 'args.device'), p.pid) AS device,
-      coalesce(extract_arg(s.arg_set_id, 'args.stream'), t.tid) AS stream,
+      coalesce(extract_arg(s.arg_set_id, 'args.stream'), s.tid) AS stream,
       extract_arg(s.arg_set_id, 'args.correlation') AS correlation,
       coalesce(
         extract_arg(s.arg_set_id, 'args.External id'),
         extract_arg(s.arg_set_id, 'args.external id')
       ) AS external_id,
-      t.upid,
+      s.upid,
       s.arg_set_id
-    FROM slice AS s
-    JOIN kineto_event_categories AS c
-      ON c.category = s.category
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
+    FROM kineto_thread_slices AS s
+    -- the pid is the device of an activity without args.device
     LEFT JOIN process AS p
       USING (upid)
     WHERE
-      c.event_class = 'gpu'
+      s.event_class = 'gpu'
   )
 SELECT
   a.id,

@@ -1,6 +1,7 @@
 -- version: 3
 -- locked: 3 8aa28e07e6d6c43b
--- lib: lib.event_categories@2 lib.host_slices@3 lib.kernels@3 lib.runtime_calls@4 lib.steps@5
+-- lib: lib.event_categories@2 lib.host_slices@4 lib.kernels@4 lib.runtime_calls@4 lib.steps@6
+--   lib.thread_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

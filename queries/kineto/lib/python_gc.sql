@@ -1,6 +1,6 @@
 -- version: 3
 -- locked: 3 ce5e08e2318634f4
--- lib: lib.event_categories@2 lib.steps@5
+-- lib: lib.event_categories@2 lib.steps@6 lib.thread_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

@@ -1,8 +1,8 @@
--- version: 5
--- locked: 5 9e8f491046bfb55c
--- lib: lib.event_categories@2
+-- version: 6
+-- locked: 6 b513a85a62acf228
+-- lib: lib.event_categories@2 lib.thread_slices@1
 
-INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.thread_slices;
 INCLUDE PERFETTO MODULE intervals.intersect;
 
 -- CPU-side `ProfilerStep#N` windows: one row per step slice that `torch.profiler`'s `prof.step()`
@@ -28,18 +28,12 @@ SELECT
   CAST(substr(s.name, 14) AS INT) AS step,
   s.ts,
   s.dur,
-  t.utid,
-  t.upid
-FROM slice AS s
-JOIN kineto_event_categories AS c
-  ON c.category = s.category
-JOIN thread_track AS tt
-  ON tt.id = s.track_id
-JOIN thread AS t
-  USING (utid)
+  s.utid,
+  s.upid
+FROM kineto_thread_slices AS s
 WHERE
   s.name GLOB 'ProfilerStep#[0-9]*'
-  AND c.event_class = 'cpu_op'
+  AND s.event_class = 'cpu_op'
 ORDER BY s.ts;
 
 -- The steps numbered 1, 2, ... in (start, id) order: the interval intersections below carry this rank
