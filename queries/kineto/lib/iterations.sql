@@ -1,11 +1,74 @@
--- version: 2
--- locked: 2 9a1ba82dd49a5375
+-- version: 3
+-- locked: 3 eb12af19b6d9bb39
 -- lib: lib.dataloader@4 lib.event_categories@2 lib.host_slices@4 lib.steps@6 lib.thread_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
 INCLUDE PERFETTO MODULE kineto.lib.dataloader;
+
+-- The markers an iteration can be inferred from (kineto_iterations, on traces without ProfilerStep
+-- windows), one row per (kind, host-slice class): the first kind by priority whose marker repeats wins.
+-- `dataloader` markers are kineto_dataloader's calls (its row matches no host slice); the others are host
+-- slices of the main process of that class (and raw category, where given) whose name matches. A start
+-- marker opens a window that runs to the next start; an end marker closes one that ran from the previous
+-- end. `per_name`: every distinct name is a candidate marker of its own (the one that repeats most wins);
+-- otherwise all names of the kind are one marker (Optimizer.step#SGD.step and #Adam.step alike).
+CREATE OR REPLACE PERFETTO TABLE _kineto_iteration_marker_rules(
+  -- dataloader, optimizer_step, module_forward, record_function, execute_model or annotation.
+  kind STRING,
+  -- Lower wins when several kinds repeat.
+  priority LONG,
+  -- `start` or `end`: which end of the marker cuts the windows.
+  anchor STRING,
+  -- True when each name is a marker of its own.
+  per_name BOOL,
+  -- kineto_event_categories.event_class of the host slice (NULL for dataloader).
+  event_class STRING,
+  -- Raw category the slice must have as well, or NULL.
+  category STRING,
+  -- GLOB over the slice name (NULL for dataloader).
+  name_glob STRING
+) AS
+WITH rules(kind, priority, anchor, per_name, event_class, category, name_glob) AS (
+  VALUES
+    ('dataloader', 1, 'start', FALSE, NULL, NULL, NULL),
+    ('optimizer_step', 2, 'end', FALSE, 'cpu_op', NULL, 'Optimizer.step#*'),
+    ('module_forward', 3, 'start', TRUE, 'python', NULL, 'nn.Module: *'),
+    ('record_function', 4, 'start', TRUE, 'cpu_op', NULL, '## * ##'),
+    ('execute_model', 5, 'start', TRUE, 'cpu_op', NULL, '*execute_model*'),
+    ('execute_model', 5, 'start', TRUE, 'python', NULL, '*execute_model*'),
+    -- any CPU user annotation (user_annotation is of class cpu_op)
+    ('annotation', 6, 'start', TRUE, 'cpu_op', 'user_annotation', '*')
+)
+SELECT
+  kind,
+  priority,
+  anchor,
+  per_name,
+  event_class,
+  category,
+  name_glob
+FROM rules;
+
+-- Names a rule's pattern matches that are no marker of that kind: the generic `annotation` kind leaves
+-- out the annotations that are other markers (or steps).
+CREATE OR REPLACE PERFETTO TABLE _kineto_iteration_marker_exclusions(
+  -- Kind of _kineto_iteration_marker_rules.
+  kind STRING,
+  -- GLOB over the slice name.
+  name_glob STRING
+) AS
+WITH excluded(kind, name_glob) AS (
+  VALUES
+    ('annotation', 'ProfilerStep#*'),
+    ('annotation', 'enumerate(DataLoader)#*'),
+    ('annotation', 'Optimizer.*')
+)
+SELECT
+  kind,
+  name_glob
+FROM excluded;
 
 -- Iteration windows, the unit every step-time reading is made of. In order of preference, per process:
 --
@@ -18,6 +81,7 @@ INCLUDE PERFETTO MODULE kineto.lib.dataloader;
 --    `record_function` (TorchRec-style `## name ##` annotations), `execute_model` (vLLM / sglang model
 --    runners), `annotation` (the user annotation that repeats most often at its outermost depth).
 --    Start markers make windows from one start to the next; the last runs to the end of the capture.
+--    The markers are the rule table _kineto_iteration_marker_rules.
 -- 3. `capture`: the whole capture as one window (first to last event of any kind, device work included),
 --    for the process with the most host events.
 --
@@ -78,55 +142,36 @@ WITH
     WHERE
       dur >= 0
   ),
-  -- candidate markers of the main process: (kind, priority, name, ts, end_ts, anchor: start or end)
+  -- candidate markers of the main process, one scan per rule (_kineto_iteration_marker_rules):
+  -- (kind, priority, name, ts, end_ts, anchor: start or end, depth)
   candidates AS (
-    SELECT *
-    FROM (
-      SELECT 'dataloader' AS kind, 1 AS priority, d.name, d.ts, d.ts + d.dur AS end_ts, 'start' AS anchor, 0 AS depth
-      FROM kineto_dataloader AS d
-      WHERE
-        d.upid = (SELECT upid FROM main_process)
-      UNION ALL
-      SELECT 'optimizer_step', 2, h.name, h.ts, h.ts + h.dur, 'end', h.depth
-      FROM host AS h
-      WHERE
-        h.upid = (SELECT upid FROM main_process)
-        AND h.event_class = 'cpu_op'
-        AND h.name GLOB 'Optimizer.step#*'
-      UNION ALL
-      SELECT 'module_forward', 3, h.name, h.ts, h.ts + h.dur, 'start', h.depth
-      FROM host AS h
-      WHERE
-        h.upid = (SELECT upid FROM main_process)
-        AND h.event_class = 'python'
-        AND h.name GLOB 'nn.Module: *'
-      UNION ALL
-      SELECT 'record_function', 4, h.name, h.ts, h.ts + h.dur, 'start', h.depth
-      FROM host AS h
-      WHERE
-        h.upid = (SELECT upid FROM main_process)
-        AND h.event_class = 'cpu_op'
-        AND h.name GLOB '## * ##'
-      UNION ALL
-      SELECT 'execute_model', 5, h.name, h.ts, h.ts + h.dur, 'start', h.depth
-      FROM host AS h
-      WHERE
-        h.upid = (SELECT upid FROM main_process)
-        AND h.event_class IN ('cpu_op', 'python')
-        AND h.name GLOB '*execute_model*'
-      UNION ALL
-      SELECT 'annotation', 6, h.name, h.ts, h.ts + h.dur, 'start', h.depth
-      FROM host AS h
-      WHERE
-        h.upid = (SELECT upid FROM main_process)
-        AND h.category = 'user_annotation'
-        AND NOT h.name GLOB 'ProfilerStep#*'
-        AND NOT h.name GLOB 'enumerate(DataLoader)#*'
-        AND NOT h.name GLOB 'Optimizer.*'
-    )
-    -- with ProfilerStep windows no marker is used: skip the scans
+    SELECT r.kind, r.priority, d.name, d.ts, d.ts + d.dur AS end_ts, r.anchor, 0 AS depth
+    FROM _kineto_iteration_marker_rules AS r
+    CROSS JOIN kineto_dataloader AS d
     WHERE
-      NOT (SELECT yes FROM has_steps)
+      r.kind = 'dataloader'
+      AND d.upid = (SELECT upid FROM main_process)
+      -- with ProfilerStep windows no marker is used: skip the scans
+      AND NOT (SELECT yes FROM has_steps)
+    UNION ALL
+    -- the rule drives: its class and name pattern reach the scan of the host slices as constants
+    SELECT r.kind, r.priority, h.name, h.ts, h.ts + h.dur, r.anchor, h.depth
+    FROM _kineto_iteration_marker_rules AS r
+    CROSS JOIN host AS h
+      ON h.event_class = r.event_class
+      AND h.name GLOB r.name_glob
+    WHERE
+      r.kind != 'dataloader'
+      AND h.upid = (SELECT upid FROM main_process)
+      AND (r.category IS NULL OR h.category = r.category)
+      AND NOT EXISTS (
+        SELECT 1
+        FROM _kineto_iteration_marker_exclusions AS x
+        WHERE
+          x.kind = r.kind
+          AND h.name GLOB x.name_glob
+      )
+      AND NOT (SELECT yes FROM has_steps)
   ),
   -- per (kind, name): only the outermost occurrences count (a marker nested in a same-name marker is a
   -- recursion or a sub-call, not a new iteration); a kind's windows come from one name
@@ -143,7 +188,8 @@ WITH
     SELECT
       kind,
       priority,
-      CASE WHEN kind IN ('dataloader', 'optimizer_step') THEN kind ELSE name END AS group_name,
+      CASE WHEN kind IN (SELECT kind FROM _kineto_iteration_marker_rules WHERE per_name) THEN name ELSE kind END
+        AS group_name,
       count(*) AS n,
       sum(end_ts - ts) AS total
     FROM outermost
@@ -163,7 +209,10 @@ WITH
     FROM outermost AS o
     JOIN chosen AS ch
       ON ch.kind = o.kind
-      AND ch.group_name = CASE WHEN o.kind IN ('dataloader', 'optimizer_step') THEN o.kind ELSE o.name END
+      AND ch.group_name = CASE
+        WHEN o.kind IN (SELECT kind FROM _kineto_iteration_marker_rules WHERE per_name) THEN o.name
+        ELSE o.kind
+      END
   ),
   anchored AS (
     SELECT
