@@ -1,13 +1,13 @@
 -- id: hta.comm_comp_overlap
--- version: 3
+-- version: 4
 -- kind: hta
 -- title: Communication-computation overlap: % of communication time with a compute kernel running
 -- source: seed 000 section 4-5 (HTA comm-comp overlap per rank); research/peers.md 1.2
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- locked: 3 9564c21672018f2d
--- lib: hta.gpu_events@6 lib.event_categories@2 lib.kernels@4 lib.thread_slices@1
+-- locked: 4 2cda1a03cbbcb224
+-- lib: hta.gpu_events@7 lib.event_categories@2 lib.kernels@4 lib.thread_slices@1
 
 -- overlap_pct = 100 * |union(compute) intersect union(communication)| / |union(communication)|,
 -- HTA's definition (memory kernels ignored). No row when the trace has no communication kernels
@@ -35,11 +35,7 @@ RETURNS TABLE(
   comm_kernels LONG
 ) AS
 WITH st AS (
-  SELECT state, dur_ns FROM _kineto_hta_compat_states WHERE $hta_compat
-  UNION ALL
-  SELECT state, dur_ns
-  FROM _kineto_hta_states!((SELECT kernel_type, ts, end_ts FROM _kineto_hta_events!(FALSE)))
-  WHERE NOT $hta_compat
+  SELECT state, dur_ns FROM _kineto_hta_mode_states!($hta_compat)
 ),
 tot AS (
   SELECT

@@ -1,12 +1,12 @@
 -- id: hta.gpu_events
--- version: 6
+-- version: 7
 -- kind: hta
 -- title: The GPU events HTA's analyses read, with HTA's kernel type (compute / communication / memory / other)
 -- source: seed 000 section 4 (HTA); research/peers.md 1.0 (HTA 0.5.0 ingest semantics)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- locked: 6 41479ecf89bf36e1
+-- locked: 7 6e75a2887c90efda
 -- lib: lib.event_categories@2 lib.kernels@4 lib.thread_slices@1
 -- cases: hta_compat_drops_last_step_launches=41adf06e clean_mode_keeps_every_kernel=3560efb9
 
@@ -55,6 +55,19 @@ WHERE key = 'args.correlation' AND value_type IN ('int', 'uint', 'bool', 'pointe
 -- By arg set.
 CREATE OR REPLACE PERFETTO INDEX _kineto_hta_arg_correlation_id ON _kineto_hta_arg_correlation(arg_set_id);
 
+-- 1 when HTA's GPUKernelFilter calls a row a GPU row: stream >= 0 and correlation >= 0, or named Event Sync /
+-- Context Sync.
+CREATE OR REPLACE PERFETTO MACRO _kineto_hta_is_gpu_row(
+  -- args.stream, -1 when absent.
+  stream Expr,
+  -- args.correlation, -1 when absent.
+  correlation Expr,
+  -- Slice name.
+  name Expr
+)
+RETURNS Expr AS
+IIF(($stream >= 0 AND $correlation >= 0) OR $name IN ('Event Sync', 'Context Sync'), 1, 0);
+
 -- The step rule's two numbers: distinct ProfilerStep names, and the last CPU-side one's start.
 CREATE OR REPLACE PERFETTO TABLE _kineto_hta_step_cut(
   -- Distinct names matching *ProfilerStep* (HTA drops the last step only when there are two or more).
@@ -75,7 +88,7 @@ WITH marks AS (
 )
 SELECT
   COUNT(DISTINCT name) AS n_step_names,
-  MAX(IIF((stream >= 0 AND correlation >= 0) OR name IN ('Event Sync', 'Context Sync'), NULL, ts)) AS last_step_ts
+  MAX(IIF(_kineto_hta_is_gpu_row!(stream, correlation, name), NULL, ts)) AS last_step_ts
 FROM marks;
 
 -- The CPU-side rows (not GPU rows) that carry a correlation other than -1: the runtime calls that
@@ -156,6 +169,31 @@ CREATE OR REPLACE PERFETTO MACRO _kineto_hta_is_device_op(
 RETURNS Expr AS
 IIF($category IN ('kernel', 'Kernel', 'gpu_memcpy', 'Memcpy', 'gpu_memset', 'Memset', 'mtia_ccp_events'), 1, 0);
 
+-- HTA's columns of rows that carry id, ts, dur, name, category, stream, correlation (-1 when absent) and
+-- is_gpu_row: whether its step rule keeps the row, its kernel type, whether it is real device work. Inline
+-- (a macro), so the caller's scan and filters stay one query.
+CREATE OR REPLACE PERFETTO MACRO _kineto_hta_columns(
+  -- Table or subquery with columns id, ts, dur, name, category, stream, correlation, is_gpu_row.
+  flagged TableOrSubquery
+)
+RETURNS TableOrSubquery AS
+(
+  SELECT
+    f.id,
+    f.ts,
+    f.dur,
+    f.ts + f.dur AS end_ts,
+    f.name,
+    f.category,
+    f.stream,
+    f.correlation,
+    f.is_gpu_row,
+    _kineto_hta_kept!(f.is_gpu_row, f.ts, f.correlation, c.n_step_names, c.last_step_ts) AS hta_kept,
+    _kineto_hta_type!(f.name) AS hta_type,
+    _kineto_hta_is_device_op!(f.category) AS is_device_op
+  FROM $flagged f, _kineto_hta_step_cut c
+);
+
 -- One row per slice with args.stream other than -1 (kernels, memcpy, memset, sync slices...), with
 -- HTA's columns, whether its step rule keeps the row and its kernel type.
 CREATE OR REPLACE PERFETTO TABLE _kineto_hta_stream_rows(
@@ -184,7 +222,8 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_hta_stream_rows(
   -- 1 for real device work: category kernel, gpu_memcpy, gpu_memset (and legacy / MTIA spellings).
   is_device_op LONG
 ) AS
-WITH flagged AS (
+SELECT *
+FROM _kineto_hta_columns!((
   SELECT
     s.id,
     s.ts,
@@ -193,28 +232,13 @@ WITH flagged AS (
     s.category,
     st.stream,
     COALESCE(co.correlation, -1) AS correlation,
-    IIF((st.stream >= 0 AND COALESCE(co.correlation, -1) >= 0) OR s.name IN ('Event Sync', 'Context Sync'), 1, 0)
-      AS is_gpu_row
+    _kineto_hta_is_gpu_row!(st.stream, COALESCE(co.correlation, -1), s.name) AS is_gpu_row
   FROM slice s
   -- CROSS JOIN keeps slice the outer loop: the arg tables are indexed by arg set, slice is not.
   CROSS JOIN _kineto_hta_arg_stream st USING (arg_set_id)
   LEFT JOIN _kineto_hta_arg_correlation co USING (arg_set_id)
   WHERE s.dur >= 0 AND st.stream != -1
-)
-SELECT
-  f.id,
-  f.ts,
-  f.dur,
-  f.ts + f.dur AS end_ts,
-  f.name,
-  f.category,
-  f.stream,
-  f.correlation,
-  f.is_gpu_row,
-  _kineto_hta_kept!(f.is_gpu_row, f.ts, f.correlation, c.n_step_names, c.last_step_ts) AS hta_kept,
-  _kineto_hta_type!(f.name) AS hta_type,
-  _kineto_hta_is_device_op!(f.category) AS is_device_op
-FROM flagged f, _kineto_hta_step_cut c;
+));
 
 -- Every slice with HTA's columns (the same rules as _kineto_hta_stream_rows), for the queries that read
 -- CPU ops as well (op_summary, queue_length's span). A view: the four analyses never scan it.
@@ -242,7 +266,8 @@ CREATE OR REPLACE PERFETTO VIEW _kineto_hta_rows(
   -- 1 for real device work: category kernel, gpu_memcpy, gpu_memset (and legacy / MTIA spellings).
   is_device_op LONG
 ) AS
-WITH flagged AS (
+SELECT id, ts, dur, name, category, stream, correlation, is_gpu_row, hta_kept, hta_type, is_device_op
+FROM _kineto_hta_columns!((
   SELECT
     s.id,
     s.ts,
@@ -251,26 +276,12 @@ WITH flagged AS (
     s.category,
     COALESCE(st.stream, -1) AS stream,
     COALESCE(co.correlation, -1) AS correlation,
-    IIF((COALESCE(st.stream, -1) >= 0 AND COALESCE(co.correlation, -1) >= 0) OR s.name IN ('Event Sync', 'Context Sync'),
-        1, 0) AS is_gpu_row
+    _kineto_hta_is_gpu_row!(COALESCE(st.stream, -1), COALESCE(co.correlation, -1), s.name) AS is_gpu_row
   FROM slice s
   LEFT JOIN _kineto_hta_arg_stream st USING (arg_set_id)
   LEFT JOIN _kineto_hta_arg_correlation co USING (arg_set_id)
   WHERE s.dur >= 0
-)
-SELECT
-  f.id,
-  f.ts,
-  f.dur,
-  f.name,
-  f.category,
-  f.stream,
-  f.correlation,
-  f.is_gpu_row,
-  _kineto_hta_kept!(f.is_gpu_row, f.ts, f.correlation, c.n_step_names, c.last_step_ts) AS hta_kept,
-  _kineto_hta_type!(f.name) AS hta_type,
-  _kineto_hta_is_device_op!(f.category) AS is_device_op
-FROM flagged f, _kineto_hta_step_cut c;
+));
 
 -- The runtime calls HTA 0.5.0's analyses count as launches, by name, as HTA spells them (its own lists,
 -- not kineto.lib.runtime_calls' classes: hta_compat must reproduce HTA's numbers, and HTA leaves out e.g.
@@ -442,3 +453,18 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_hta_compat_states(
 ) AS
 SELECT state, dur_ns
 FROM _kineto_hta_states!((SELECT kernel_type, ts, end_ts FROM _kineto_hta_events!(TRUE)));
+
+-- The busy states (_kineto_hta_states) of one mode: hta_compat reads the table built once above, the clean
+-- mode sweeps kineto.lib.kernels' events. What the temporal, overlap and kernel-type breakdowns read.
+CREATE OR REPLACE PERFETTO MACRO _kineto_hta_mode_states(
+  -- TRUE = HTA 0.5.0's event set; FALSE = kineto.lib.kernels' device work.
+  hta_compat Expr
+)
+RETURNS TableOrSubquery AS
+(
+  SELECT state, dur_ns FROM _kineto_hta_compat_states WHERE $hta_compat
+  UNION ALL
+  SELECT state, dur_ns
+  FROM _kineto_hta_states!((SELECT kernel_type, ts, end_ts FROM _kineto_hta_events!(FALSE)))
+  WHERE NOT $hta_compat
+);

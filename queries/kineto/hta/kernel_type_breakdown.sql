@@ -1,13 +1,13 @@
 -- id: hta.kernel_type_breakdown
--- version: 2
+-- version: 3
 -- kind: hta
 -- title: GPU time by kernel type: compute, communication, memory and each overlap of them
 -- source: seed 000 section 4-5 (HTA GPU kernel breakdown); research/peers.md 1.4
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- locked: 2 97bb4d3e75fd91b2
--- lib: hta.gpu_events@6 lib.event_categories@2 lib.kernels@4 lib.thread_slices@1
+-- locked: 3 ce6f321bbc793ab3
+-- lib: hta.gpu_events@7 lib.event_categories@2 lib.kernels@4 lib.thread_slices@1
 -- cases: hta_compat_exclusive_states=01ed666c
 
 -- One sweep over the events' starts and ends (gpu_events' busy states, built once per trace in
@@ -34,11 +34,7 @@ RETURNS TABLE(
   pct DOUBLE
 ) AS
 WITH st AS (
-  SELECT state, dur_ns FROM _kineto_hta_compat_states WHERE $hta_compat
-  UNION ALL
-  SELECT state, dur_ns
-  FROM _kineto_hta_states!((SELECT kernel_type, ts, end_ts FROM _kineto_hta_events!(FALSE)))
-  WHERE NOT $hta_compat
+  SELECT state, dur_ns FROM _kineto_hta_mode_states!($hta_compat)
 ),
 states AS (
   SELECT state & 7 AS state, SUM(dur_ns) AS dur_ns

@@ -1,13 +1,13 @@
 -- id: hta.temporal_breakdown
--- version: 2
+-- version: 3
 -- kind: hta
 -- title: Temporal breakdown: GPU compute, non-compute and idle time over the GPU-busy span (HTA's definition)
 -- source: seed 000 section 4-5 (HTA temporal breakdown per rank); research/peers.md 1.1
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- locked: 2 4d2e21467907fb47
--- lib: hta.gpu_events@6 lib.event_categories@2 lib.kernels@4 lib.thread_slices@1
+-- locked: 3 5fa34cbb5c48c3f3
+-- lib: hta.gpu_events@7 lib.event_categories@2 lib.kernels@4 lib.thread_slices@1
 -- cases: hta_compat_span_ends_before_the_last_step=0f607d36 clean_mode_span_covers_every_kernel=c1ff884b
 
 -- HTA's definition, kept in both modes: the span runs from the first GPU event's start to the last
@@ -43,11 +43,7 @@ RETURNS TABLE(
   gpu_events LONG
 ) AS
 WITH st AS (
-  SELECT state, dur_ns FROM _kineto_hta_compat_states WHERE $hta_compat
-  UNION ALL
-  SELECT state, dur_ns
-  FROM _kineto_hta_states!((SELECT kernel_type, ts, end_ts FROM _kineto_hta_events!(FALSE)))
-  WHERE NOT $hta_compat
+  SELECT state, dur_ns FROM _kineto_hta_mode_states!($hta_compat)
 ),
 busy AS (
   SELECT COALESCE(SUM(dur_ns), 0) AS busy_ns, COALESCE(SUM(IIF(state & 1, dur_ns, 0)), 0) AS comp_ns FROM st
