@@ -6,7 +6,7 @@
 -- needs: compile
 -- status: stable
 -- locked: 3 42758236fd941c4a
--- lib: lib.event_categories@2 lib.host_slices@4 lib.kernels@4 lib.launches@4 lib.runtime_calls@4 lib.steps@6
+-- lib: lib.event_categories@2 lib.host_slices@4 lib.kernels@4 lib.launches@4 lib.runtime_calls@4 lib.steps@7
 --   lib.thread_slices@1
 
 -- One row per `Torch-Compiled Region` call. The pieces are matched by time inside the caller's process

@@ -1,6 +1,6 @@
--- version: 3
--- locked: 3 ce5e08e2318634f4
--- lib: lib.event_categories@2 lib.steps@6 lib.thread_slices@1
+-- version: 4
+-- locked: 4 a2a81c2b61cb8c0a
+-- lib: lib.event_categories@2 lib.steps@7 lib.thread_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
@@ -37,17 +37,29 @@ WITH
       s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python')
       AND (s.name GLOB '*gc.collect*' OR s.name GLOB '<built-in method collect of module gc*')
       AND s.name != 'Python GC'
+  ),
+  -- materialized: read twice (the step intersection and the result)
+  located AS MATERIALIZED (
+    SELECT s.id, s.ts, s.dur, s.name, t.upid
+    FROM gc AS s
+    JOIN thread_track AS tt
+      ON tt.id = s.track_id
+    JOIN thread AS t
+      USING (utid)
+  ),
+  -- the step of each pass by one interval intersection (kineto.lib.steps), not a lookup over the steps
+  -- per pass
+  steps_of AS (
+    SELECT id, step FROM _kineto_steps_of!(located)
   )
 SELECT
-  s.id,
-  s.ts,
-  s.dur,
-  s.name,
-  t.upid,
-  _kineto_step_at!(t.upid, s.ts) AS step
-FROM gc AS s
-JOIN thread_track AS tt
-  ON tt.id = s.track_id
-JOIN thread AS t
-  USING (utid)
-ORDER BY s.id;
+  g.id,
+  g.ts,
+  g.dur,
+  g.name,
+  g.upid,
+  so.step
+FROM located AS g
+LEFT JOIN steps_of AS so
+  USING (id)
+ORDER BY g.id;

@@ -1,5 +1,5 @@
--- version: 6
--- locked: 6 b513a85a62acf228
+-- version: 7
+-- locked: 7 2dfb56ce64853e34
 -- lib: lib.event_categories@2 lib.thread_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.thread_slices;
@@ -81,30 +81,9 @@ FROM (
     AND upid IS NOT NULL
 );
 
--- The step number whose window (same process) contains the timestamp, or NULL: one lookup over the
--- steps table per row, so its cost grows with events x steps. For a table of events use
--- `_kineto_steps_of` (one interval intersection); keep this for a handful of rows.
-CREATE OR REPLACE PERFETTO MACRO _kineto_step_at(
-  -- Process (upid) of the event.
-  upid_expr Expr,
-  -- Timestamp of the event.
-  ts_expr Expr
-)
-RETURNS Expr AS
-(
-  SELECT st.step
-  FROM kineto_steps AS st
-  WHERE
-    st.upid = $upid_expr
-    AND $ts_expr >= st.ts
-    AND $ts_expr < st.ts + st.dur
-  ORDER BY st.ts DESC
-  LIMIT 1
-);
-
 -- The step each event starts in, for a whole table of events at once: the CPU ProfilerStep#N window of
 -- the event's process with st.ts <= ts < st.ts + st.dur (where windows of one process overlap, the
--- latest-starting one, as `_kineto_step_at`). One interval intersection (Perfetto's interval tree,
+-- latest-starting one). One interval intersection (Perfetto's interval tree,
 -- O((events + steps) log)), instead of a scan of the steps table per event. `events` needs columns
 -- `id` (unique), `upid` and `ts`; events outside every window get no row (LEFT JOIN it on id).
 CREATE OR REPLACE PERFETTO MACRO _kineto_steps_of(
