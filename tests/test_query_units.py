@@ -376,3 +376,87 @@ def test_params_become_literals_not_sql(load_trace):
     with pytest.raises(QueryError):
         spec.param("top_n").coerce("1); DROP TABLE slice; --")
     assert entrypoint_call(spec, {"top_n": 5}) == "SELECT * FROM kineto_reading_op_table(5)"
+
+
+def _three_iterations(*per_iteration) -> KinetoTrace:
+    """Three 1000 us iterations of the events `per_iteration` makes from an iteration start (us)."""
+    t = KinetoTrace()
+    for i in range(3):
+        t.add(*(e for make in per_iteration for e in make(i * 1000)))
+    return t
+
+
+def _windows(tp) -> list[tuple]:
+    return rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.iterations",
+                "SELECT step, source, marker, ts / 1000, dur / 1000, is_cold FROM kineto_iterations ORDER BY ts")
+
+
+def test_iterations_module_forward_is_the_outermost_repeating_module(load_trace):
+    """nn.Module frames are markers per name; a same-name frame nested inside one does not start an
+    iteration, and Net_0 (3 outermost, 2400 us) beats Linear_0 (3, 300 us) on time."""
+    t = _three_iterations(lambda s: [PythonFrame("nn.Module: Net_0", s, 800),
+                                     PythonFrame("nn.Module: Linear_0", s + 10, 100),
+                                     PythonFrame("nn.Module: Net_0", s + 200, 50),
+                                     CpuOp("aten::mm", s + 20, 10)])
+    assert _windows(load_trace(t)) == [(1, "module_forward", "nn.Module: Net_0", 0, 1000, 0),
+                                       (2, "module_forward", "nn.Module: Net_0", 1000, 1000, 0),
+                                       (3, "module_forward", "nn.Module: Net_0", 2000, 800, 0)]
+
+
+def test_iterations_optimizer_step_outranks_module_forward_and_ends_windows(load_trace):
+    """Optimizer.step#... (priority 2) wins over a repeating nn.Module (3); it is an end marker: the first
+    window runs from the capture start to the first step's end."""
+    t = _three_iterations(lambda s: [PythonFrame("nn.Module: Net_0", s, 400),
+                                     CpuOp("Optimizer.step#SGD.step", s + 500, 100, cat="user_annotation")])
+    assert _windows(load_trace(t)) == [(1, "optimizer_step", "Optimizer.step#SGD.step", 0, 600, 0),
+                                       (2, "optimizer_step", "Optimizer.step#SGD.step", 600, 1000, 0),
+                                       (3, "optimizer_step", "Optimizer.step#SGD.step", 1600, 1000, 0)]
+
+
+def test_iterations_dataloader_outranks_every_host_marker(load_trace):
+    name = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+    t = _three_iterations(lambda s: [CpuOp(name, s + 5, 50, cat="user_annotation"),
+                                     CpuOp("Optimizer.step#SGD.step", s + 500, 100, cat="user_annotation")])
+    assert _windows(load_trace(t)) == [(1, "dataloader", name, 5, 1000, 0), (2, "dataloader", name, 1005, 1000, 0),
+                                       (3, "dataloader", name, 2005, 595, 0)]
+
+
+def test_iterations_annotation_marker_leaves_out_other_markers_names(load_trace):
+    """Optimizer.* annotations repeat more often (6) than myloop (3), but the generic annotation kind never
+    takes a name that belongs to another marker kind (or a ProfilerStep-like name)."""
+    t = _three_iterations(lambda s: [CpuOp("myloop", s, 900, cat="user_annotation"),
+                                     CpuOp("Optimizer.zero_grad#SGD.zero_grad", s + 910, 20, cat="user_annotation"),
+                                     CpuOp("Optimizer.zero_grad#SGD.zero_grad", s + 950, 20, cat="user_annotation"),
+                                     CpuOp("ProfilerStep#x", s + 940, 5, cat="user_annotation")])
+    assert _windows(load_trace(t)) == [(1, "annotation", "myloop", 0, 1000, 0), (2, "annotation", "myloop", 1000, 1000, 0),
+                                       (3, "annotation", "myloop", 2000, 970, 0)]
+
+
+def test_iterations_execute_model_as_frame_or_annotation_and_capture_fallback(load_trace):
+    """execute_model markers are python frames or annotations; a marker seen once is no iteration: the
+    whole capture is the one window."""
+    t = _three_iterations(lambda s: [PythonFrame("worker.py(88): execute_model", s, 600),
+                                     CpuOp("model_runner.execute_model", s + 700, 100, cat="user_annotation")])
+    got = _windows(load_trace(t))
+    # both names repeat 3 times; the frame (1800 us) beats the annotation (300 us) on time
+    assert got[0][:3] == (1, "execute_model", "worker.py(88): execute_model") and len(got) == 3
+    once = KinetoTrace([PythonFrame("worker.py(88): execute_model", 0, 600), CpuOp("aten::mm", 700, 100)])
+    assert _windows(load_trace(once)) == [(1, "capture", None, 0, 800, 0)]
+
+
+def test_python_gc_step_of_its_own_process(load_trace):
+    """A GC pass gets the step window of its own process holding its start (the latest-starting one
+    where windows overlap); a pass outside every window, or in a process without steps, gets none."""
+    t = KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=1000), ProfilerStep(2, ts_us=1000, dur_us=1000),
+        PythonFrame("Python GC", 100, 10), PythonFrame("<built-in method collect of module gc object>", 300, 5),
+        PythonFrame("Python GC", 1500, 10), PythonFrame("Python GC", 2500, 10),
+        PythonFrame("Python GC", 500, 10, pid=200, tid=2),
+        ProfilerStep(7, ts_us=0, dur_us=3000, pid=300, tid=3), ProfilerStep(8, ts_us=1000, dur_us=500, pid=300, tid=3),
+        PythonFrame("Python GC", 1200, 10, pid=300, tid=3), PythonFrame("Python GC", 2000, 10, pid=300, tid=3),
+    ])
+    got = rows(load_trace(t), "INCLUDE PERFETTO MODULE kineto.lib.python_gc",
+               "SELECT name, ts / 1000, step FROM kineto_python_gc ORDER BY ts, step")
+    assert got == [("Python GC", 100, 1), ("<built-in method collect of module gc object>", 300, 1),
+                   ("Python GC", 500, None), ("Python GC", 1200, 8), ("Python GC", 1500, 2),
+                   ("Python GC", 2000, 7), ("Python GC", 2500, None)]
