@@ -1,12 +1,52 @@
 """The `kineto-sql` command line: one click group; each command lives in its own module."""
 from __future__ import annotations
 
+import importlib
+
 import click
 
 from kineto_sql import __version__
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+# Each command's module is imported when the command runs (or --help lists it), not before: the modules
+# of `sql` and `info` import pandas, which `diagnose` never needs (kineto_sql.rows).
+COMMANDS = {
+    "info": "kineto_sql.cli.info_cmd:command",
+    "sql": "kineto_sql.cli.sql_cmd:command",
+    "diagnose": "kineto_sql.cli.diagnose_cmd:command",
+    "open": "kineto_sql.cli.open_cmd:command",
+    "ranks": "kineto_sql.cli.ranks_cmd:command",
+    "diff": "kineto_sql.cli.ranks_cmd:diff_command",
+    "collectives": "kineto_sql.cli.collectives_cmd:command",
+    "try": "kineto_sql.cli.try_cmd:command",
+    "fleet": "kineto_sql.cli.fleet_cmd:command",
+    "list": "kineto_sql.cli.query_cmds:list_command",
+    "show": "kineto_sql.cli.query_cmds:show_command",
+    "run": "kineto_sql.cli.query_cmds:run_command",
+    "lint": "kineto_sql.cli.query_cmds:lint_command",
+    "new": "kineto_sql.cli.query_cmds:new_command",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose commands are named up front and imported on first use."""
+
+    def __init__(self, *args, lazy: dict[str, str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy)
+
+    def list_commands(self, ctx):
+        return sorted(set(self.lazy) | set(super().list_commands(ctx)))
+
+    def get_command(self, ctx, name):
+        if name in self.lazy and name not in self.commands:
+            module, attr = self.lazy[name].split(":")
+            self.add_command(getattr(importlib.import_module(module), attr), name)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="kineto-sql")
 def cli():
     """The framework view of a PyTorch profiler (Kineto) trace, as SQL over Perfetto's trace processor.
@@ -16,27 +56,6 @@ def cli():
       kineto-sql info trace.json.gz
       kineto-sql sql trace.json.gz "SELECT name, count(*) FROM slice GROUP BY 1 ORDER BY 2 DESC LIMIT 10"
     """
-
-
-def _register() -> None:
-    from kineto_sql.cli import diagnose_cmd, info_cmd, sql_cmd
-    from kineto_sql.cli import open_cmd
-    from kineto_sql.cli import ranks_cmd
-    from kineto_sql.cli import collectives_cmd
-    from kineto_sql.cli import try_cmd
-    from kineto_sql.cli import fleet_cmd
-
-    for module in (info_cmd, sql_cmd, diagnose_cmd, open_cmd, ranks_cmd, collectives_cmd, try_cmd, fleet_cmd):
-        cli.add_command(module.command)
-    cli.add_command(ranks_cmd.diff_command)
-
-    from kineto_sql.cli import query_cmds
-
-    for command in query_cmds.commands:
-        cli.add_command(command)
-
-
-_register()
 
 
 if __name__ == "__main__":

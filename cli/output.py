@@ -7,7 +7,6 @@ import sys
 
 import click
 import orjson
-import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
@@ -82,6 +81,8 @@ def emit_json(obj) -> None:
 
 def _missing(value) -> bool:
     try:
+        import pandas as pd  # here, not at import: diagnose never needs it (kineto_sql.rows)
+
         return value is None or bool(pd.isna(value))
     except (TypeError, ValueError):
         return False

@@ -6,15 +6,15 @@ the `INCLUDE PERFETTO MODULE` line of the query's module, whose dotted name is c
 """
 from __future__ import annotations
 
+import functools
 import importlib.resources
 from dataclasses import dataclass, field
 from typing import Mapping
 
-import pandas as pd
-
 from kineto_sql import catalog
 from kineto_sql.catalog import QuerySpec
 from kineto_sql.errors import QueryError
+from kineto_sql.rows import Rows
 from kineto_sql.sql_literals import include_statement, table_function_call
 
 _CAPABILITIES_SQL = importlib.resources.files("kineto_sql").joinpath("sql/capabilities.sql").read_text()
@@ -30,16 +30,21 @@ class Capability:
 
 @dataclass(frozen=True)
 class QueryRun:
-    """The outcome of one query on one trace. `df` is empty when `not_applicable` says why."""
+    """The outcome of one query on one trace: its `rows`, or as a pandas DataFrame `df` (made on first
+    use). Both are empty when `not_applicable` says why."""
 
     spec: QuerySpec
     params: Mapping[str, object]
-    df: pd.DataFrame = field(compare=False)
+    rows: Rows = field(compare=False)
     not_applicable: str | None = None
 
     @property
     def id_version(self) -> str:
         return self.spec.id_version
+
+    @functools.cached_property
+    def df(self):
+        return self.rows.to_pandas()
 
 
 def resolve_spec(spec_or_id: QuerySpec | str) -> QuerySpec:
@@ -63,9 +68,8 @@ def capabilities(tp) -> dict[str, Capability]:
     """What the loaded trace contains (kineto.lib.capabilities), cached in the processor's `cache`."""
     cache = getattr(tp, "cache", {})
     if "capabilities" not in cache:
-        df = tp.df(_CAPABILITIES_SQL)
-        cache["capabilities"] = {row.name: Capability(row.name, bool(row.present), str(row.detail))
-                                 for row in df.itertuples()}
+        cache["capabilities"] = {row["name"]: Capability(row["name"], bool(row["present"]), str(row["detail"]))
+                                 for row in tp.rows(_CAPABILITIES_SQL).records()}
     return cache["capabilities"]
 
 
@@ -85,8 +89,8 @@ def trace_device_name(tp) -> str:
     """The trace's GPU model from deviceProperties ('' when absent), cached in the processor's `cache`."""
     cache = getattr(tp, "cache", {})
     if "device_name" not in cache:
-        df = tp.df(_DEVICE_NAME_SQL)
-        cache["device_name"] = str(df.name[0]) if len(df) and df.name[0] is not None else ""
+        names = tp.rows(_DEVICE_NAME_SQL).column("name")
+        cache["device_name"] = str(names[0]) if names and names[0] is not None else ""
     return cache["device_name"]
 
 
@@ -105,11 +109,11 @@ def run_query(tp, spec_or_id: QuerySpec | str, params: Mapping[str, object] | No
     values = resolve_params(spec, params)
     reason = missing_needs(tp, spec)
     if reason:
-        return QueryRun(spec, values, pd.DataFrame(), reason)
+        return QueryRun(spec, values, Rows((), []), reason)
     values = fill_trace_params(tp, spec, values)
     try:
         tp.query(include_statement(spec.module))
-        df = tp.df(entrypoint_call(spec, values))
+        rows = tp.rows(entrypoint_call(spec, values))
     except QueryError as exc:
         raise QueryError(f"{spec.id_version} ({spec.path}) failed: {exc}") from None
-    return QueryRun(spec, values, df, None)
+    return QueryRun(spec, values, rows, None)

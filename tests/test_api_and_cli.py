@@ -145,3 +145,25 @@ def test_unchanged_file_is_fed_to_the_engine_as_is():
     assert prepared.report.rewritten  # the > int64 integer had to become text
     tiny = prepare_file(CORPUS / "kineto_docs_after_fix_trace.json.gz")
     assert tiny.report.ts_offset_ns == 0
+
+
+def test_diagnose_runs_without_pandas_and_dataframes_still_work(tmp_path):
+    """diagnose reads rows (kineto_sql.rows): the process never imports pandas or pyarrow (75 MB, 0.7 s);
+    the library's DataFrames (tp.df, as_pandas_dataframe) load pandas when first asked for."""
+    import subprocess
+    import sys
+
+    trace = _trace(tmp_path, OVERLAP)
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from kineto_sql.cli.main import cli\n"
+        f"result = CliRunner().invoke(cli, ['diagnose', {str(trace)!r}, '--jobs', '1'])\n"
+        "assert result.exit_code == 0, result.output\n"
+        "print(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))\n"
+        "from kineto_sql import open_trace\n"
+        f"tp = open_trace({str(trace)!r})\n"
+        "print(int(tp.query('SELECT count(*) AS n FROM slice').as_pandas_dataframe().n[0]), int(tp.df('SELECT 2 AS x').x[0]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "[]"
+    assert out[1] == "4 2"

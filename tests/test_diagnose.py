@@ -10,6 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import jsonschema
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -53,26 +54,50 @@ def test_capture_validity_comes_first_whatever_its_impact():
 
 
 def test_a_rows_fix_and_severity_cap_follow_the_cause():
-    import pandas as pd
-
     from kineto_sql import catalog
     from kineto_sql.diagnose.run import _finding as finding_from_rows
+    from kineto_sql.rows import Rows
 
     spec = catalog.get("catalog.sync_forcing_op")
-    rows = pd.DataFrame({"ts": [0, 10], "dur": [5, 5], "impact_dur": [2_000, 9_000], "step": [1, 2],
-                         "evidence": ["a", "b"], "fix": ["defer the read", "pin_memory + non_blocking"],
-                         "max_severity": ["low", "low"]})
-    got = finding_from_rows(spec, rows, 10_000, "t.json")
+    columns = {"ts": [0, 10], "dur": [5, 5], "impact_dur": [2_000, 9_000], "step": [1, 2],
+               "evidence": ["a", "b"], "fix": ["defer the read", "pin_memory + non_blocking"],
+               "max_severity": ["low", "low"]}
+    got = finding_from_rows(spec, Rows.of_columns(columns), 10_000, "t.json")
     assert (got.fix, got.severity, got.impact_ns) == ("pin_memory + non_blocking", "low", 11_000)
     assert "fix" not in got.numbers and "max_severity" not in got.numbers
+    assert (got.where.ts_ns, got.where.end_ns, got.where.steps, got.evidence) == (0, 15, (1, 2), ("a", "b"))
     # one row without a cap: the computed severity stands; no fix column: the header's text
-    rows.loc[0, "max_severity"] = None
-    assert finding_from_rows(spec, rows, 10_000, "t.json").severity == "high"
-    assert finding_from_rows(spec, rows.drop(columns=["fix"]), 10_000, "t.json").fix == spec.fix
+    columns["max_severity"] = [None, "low"]
+    assert finding_from_rows(spec, Rows.of_columns(columns), 10_000, "t.json").severity == "high"
+    no_fix = {k: v for k, v in columns.items() if k != "fix"}
+    assert finding_from_rows(spec, Rows.of_columns(no_fix), 10_000, "t.json").fix == spec.fix
     # a floor lifts a finding that costs no step time itself (a capture that lost its GPU activity)
-    free = rows.assign(impact_dur=0, min_severity=["high", None]).drop(columns=["max_severity"])
-    assert finding_from_rows(spec, free, 10_000, "t.json").severity == "high"
-    assert finding_from_rows(spec, free.drop(columns=["min_severity"]), 10_000, "t.json").severity == "info"
+    free = {**{k: v for k, v in columns.items() if k != "max_severity"}, "impact_dur": [0, 0],
+            "min_severity": ["high", None]}
+    assert finding_from_rows(spec, Rows.of_columns(free), 10_000, "t.json").severity == "high"
+    del free["min_severity"]
+    assert finding_from_rows(spec, Rows.of_columns(free), 10_000, "t.json").severity == "info"
+
+
+def test_rows_read_as_pandas_reads_them():
+    """What diagnose takes from a rule's rows (kineto_sql.rows, no pandas) is what the DataFrame says."""
+    from kineto_sql.diagnose.run import _estimate, _finding as finding_from_rows, _per_step
+    from kineto_sql import catalog
+    from kineto_sql.rows import Rows
+
+    rows = Rows.of_columns({"ts": [30, None, "12"], "dur": [5, 7, None], "impact_dur": [None, 40, "-3"],
+                            "step": [None, 2, 1], "op": [None, "aten::mm", ""]})
+    df = rows.to_pandas()
+    assert _estimate(rows) == int(pd.to_numeric(df["impact_dur"], errors="coerce").fillna(0).clip(lower=0).sum()) == 40
+    got = finding_from_rows(catalog.get("catalog.sync_forcing_op"), rows, 1_000, "t.json")
+    assert (got.where.ts_ns, got.where.end_ns, got.where.steps, got.where.ops) == (12, 35, (1, 2), ("aten::mm",))
+    assert got.numbers == {"op": "aten::mm"}  # the worst row: the largest impact
+    ledger = Rows.of_columns({"window_id": [1, 1, 1, 2, None], "step": [7, 7, 7, 8, 9], "window_dur": [100] * 5,
+                              "kind": ["busy", "busy", "idle", "idle", "busy"], "device": [0, 1, 0, None, 0],
+                              "bucket": ["a", "host.ops", "b", "host.ops", "a"], "dur": [30, 60, 10, 5, 1]})
+    steps = _per_step(ledger.records())
+    assert [(s.step, s.dur_ns, s.gpu_busy_ns, s.cpu_busy_ns, s.gpu_occupancy_pct) for s in steps] == [
+        (7, 100, 60, 60, 60.0), (8, 100, None, 5, None)]
 
 
 def test_narration_is_five_sentences_naming_the_catalog_row():

@@ -159,7 +159,8 @@ def test_cli_errors_are_one_line():
 def test_open_is_registered_in_the_cli():
     from kineto_sql.cli.main import cli
 
-    assert "open" in cli.commands
+    assert "open" in cli.list_commands(None)
+    assert cli.get_command(None, "open").name == "open"
 
 
 def test_browser_is_not_started_without_a_display(monkeypatch):

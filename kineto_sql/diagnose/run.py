@@ -22,8 +22,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-import pandas as pd
-
 from kineto_sql import catalog
 from kineto_sql.diagnose.model import (SEVERITIES, Diagnosis, Finding, LedgerBucket, Skipped, StepRow,
                                        TraceDiagnosis, Verdict, Where, severity_rank)
@@ -33,6 +31,7 @@ from kineto_sql.errors import KinetoSqlError
 from kineto_sql.loading.load import open_trace
 from kineto_sql import query_pool
 from kineto_sql.includes import kineto_dependencies
+from kineto_sql.rows import Rows, missing, numeric
 from kineto_sql.runner import capabilities, resolve_spec, run_query, trace_device_name
 from kineto_sql.sql_files import sections
 from kineto_sql.sql_literals import include_statement
@@ -98,10 +97,10 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
             continue
         if result.not_applicable:
             skipped.append(Skipped(spec.id, result.not_applicable))
-        elif result.df.empty:
+        elif result.rows.empty:
             silent.append(spec.id)
         else:
-            fired.append((spec, result.df))
+            fired.append((spec, result.rows))
     claimed = resolve_claims([(spec, _estimate(df)) for spec, df in fired], pools)
     findings = [_finding(spec, df, cold_denominator if spec.claims == (COLD,) else denominator, source,
                          claimed[spec.id], of_capture=not verdict.steady_representative) for spec, df in fired]
@@ -131,10 +130,29 @@ def query_plan() -> tuple[list[catalog.QuerySpec], dict[str, list[str]]]:
     return specs, {spec.id: kineto_dependencies(spec.path.read_text()) + [spec.module] for spec in specs}
 
 
-def _estimate(df: pd.DataFrame) -> int:
-    if "impact_dur" not in df:
+def _estimate(rows: Rows) -> int:
+    if "impact_dur" not in rows:
         return 0
-    return int(pd.to_numeric(df["impact_dur"], errors="coerce").fillna(0).clip(lower=0).sum())
+    return int(_sum(max(v, 0) for v in _numbers(rows.column("impact_dur"), missing_as=0)))
+
+
+def _numbers(values, missing_as=None) -> list:
+    """The cells as numbers (pandas.to_numeric(errors="coerce")), a cell without one as `missing_as`."""
+    out = []
+    for value in values:
+        number = numeric(value)
+        out.append(missing_as if number is None else number)
+    return out
+
+
+def _sum(values):
+    """A column's sum as pandas takes it: exact for integers, numpy's pairwise sum once a float is in it."""
+    values = list(values)
+    if any(isinstance(v, float) for v in values):
+        import numpy as np
+
+        return float(np.sum(np.array(values, dtype=np.float64)))
+    return sum(values)
 
 
 def _expand(claim: str, pools: dict[str, int]) -> list[str]:
@@ -195,9 +213,9 @@ def _top_ops(outcome: query_pool.Outcome, limit: int = 10) -> tuple[dict, ...]:
         run = outcome.get()
     except KinetoSqlError:
         return ()
-    if run.not_applicable or run.df.empty:
+    if run.not_applicable or run.rows.empty:
         return ()
-    return tuple({k: _plain(v) for k, v in row.items()} for row in run.df.head(limit).to_dict(orient="records"))
+    return tuple({k: _plain(v) for k, v in row.items()} for row in run.rows.records(limit))
 
 
 def rank_findings(findings, cold_apart: bool = True) -> list[Finding]:
@@ -220,20 +238,13 @@ def severity_for(impact_ns: int, impact_pct: float | None) -> str:
 
 
 def _trace_span(tp) -> int | None:
-    df = tp.df(sections("trace_info.sql")["slice_span"])
-    span = df.span.iloc[0] if len(df) else None
-    return int(span) if span is not None and not pd.isna(span) and span > 0 else None
+    spans = tp.rows(sections("trace_info.sql")["slice_span"]).column("span")
+    span = spans[0] if spans else None
+    return int(span) if not missing(span) and span > 0 else None
 
 
 def _num(value):
-    if value is None:
-        return None
-    try:
-        if pd.isna(value):
-            return None
-    except (TypeError, ValueError):
-        return None
-    return value
+    return None if missing(value) else value
 
 
 def _verdict(tp, runs: dict[str, query_pool.Outcome]) -> tuple[Verdict, dict[str, int]]:
@@ -245,21 +256,20 @@ def _verdict(tp, runs: dict[str, query_pool.Outcome]) -> tuple[Verdict, dict[str
         verdict_run, ledger_run = runs[VERDICT].get(), runs[STEP_LEDGER].get()
     except KinetoSqlError:
         verdict_run = ledger_run = None
-    if verdict_run is None or verdict_run.df.empty or ledger_run is None or ledger_run.df.empty:
+    if verdict_run is None or verdict_run.rows.empty or ledger_run is None or ledger_run.rows.empty:
         return Verdict(0, None, None, None, "no steps",
                        "the trace has no window to read (no host or device events)", has_gpu), {}
-    v = verdict_run.df.iloc[0]
-    ledger = ledger_run.df
-    cold = ledger["is_cold"].astype(bool)
-    steady = ledger[~cold]
-    pools = {str(b): int(d) for b, d in steady.groupby("bucket")["dur"].sum().items()}
-    pools[COLD] = int(ledger[cold]["dur"].sum())
+    v = verdict_run.rows.record(0)
+    ledger = ledger_run.rows.records()
+    steady = [r for r in ledger if not _truthy(r["is_cold"])]
+    pools = {str(b): int(d) for b, d in _dur_by(steady, "bucket").items()}
+    pools[COLD] = int(_sum(r["dur"] for r in ledger if _truthy(r["is_cold"])))
     lane_ns = _int(v.get("lane_dur"))
     representative = _num(v.get("steady_representative"))
     representative = True if representative is None else bool(representative)
     # what the shares are of: the steady windows, or every window when they are too small a sample
     analysed = steady if representative else ledger
-    totals = analysed.groupby("bucket")["dur"].sum()
+    totals = _dur_by(analysed, "bucket")
     buckets = tuple(LedgerBucket(str(b), int(d), round(100.0 * d / lane_ns, 2) if lane_ns else 0.0)
                     for b, d in sorted(totals.items(), key=lambda x: -x[1]))
     return Verdict(
@@ -284,22 +294,51 @@ def _verdict(tp, runs: dict[str, query_pool.Outcome]) -> tuple[Verdict, dict[str
     ), pools
 
 
-def _busy_pct(steady: pd.DataFrame, lane_ns: int | None) -> float | None:
-    busy = int(steady[steady["kind"] == "busy"]["dur"].sum())
+def _truthy(value) -> bool:
+    return bool(value) and not missing(value)
+
+
+def _dur_by(rows: list[dict], key: str, keep_missing: bool = False) -> dict:
+    """The sum of `dur` per value of `key`, keys in sorted order (a pandas groupby: rows whose key is
+    missing are left out unless `keep_missing`)."""
+    groups: dict = {}
+    for row in rows:
+        k = row[key]
+        if missing(k):
+            if not keep_missing:
+                continue
+            k = None
+        groups.setdefault(k, []).append(row["dur"])
+    ordered = sorted((k for k in groups if k is not None), key=_sort_key) + ([None] if None in groups else [])
+    return {k: _sum(groups[k]) for k in ordered}
+
+
+def _sort_key(value):
+    return (isinstance(value, str), value)
+
+
+def _busy_pct(steady: list[dict], lane_ns: int | None) -> float | None:
+    busy = int(_sum(r["dur"] for r in steady if r["kind"] == "busy"))
     return round(100.0 * busy / lane_ns, 1) if lane_ns else None
 
 
-def _per_step(ledger: pd.DataFrame) -> tuple[StepRow, ...]:
+def _per_step(ledger: list[dict]) -> tuple[StepRow, ...]:
     """One row per window, read on its busiest device (host-only ledgers: ATen-op time as CPU busy)."""
+    windows: dict = {}
+    for row in ledger:
+        if missing(row["window_id"]) or missing(row["step"]):
+            continue
+        windows.setdefault((row["window_id"], row["step"]), []).append(row)
     rows = []
-    for (window, step), group in ledger.groupby(["window_id", "step"], sort=True):
-        width = int(group["window_dur"].iloc[0])
-        busy = group[group["kind"] == "busy"].groupby("device", dropna=False)["dur"].sum()
-        gpu = int(busy.max()) if len(busy) else None
-        host = group[group["bucket"] == "host.ops"]["dur"].sum()
+    for (window, step) in sorted(windows, key=lambda k: (_sort_key(k[0]), _sort_key(k[1]))):
+        group = windows[(window, step)]
+        width = int(group[0]["window_dur"])
+        busy = _dur_by([r for r in group if r["kind"] == "busy"], "device", keep_missing=True)
+        gpu = int(max(busy.values())) if busy else None
+        host = _sum(r["dur"] for r in group if r["bucket"] == "host.ops")
         rows.append(StepRow(step=int(step), dur_ns=width, cpu_busy_ns=int(host) if host else None,
                             gpu_busy_ns=gpu, gpu_occupancy_pct=round(100.0 * gpu / width, 2) if gpu and width else
-                            (0.0 if group["device"].notna().any() else None)))
+                            (0.0 if any(not missing(r["device"]) for r in group) else None)))
     return tuple(rows)
 
 
@@ -313,9 +352,9 @@ def _float(value):
     return round(float(value), 2) if value is not None else None
 
 
-def _finding(spec, df: pd.DataFrame, denominator: int | None, source: str,
+def _finding(spec, rows: Rows, denominator: int | None, source: str,
              claimed: dict[str, int] | None = None, of_capture: bool = False) -> Finding:
-    estimate = _estimate(df)
+    estimate = _estimate(rows)
     impact = estimate if claimed is None else sum(claimed.values())
     pct = round(100.0 * impact / denominator, 2) if denominator else None
     severity = severity_for(impact, pct)
@@ -323,28 +362,34 @@ def _finding(spec, df: pd.DataFrame, denominator: int | None, source: str,
     if cold:
         # one-time work: reported, never ranked with (or as severe as) a steady-state cost
         severity = min(severity, "low", key=severity_rank)
-    evidence = tuple(dict.fromkeys(str(e) for e in df.get("evidence", pd.Series(dtype=str)).dropna()))[:3]
-    steps = tuple(sorted({int(s) for s in df["step"].dropna()})) if "step" in df else ()
-    ts = pd.to_numeric(df.get("ts"), errors="coerce") if "ts" in df else None
-    end = ts + pd.to_numeric(df.get("dur"), errors="coerce").fillna(0) if ts is not None and "dur" in df else ts
+    evidence = tuple(dict.fromkeys(str(e) for e in _present(rows, "evidence")))[:3]
+    steps = tuple(sorted({int(s) for s in _present(rows, "step")}))
+    ts = _numbers(rows.column("ts")) if "ts" in rows else None
+    end = ts
+    if ts is not None and "dur" in rows:
+        end = [None if t is None else t + d for t, d in zip(ts, _numbers(rows.column("dur"), missing_as=0))]
     where = Where(
         steps=steps,
-        ts_ns=int(ts.min()) if ts is not None and ts.notna().any() else None,
-        end_ns=int(end.max()) if end is not None and end.notna().any() else None,
-        ops=_values(df, OP_COLUMNS),
-        python_lines=_values(df, PYTHON_COLUMNS),
+        ts_ns=int(min(t for t in ts if t is not None)) if ts is not None and any(t is not None for t in ts) else None,
+        end_ns=int(max(e for e in end if e is not None)) if end is not None and any(e is not None for e in end)
+        else None,
+        ops=_values(rows, OP_COLUMNS),
+        python_lines=_values(rows, PYTHON_COLUMNS),
     )
-    worst = df.iloc[int(pd.to_numeric(df["impact_dur"], errors="coerce").fillna(0).values.argmax())] \
-        if "impact_dur" in df and len(df) else df.iloc[0]
-    numbers = {c: _plain(worst[c]) for c in df.columns if c not in COMMON and _plain(worst[c]) is not None}
-    severity = _floored(_capped(severity, df), df)
+    if "impact_dur" in rows:
+        impacts = _numbers(rows.column("impact_dur"), missing_as=0)
+        worst = rows.record(impacts.index(max(impacts)))  # the first of the largest, as numpy's argmax
+    else:
+        worst = rows.record(0)
+    numbers = {c: _plain(worst[c]) for c in rows.columns if c not in COMMON and _plain(worst[c]) is not None}
+    severity = _floored(_capped(severity, rows), rows)
     finding = Finding(
         query_id=spec.id,
         id_version=spec.id_version,
         title=spec.title,
         catalog_row=spec.source,
         severity=severity,
-        count=len(df),
+        count=len(rows),
         impact_ns=impact,
         impact_pct=pct,
         evidence=evidence,
@@ -371,25 +416,25 @@ def row_fix(row) -> str | None:
     return str(value) if value else None
 
 
-def _capped(severity: str, df: pd.DataFrame) -> str:
+def _capped(severity: str, rows: Rows) -> str:
     """A rule may return a `max_severity` column (info/low/medium/high) for rows that are not a fault of
     the workload (a sync inside the profiling harness's own timer); when every row carries one, the
     finding's severity is at most the highest of them."""
-    if "max_severity" not in df:
+    if "max_severity" not in rows:
         return severity
-    caps = [str(v) for v in df["max_severity"] if _plain(v) is not None and str(v) in SEVERITIES]
-    if len(caps) < len(df):
+    caps = [str(v) for v in rows.column("max_severity") if _plain(v) is not None and str(v) in SEVERITIES]
+    if len(caps) < len(rows):
         return severity
     cap = max(caps, key=severity_rank)
     return min(severity, cap, key=severity_rank)
 
 
-def _floored(severity: str, df: pd.DataFrame) -> str:
+def _floored(severity: str, rows: Rows) -> str:
     """A rule may return a `min_severity` column for what matters although it costs no step time itself
     (a capture that lost its GPU activity): the finding's severity is at least the highest of them."""
-    if "min_severity" not in df:
+    if "min_severity" not in rows:
         return severity
-    floors = [str(v) for v in df["min_severity"] if _plain(v) is not None and str(v) in SEVERITIES]
+    floors = [str(v) for v in rows.column("min_severity") if _plain(v) is not None and str(v) in SEVERITIES]
     return max([severity, *floors], key=severity_rank)
 
 
@@ -397,10 +442,15 @@ def _with_narration(finding: Finding) -> Finding:
     return replace(finding, narration=narrate(finding))
 
 
-def _values(df: pd.DataFrame, columns) -> tuple[str, ...]:
+def _present(rows: Rows, column: str) -> list:
+    """The column's cells that hold a value (none when the rule returns no such column)."""
+    return [v for v in rows.column(column) if not missing(v)] if column in rows else []
+
+
+def _values(rows: Rows, columns) -> tuple[str, ...]:
     for column in columns:
-        if column in df:
-            return tuple(dict.fromkeys(str(v) for v in df[column].dropna() if str(v)))[:5]
+        if column in rows:
+            return tuple(dict.fromkeys(str(v) for v in _present(rows, column) if str(v)))[:5]
     return ()
 
 

@@ -13,12 +13,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 from pathlib import Path
 
-from perfetto.common.exceptions import PerfettoException
-from perfetto.trace_processor.api import TraceProcessor, TraceProcessorConfig
-
+from kineto_sql.engine.perfetto_client import PerfettoException, TraceProcessor, TraceProcessorConfig
 from kineto_sql.engine.rpc_backend import WasmRpcBackend
 from kineto_sql.engine.wasm_runtime import find_build
 from kineto_sql.errors import EngineError, QueryError
+from kineto_sql.rows import Rows
 
 # The 32-bit heap tops out at 4 GiB and ingest needs about 3x the JSON size.
 MEMORY64_ABOVE_BYTES = 1_000_000_000
@@ -125,7 +124,11 @@ class KinetoTraceProcessor(TraceProcessor):
 
     def df(self, sql: str):
         """The rows of `sql` as a pandas DataFrame."""
-        return self.query(sql).as_pandas_dataframe()
+        return self.rows(sql).to_pandas()
+
+    def rows(self, sql: str) -> Rows:
+        """The rows of `sql` as plain Python lists (kineto_sql.rows: no pandas)."""
+        return Rows.of_result(self.query(sql))
 
     def attach(self, loaded: "LoadedTrace") -> None:
         if self.loaded is not None:

@@ -5,7 +5,7 @@ registering SQL packages are added here over the same protocol, so there is one 
 """
 from __future__ import annotations
 
-from perfetto.common.exceptions import PerfettoException
+from kineto_sql.engine.perfetto_client import PerfettoException
 from perfetto.trace_processor.platform import PlatformDelegate
 from perfetto.trace_processor.protos import ProtoFactory
 from perfetto.trace_processor.rpc import TraceProcessorRpc

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 import orjson
-import pandas as pd
 
 from kineto_sql import __version__
 
@@ -124,6 +123,8 @@ def rank_task(source: str, rank_from_name: int | None = None, parts=DEFAULT_PART
 
 
 def _analyse(source, local, digest, rank_from_name, parts, engine, keep_diagnosis, fallback_rank) -> RankOutput:
+    import pandas as pd
+
     from kineto_sql.engine.processor import EngineChoice
     from kineto_sql.loading.load import open_trace
 
@@ -189,6 +190,8 @@ FINDING_COLUMNS = ("query_id", "id_version", "title", "severity", "scope", "coun
 
 
 def findings_frame(diagnosis) -> pd.DataFrame:
+    import pandas as pd
+
     rows = [{
         "query_id": f.query_id, "id_version": f.id_version, "title": f.title, "severity": f.severity,
         "scope": f.scope, "count": int(f.count), "impact_ns": int(f.impact_ns),
@@ -200,6 +203,8 @@ def findings_frame(diagnosis) -> pd.DataFrame:
 
 
 def verdict_frame(diagnosis) -> pd.DataFrame:
+    import pandas as pd
+
     v = diagnosis.verdict
     return pd.DataFrame([{
         "regime": v.regime, "regime_reason": v.regime_reason, "steps": v.steps,
@@ -212,6 +217,8 @@ def verdict_frame(diagnosis) -> pd.DataFrame:
 
 
 def _with_columns(df: pd.DataFrame, columns) -> pd.DataFrame:
+    import pandas as pd
+
     missing = [c for c in columns if c not in df.columns]
     if not missing:
         return df

@@ -82,8 +82,8 @@ def open_prepared(prepared: PreparedTrace | background.StreamedPrepared, path: P
 
 def _check_loss(tp: KinetoTraceProcessor, prepared: PreparedTrace, path: Path, allow_loss: bool) -> None:
     """Reads the engine's data-loss stats into the report; refuses a lossy load unless it is allowed."""
-    stats = tp.df(sections("trace_info.sql")["stats"])
-    prepared.report.engine_loss = [(str(r.name), int(r.value)) for r in stats.itertuples(index=False)]
+    stats = tp.rows(sections("trace_info.sql")["stats"]).records()
+    prepared.report.engine_loss = [(str(r["name"]), int(r["value"])) for r in stats]
     if prepared.report.lossy and not allow_loss:
         causes = "; ".join(prepared.report.loss_sentences()[:3])
         raise DataLossError(f"{path}: loading it loses data ({causes}); pass --allow-loss to load the rest and "
