@@ -63,10 +63,10 @@ def test_bad_input_is_the_same_sentence(tmp_path):
 
 
 def test_a_child_that_dies_is_named(tmp_path, monkeypatch):
-    def die(holder, path):
+    def die(path, on_size=None):
         os.kill(os.getpid(), signal.SIGKILL)
 
-    monkeypatch.setattr(background, "prepare_taking", die)
+    monkeypatch.setattr(background, "prepare_path", die)
     with pytest.raises(background.LoaderDied, match="killed by signal 9.*--jobs 1"):
         open_trace(_overlapping(tmp_path), jobs=2)
 

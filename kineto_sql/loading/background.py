@@ -22,8 +22,7 @@ import time
 from pathlib import Path
 
 from kineto_sql.errors import KinetoSqlError
-from kineto_sql.loading.prepare import prepare_taking
-from kineto_sql.loading.source import read_bytes
+from kineto_sql.loading.prepare import prepare_path
 
 log = logging.getLogger("kineto_sql.load")
 
@@ -165,10 +164,11 @@ def _child(path: Path, writer) -> None:
     status = 0
     try:
         started = time.perf_counter()
-        holder = [read_bytes(path)]
-        size = len(holder[0])
-        control("size", size, f"read {path.name}: {size / 1e6:.1f} MB of JSON")
-        prepared = prepare_taking(holder, path)  # it takes the text: freed once a rewrite is certain
+
+        def sized(size: int) -> None:
+            control("size", size, f"read {path.name}: {size / 1e6:.1f} MB of JSON")
+
+        prepared = prepare_path(path, on_size=sized)
         report = prepared.report
         said = (f"prepared {path.name}: {sum(report.events_by_phase.values())} events, {len(report.fixes)} kinds of "
                 f"change, {report.dropped_count} dropped ({time.perf_counter() - started:.1f}s, in a child process)")

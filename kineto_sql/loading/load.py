@@ -13,8 +13,8 @@ from kineto_sql.engine.processor import EngineChoice, KinetoTraceProcessor
 from kineto_sql.errors import DataLossError
 from kineto_sql.loading import background
 from kineto_sql.loading.loaded import LoadedTrace
-from kineto_sql.loading.prepare import PreparedTrace, prepare_taking
-from kineto_sql.loading.source import read_bytes, trace_files_in
+from kineto_sql.loading.prepare import PreparedTrace, prepare_path
+from kineto_sql.loading.source import trace_files_in
 from kineto_sql.sql_files import read_sql, sections
 from kineto_sql.sql_literals import bind
 from kineto_sql.sql_package import package_dir, package_modules
@@ -24,13 +24,14 @@ log = logging.getLogger("kineto_sql.load")
 
 def prepare_file(path: Path, engine: EngineChoice | None = None) -> PreparedTrace:
     started = time.perf_counter()
-    holder = [read_bytes(path)]
-    size = len(holder[0])
-    log.info("read %s: %.1f MB of JSON", path.name, size / 1e6)
-    if engine is not None:  # refuse up front, with the need and the cap, rather than die mid-load
-        choice = engine.resolve(size)
-        memory.check(size, choice.kind == "wasm64", choice.kind == "native", what=str(path))
-    prepared = prepare_taking(holder, path)  # it takes the text: freed once a rewrite is certain
+
+    def sized(size: int) -> None:
+        log.info("read %s: %.1f MB of JSON", path.name, size / 1e6)
+        if engine is not None:  # refuse before the fixes, with the need and the cap, rather than die mid-load
+            choice = engine.resolve(size)
+            memory.check(size, choice.kind == "wasm64", choice.kind == "native", what=str(path))
+
+    prepared = prepare_path(path, on_size=sized)
     report = prepared.report
     log.info("prepared %s: %d events, %d kinds of change, %d dropped (%.1fs)", path.name,
              sum(report.events_by_phase.values()), len(report.fixes), report.dropped_count,

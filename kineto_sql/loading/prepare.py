@@ -7,13 +7,14 @@ to the nearest 0.25 us, and maps negative, huge and string pids/tids onto small 
 This module fixes the input first and records each change in an IngestReport:
 
 - timestamps at or above 1e12 us are rebased textually (before any float parse) by a whole number of
-  microseconds, so every event keeps its nanoseconds; the offset is in the report;
+  microseconds, so every event keeps its nanoseconds; the offset is in the report (loading.rebase);
 - pids/tids Perfetto cannot hold get fresh ids in a reserved range, with their original in the name;
 - an X event that cannot nest goes to an "overlap lane" of the same process (a new thread named after
   the original thread), and the flow events that belong to it follow it there.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import re
@@ -29,12 +30,12 @@ from kineto_sql.loading.flows import bind_flows
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.scan import TraceScan, scan_events
 from kineto_sql.loading.rawcheck import integer_beyond_int64, null_token
-from kineto_sql.loading.source import parse_trace_probed
+from kineto_sql.loading.rebase import rebase_text
+from kineto_sql.loading.source import parse_trace_probed, read_bytes
+from kineto_sql.loading.stream import file_identity, parse_file
 from kineto_sql.loading.validate import (DEEP_ARGS_WHY, Survey, cut_deep, validate_and_survey,
                                          validate_metadata)
 
-# Above this a double cannot hold every nanosecond of a microsecond timestamp with 3 decimals.
-REBASE_ABOVE_US = 10**12
 UINT32_MAX = 2**32 - 1
 # Fresh ids live high in the uint32 range, far above real pids, tids and stream numbers.
 LANE_TID_BASE = 4_000_000_000
@@ -43,13 +44,6 @@ REMAPPED_PID_BASE = 4_200_000_000
 TID_ZERO_BASE = 4_150_000_000
 
 _LONG_DIGITS = re.compile(rb"\d{19}")
-_TS_FIELD = re.compile(rb'("ts"\s*:\s*)(-?\d+)(\.\d*)?(?=[,}\s eE])')
-# What can need the rebase below: a negative timestamp, or one of 13+ digits (>= 1e12 us) when some
-# timestamp has a fraction. Searching for these rules it out for most traces without listing every ts.
-_TS_NEGATIVE = re.compile(rb'"ts"\s*:\s*-')
-_TS_13_DIGITS = re.compile(rb'"ts"\s*:\s*\d{13}')
-_TS_FRACTION = re.compile(rb'"ts"\s*:\s*-?\d+\.\d*[1-9]')
-_TS_NEGATIVE_OR_FRACTION = re.compile(rb'"ts"\s*:\s*(?:-|\d+\.\d*[1-9])')  # one scan rules both out
 
 
 # Events per piece when the rewritten trace is written out for the engine: ~5 MB of JSON on a GPU trace.
@@ -132,16 +126,51 @@ def prepare(raw: bytes, path: Path) -> PreparedTrace:
     return prepare_taking([raw], path)
 
 
+def prepare_path(path: Path, on_size=None) -> PreparedTrace:
+    """prepare() of the trace file at `path`, read as it is parsed (loading.stream) so that its whole text
+    is never held beside the parsed events; where that cannot stand for the whole-text parse, the file is
+    read whole and prepared as prepare() does. `on_size(bytes of JSON)` is called once the size is known,
+    before the fixes run."""
+    with _collector_paused():
+        streamed = parse_file(path)
+        if streamed is None:
+            holder = [read_bytes(path)]
+            if on_size is not None:
+                on_size(len(holder[0]))
+            return _prepare(holder, path)
+        if on_size is not None:
+            on_size(streamed.size)
+        report = IngestReport(source=str(path), input_bytes=streamed.size)
+        if streamed.rebased is not None:
+            streamed.rebased.report(report)
+        return _prepare_parsed(streamed.doc, streamed.shallow, lambda: streamed.args_may_change, [], report,
+                               path, lambda: _text_again(path, streamed.identity))
+
+
+def _text_again(path: Path, identity: tuple) -> bytes:
+    """The text of a trace that needs no change, read again (the streamed parse did not keep it)."""
+    raw = read_bytes(path)
+    if file_identity(path) != identity:
+        raise TraceInputError(f"{path} changed while it was being read; load it again once it is written")
+    return raw
+
+
 def prepare_taking(holder: list, path: Path) -> PreparedTrace:
     """prepare() of the bytes in `holder`, which it takes out: when the caller keeps no other reference,
     the input text is freed as soon as the trace is known to be rewritten, before the passes that peak."""
+    with _collector_paused():
+        return _prepare(holder, path)
+
+
+@contextlib.contextmanager
+def _collector_paused():
     # The parse and the passes below allocate millions of containers and free none of them, which makes
     # CPython's cyclic collector run full passes over all of them again and again (about half of this
     # function's CPU time on a 30 MB trace). Nothing here makes reference cycles, so it is paused.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _prepare(holder, path)
+        yield
     finally:
         if collecting:
             gc.enable()
@@ -150,9 +179,20 @@ def prepare_taking(holder: list, path: Path) -> PreparedTrace:
 def _prepare(holder: list, path: Path) -> PreparedTrace:
     raw = holder.pop()
     report = IngestReport(source=str(path), input_bytes=len(raw))
-    raw = _rebase_timestamps(raw, report)
-    fixes_before = len(report.fixes)
+    raw = rebase_text(raw, report)
     doc, shallow = parse_trace_probed(raw, path)
+    text = [raw]
+    del raw
+    return _prepare_parsed(doc, shallow, lambda: null_token(text[0]) or integer_beyond_int64(text[0]), text,
+                           report, path, text.pop)
+
+
+def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: IngestReport, path: Path,
+                    unchanged_text) -> PreparedTrace:
+    """The fixes, on the parsed document. `text` holds the input text while it may still be needed (it is
+    emptied once the trace is certain to be rewritten); `text_shows_arg_fix()` says whether the text shows
+    a null or an integer beyond int64; `unchanged_text()` gives the text an unchanged trace is loaded as."""
+    fixes_before = len(report.fixes)
     if isinstance(doc, list):
         events, metadata = doc, {}
     elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
@@ -180,9 +220,10 @@ def _prepare(holder: list, path: Path) -> PreparedTrace:
     changed |= _split_tid_zero(events, report, _zero_tid_pids(survey, maps))
     # The args pass changes or reports something only if the text shows an integer beyond int64, a null
     # or a value nested deeper than a JSON writer goes; on most traces the text rules all three out.
-    args_may_change = not shallow or null_token(raw) or integer_beyond_int64(raw)
+    args_may_change = not shallow or text_shows_arg_fix()
     if changed:  # rewritten for certain: the input text is not needed any more
-        raw = doc = None
+        text.clear()
+        doc = None
     # The metadata events: the file's, then those the fixes above appended.
     metadata_events = survey.metadata_at + list(range(validated, len(events)))
     del survey
@@ -195,42 +236,14 @@ def _prepare(holder: list, path: Path) -> PreparedTrace:
 
     del scan
     if not changed:
-        return PreparedTrace(raw, metadata, report)
+        del events, doc
+        return PreparedTrace(unchanged_text(), metadata, report)
     # Peak memory is the parsed events plus the text on either side: let the input text go first, and
     # write the output only while the engine reads it (PreparedTrace.chunks).
-    del raw, doc
+    text.clear()
+    del doc
     report.rewritten = True
     return PreparedTrace(None, metadata, report, events)
-
-
-# -- timestamps ------------------------------------------------------------------------------------
-
-def _rebase_timestamps(raw: bytes, report: IngestReport) -> bytes:
-    if not _TS_NEGATIVE_OR_FRACTION.search(raw):
-        return raw
-    if not (_TS_13_DIGITS.search(raw) and _TS_FRACTION.search(raw)) and not _TS_NEGATIVE.search(raw):
-        return raw
-    matches = _TS_FIELD.findall(raw)
-    if not matches:
-        return raw
-    integers = [int(m[1]) for m in matches]
-    low, high = min(integers), max(integers)
-    # Whole microseconds are exact in a double up to 2^53; only a fraction at a large magnitude loses ns.
-    fractional = any(m[2].strip(b".0") for m in matches)
-    if low >= 0 and (high < REBASE_ABOVE_US or not fractional):
-        return raw
-    base = low
-
-    def shift(match: re.Match) -> bytes:
-        return match.group(1) + str(int(match.group(2)) - base).encode() + (match.group(3) or b"")
-
-    report.ts_offset_ns = base * 1000
-    report.add("timestamps_rebased", len(integers),
-               f"timestamps are {'negative' if low < 0 else 'absolute epoch microseconds'}: a double holds them "
-               f"only to ~0.25 us and Perfetto drops negative ones, so {base} us was subtracted as text "
-               "(kineto_metadata.ts_offset_ns adds it back)",
-               examples=[f"offset {base} us"])
-    return _TS_FIELD.sub(shift, raw)
 
 
 # -- pids and tids ---------------------------------------------------------------------------------

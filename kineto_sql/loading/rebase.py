@@ -1,0 +1,86 @@
+"""Rebasing timestamps in the text, before any float parse, so every event keeps its nanoseconds.
+
+A double holds an absolute epoch-microsecond timestamp with 3 decimals only to ~0.25 us, and Perfetto
+drops negative ones; such a trace's `ts` fields get a whole number of microseconds (the smallest integer
+part) subtracted as text, and the offset goes in the report (kineto_metadata.ts_offset_ns adds it back).
+
+The same reading serves the whole text (`rebase_text`) and a text read in blocks (`TimestampSpan` over the
+blocks, then `shift` on each piece): no `ts` field holds a `,` or a `}`, so a text cut just after one of
+those is searched and rewritten exactly as the whole.
+"""
+from __future__ import annotations
+
+import re
+
+# Above this a double cannot hold every nanosecond of a microsecond timestamp with 3 decimals.
+REBASE_ABOVE_US = 10**12
+
+_TS_FIELD = re.compile(rb'("ts"\s*:\s*)(-?\d+)(\.\d*)?(?=[,}\s eE])')
+# What can need the rebase: a negative timestamp, or one of 13+ digits (>= 1e12 us) when some timestamp
+# has a fraction. Searching for these rules it out for most traces without listing every ts.
+TS_NEGATIVE = re.compile(rb'"ts"\s*:\s*-')
+TS_13_DIGITS = re.compile(rb'"ts"\s*:\s*\d{13}')
+TS_FRACTION = re.compile(rb'"ts"\s*:\s*-?\d+\.\d*[1-9]')
+TS_NEGATIVE_OR_FRACTION = re.compile(rb'"ts"\s*:\s*(?:-|\d+\.\d*[1-9])')  # one scan rules both out
+
+
+class TimestampSpan:
+    """The integer parts of every `ts` field of a text, seen a piece at a time."""
+
+    def __init__(self):
+        self.count, self.low, self.high, self.fractional = 0, None, None, False
+
+    def see(self, text: bytes) -> None:
+        matches = _TS_FIELD.findall(text)
+        if not matches:
+            return
+        integers = [int(m[1]) for m in matches]
+        low, high = min(integers), max(integers)
+        self.count += len(integers)
+        self.low = low if self.low is None else min(self.low, low)
+        self.high = high if self.high is None else max(self.high, high)
+        # Whole microseconds are exact in a double up to 2^53; only a fraction at a large magnitude loses ns.
+        self.fractional = self.fractional or any(m[2].strip(b".0") for m in matches)
+
+    def base(self) -> int | None:
+        """The microseconds to subtract, or None when every timestamp is exact as it is."""
+        if not self.count or (self.low >= 0 and (self.high < REBASE_ABOVE_US or not self.fractional)):
+            return None
+        return self.low
+
+    def report(self, report) -> None:
+        base = self.base()
+        report.ts_offset_ns = base * 1000
+        report.add("timestamps_rebased", self.count,
+                   f"timestamps are {'negative' if self.low < 0 else 'absolute epoch microseconds'}: a double "
+                   f"holds them only to ~0.25 us and Perfetto drops negative ones, so {base} us was subtracted "
+                   "as text (kineto_metadata.ts_offset_ns adds it back)",
+                   examples=[f"offset {base} us"])
+
+
+def may_need_rebase(text: bytes) -> bool:
+    """False when the text certainly needs no rebase (the common case: one or two quick searches)."""
+    if not TS_NEGATIVE_OR_FRACTION.search(text):
+        return False
+    return bool(TS_13_DIGITS.search(text) and TS_FRACTION.search(text)) or bool(TS_NEGATIVE.search(text))
+
+
+def shift(text: bytes, base: int) -> bytes:
+    """`text` with `base` subtracted from the integer part of every `ts` field."""
+    def one(match: re.Match) -> bytes:
+        return match.group(1) + str(int(match.group(2)) - base).encode() + (match.group(3) or b"")
+
+    return _TS_FIELD.sub(one, text)
+
+
+def rebase_text(raw: bytes, report) -> bytes:
+    """The whole text, rebased when it needs it (the change recorded in `report`)."""
+    if not may_need_rebase(raw):
+        return raw
+    span = TimestampSpan()
+    span.see(raw)
+    base = span.base()
+    if base is None:
+        return raw
+    span.report(report)
+    return shift(raw, base)

@@ -1,0 +1,226 @@
+"""Parsing a trace file as it is decompressed, a piece of its events at a time, never holding the whole text.
+
+A whole-text parse (source.parse_trace_probed) holds the text and the parsed events at once: on a 112 MB
+trace that is 112 MB on top of ~470 MB of events, at the moment the loader peaks. Here the file is read
+and decompressed in blocks, each run of whole events is parsed as soon as it is complete (the same cuts,
+probe and checks as source._parse_in_pieces), and only the text around the event list is kept (Kineto's
+top-level fields). What prepare reads from the text (whether a timestamp may need rebasing, a null, an
+integer beyond int64) is answered from each piece as it passes.
+
+A text whose timestamps need the rebase (loading.rebase) is read twice: once for where its timestamps
+lie, then parsed with each piece rebased before its parse, as the whole text would have been. Anything
+this cannot read exactly as the whole-text parse would (a trace small enough to parse whole, a cut that
+does not parse, a corrupt file) gives None: the caller reads the file whole and prepares it as before, so
+the result never depends on which path ran.
+"""
+from __future__ import annotations
+
+import os
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from kineto_sql.errors import TraceInputError
+from kineto_sql.loading import source
+from kineto_sql.loading.rawcheck import integer_beyond_int64, null_token
+from kineto_sql.loading.rebase import (TS_13_DIGITS, TS_FRACTION, TS_NEGATIVE, TS_NEGATIVE_OR_FRACTION,
+                                       TimestampSpan, shift)
+
+READ_BYTES = 4 << 20  # compressed (or plain) bytes read at a time
+
+
+@dataclass
+class StreamedDoc:
+    doc: dict  # the document, with its traceEvents parsed
+    shallow: bool  # as parse_trace_probed: no event nests deeper than EVENT_DEPTH
+    size: int  # bytes of JSON text
+    args_may_change: bool  # the text shows a null or an integer beyond int64
+    identity: tuple  # the file's (device, inode, size, mtime) when it was read
+    rebased: TimestampSpan | None = None  # the timestamps, when the text was rebased as it was read
+
+
+class _Fallback(Exception):
+    """The streamed parse cannot stand for the whole-text one here; read the file whole."""
+
+
+def file_identity(path: Path) -> tuple:
+    info = os.stat(path)
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _blocks(path: Path):
+    """The file's text in blocks of at most READ_BYTES: decompressed (every gzip member) or as it is."""
+    with open(path, "rb") as f:
+        data = f.read(READ_BYTES)
+        if data[:2] != b"\x1f\x8b":
+            while data:
+                yield data
+                data = f.read(READ_BYTES)
+            return
+        inflate = zlib.decompressobj(wbits=31)
+        while True:
+            if len(data) < 2:
+                more = f.read(READ_BYTES)
+                if not more and not data:
+                    if not inflate.eof:
+                        raise _Fallback  # truncated: the whole-file read says so, in its words
+                    return
+                data += more
+            if inflate.eof:  # another member follows
+                if data[:2] != b"\x1f\x8b":
+                    raise _Fallback
+                inflate = zlib.decompressobj(wbits=31)
+            try:
+                out = inflate.decompress(data, READ_BYTES)
+            except zlib.error:
+                raise _Fallback from None
+            if out:
+                yield out
+            data = inflate.unused_data if inflate.eof else inflate.unconsumed_tail
+
+
+def parse_file(path: Path) -> StreamedDoc | None:
+    """The parsed trace, read in blocks; None when the whole-text path must read it (see the module doc).
+    The path is one source.read_bytes accepts (it has been checked)."""
+    try:
+        identity = file_identity(path)
+        try:
+            return _parse(path, identity, watch_rebase=True)
+        except _NeedsRebase:
+            pass  # (parsed again below, once this handler has let go of the first parse's frames)
+        span = _timestamp_span(path)  # a first pass over the text: where the timestamps lie
+        return _parse(path, identity, span=span if span.base() is not None else None)
+    except _Fallback:
+        return None
+    except OSError:
+        return None  # read_bytes gives the sentence
+
+
+class _NeedsRebase(Exception):
+    """The text shows timestamps that may need the rebase: the parse so far cannot be used."""
+
+
+def _timestamp_span(path: Path) -> TimestampSpan:
+    """rebase.TimestampSpan of the whole text, read in blocks cut just after a `,` or `}` (no `ts` field
+    holds one, so no field is cut)."""
+    span, carry = TimestampSpan(), b""
+    for block in _blocks(path):
+        text = carry + block
+        cut = max(text.rfind(b","), text.rfind(b"}")) + 1
+        span.see(text[:cut])
+        carry = text[cut:]
+    span.see(carry)
+    return span
+
+
+def _parse(path: Path, identity: tuple, watch_rebase: bool = False, span: TimestampSpan | None = None) -> StreamedDoc:
+    """The streamed parse; `watch_rebase` stops it (_NeedsRebase) as soon as the text may need the rebase,
+    `span` (of a text that needs it) rebases each piece before it is parsed."""
+    base = span.base() if span is not None else None
+    fix = (lambda text: shift(text, base)) if base is not None else (lambda text: text)
+    blocks = _blocks(path)
+    buffer, size = bytearray(), 0
+    for block in blocks:  # the head: up to and including `"traceEvents": [`
+        buffer += block
+        size += len(block)
+        key = source._EVENTS_KEY.search(buffer)
+        if key is not None:
+            break
+        if size > 2 * source.PIECE_BYTES:
+            raise _Fallback  # no event list near the top: not the shape pieces are cut from
+    else:
+        raise _Fallback
+    head = fix(bytes(buffer[:key.start()]))
+    del buffer[:key.end()]
+    probe, events, text = source._DepthProbe(), [], _TextFacts(watch_rebase)
+    text.see(head)
+    exhausted = False
+    while not exhausted:
+        while len(buffer) < 2 * source.PIECE_BYTES:
+            block = next(blocks, None)
+            if block is None:
+                exhausted = True
+                break
+            buffer += block
+            size += len(block)
+        if exhausted:
+            break
+        end = _cut_piece(buffer, probe, events, text, fix)
+        if end is None:
+            raise _Fallback
+        del buffer[:end]
+    if size <= 2 * source.PIECE_BYTES:
+        raise _Fallback  # small: the whole-text parse is the one used for these
+    rest = fix(bytes(buffer))
+    del buffer
+    text.see(rest)
+    last, tail = _last_piece(rest, probe)
+    events.extend(last)
+    doc = source._loads_list(head + b'"traceEvents":[]' + tail)
+    if type(doc) is not dict or doc.get("traceEvents") != []:
+        raise _Fallback
+    if text.may_rebase and span is None:
+        raise _NeedsRebase  # (only reached when nothing watched for it: a rebase the span ruled out)
+    if file_identity(path) != identity:
+        raise TraceInputError(f"{path} changed while it was being read; load it again once it is written")
+    doc["traceEvents"] = events
+    return StreamedDoc(doc, probe.bounded, size, text.null or text.huge, identity, span)
+
+
+def _cut_piece(buffer: bytearray, probe, events: list, text: "_TextFacts", fix) -> int | None:
+    """Parses the first run of whole events of at least PIECE_BYTES; the index of the `{` that follows it."""
+    search_from = source.PIECE_BYTES
+    view = bytes(buffer)  # the regexes and slices below need an immutable text
+    for _ in range(source._TRIES):
+        cut = source._BETWEEN_EVENTS.search(view, search_from)
+        if cut is None:
+            return None
+        piece = fix(view[:cut.start() + 1])
+        part = probe.loads_items(piece)
+        if part is not None:
+            text.see(piece)
+            events.extend(part)
+            return cut.end() - 1
+        search_from = cut.end()
+    return None
+
+
+def _last_piece(rest: bytes, probe) -> tuple[list, bytes]:
+    """The events left (up to the `]` that closes the list) and the text after that `]`."""
+    search_from = 0
+    for _ in range(source._TRIES):
+        end = source._AFTER_LAST_EVENT.search(rest, search_from)
+        if end is None:
+            raise _Fallback
+        part = probe.loads_items(rest[:end.start() + 1])
+        if part is not None:
+            return part, rest[end.end():]
+        search_from = end.end()
+    raise _Fallback
+
+
+class _TextFacts:
+    """What prepare asks of the whole text, gathered piece by piece (a piece is whole events, so no
+    token is cut): a null, an integer beyond int64, and whether the timestamp rebase may apply."""
+
+    def __init__(self, watch_rebase: bool):
+        self.watch = watch_rebase
+        self.null = self.huge = False
+        self.negative = self.thirteen_digits = self.fraction = False
+
+    def see(self, piece: bytes) -> None:
+        self.null = self.null or null_token(piece)
+        self.huge = self.huge or integer_beyond_int64(piece)
+        if not self.watch:
+            return
+        self.thirteen_digits = self.thirteen_digits or bool(TS_13_DIGITS.search(piece))
+        if TS_NEGATIVE_OR_FRACTION.search(piece):
+            self.negative = self.negative or bool(TS_NEGATIVE.search(piece))
+            self.fraction = self.fraction or bool(TS_FRACTION.search(piece))
+        if self.may_rebase:
+            raise _NeedsRebase
+
+    @property
+    def may_rebase(self) -> bool:
+        # rebase.may_need_rebase of the whole text
+        return self.negative or (self.thirteen_digits and self.fraction)

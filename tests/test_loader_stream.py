@@ -1,0 +1,145 @@
+"""A trace file parsed as it is read (loading.stream) prepares exactly as its whole text does.
+
+prepare_path never holds the whole text beside the parsed events; these tests hold it to prepare() of the
+whole text on the same file: the same ingest report and the same bytes for the engine, rewritten or not,
+gzip (one member or several) or plain, with cuts a piece could be fooled by; and where the streamed parse
+cannot stand for the whole one (a corrupt file, a trace small enough to parse whole) it steps aside and the whole-text path gives its result and its errors.
+"""
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+
+from kineto_sql.errors import TraceInputError
+from kineto_sql.loading import source, stream
+from kineto_sql.loading.prepare import prepare, prepare_path
+from kineto_sql.loading.source import read_bytes
+from tests.kineto_builder import Kernel, KinetoTrace, Launch, ProfilerStep
+
+
+@pytest.fixture(autouse=True)
+def small_pieces(monkeypatch):
+    monkeypatch.setattr(source, "PIECE_BYTES", 1000)
+    monkeypatch.setattr(stream, "READ_BYTES", 777)  # blocks that end anywhere, inside events and gzip members
+
+
+def _trace(n: int, overlap: bool) -> dict:
+    events = [ProfilerStep(1, ts_us=0, dur_us=100 * n + 100)]
+    for i in range(n):
+        events.append(Launch(correlation=i + 1, ts_us=10 + 100 * i, dur_us=8))
+        events.append(Kernel(correlation=i + 1, ts_us=50 + 100 * i - (30 if overlap and i == 1 else 0),
+                             dur_us=80 if overlap and i == 0 else 60))
+    doc = KinetoTrace(events, {"distributedInfo": {"rank": 3, "world_size": 8}}).to_json()
+    return {"schemaVersion": 1, **doc, "traceName": "after the events"}
+
+
+def _tricky(n: int) -> dict:
+    """'}, {' and '}]' inside strings, lists of objects, nested objects at the end of an event."""
+    events = [{"ph": "X", "name": f'op "}}, {{" {i} }}]', "pid": 1, "tid": 1, "ts": i * 10, "dur": 5,
+               "args": {"list": [{"a": i}, {"b": "}, {"}], "obj": {"c": {"d": "}]"}}}} for i in range(n)]
+    return {"schemaVersion": 1, "traceEvents": events, "deviceProperties": [{"id": 0, "name": "x}, {y"}]}
+
+
+def _write(tmp_path: Path, doc, how: str) -> Path:
+    text = json.dumps(doc, indent=1).encode()
+    if how == "plain":
+        path = tmp_path / "t.json"
+        path.write_bytes(text)
+    elif how == "gzip":
+        path = tmp_path / "t.json.gz"
+        path.write_bytes(gzip.compress(text))
+    else:  # two gzip members, cut mid-event: gzip -d gives their texts joined
+        path = tmp_path / "t.json.gz"
+        path.write_bytes(gzip.compress(text[:len(text) // 3]) + gzip.compress(text[len(text) // 3:]))
+    return path
+
+
+def _same_as_whole(path: Path):
+    streamed = prepare_path(path)
+    whole = prepare(read_bytes(path), path)
+    assert dataclasses.asdict(streamed.report) == dataclasses.asdict(whole.report)
+    assert streamed.metadata == whole.metadata
+    assert streamed.data == whole.data
+    return streamed
+
+
+@pytest.mark.parametrize("how", ["plain", "gzip", "gzip members"])
+@pytest.mark.parametrize("overlap", [True, False])
+def test_a_streamed_trace_prepares_as_its_whole_text(tmp_path, how, overlap):
+    path = _write(tmp_path, _trace(60, overlap), how)
+    assert len(read_bytes(path)) > 2 * source.PIECE_BYTES
+    assert stream.parse_file(path) is not None  # the streamed path ran
+    prepared = _same_as_whole(path)
+    assert prepared.report.rewritten is overlap
+    assert prepared.report.fix_count("overlap_lane") == (1 if overlap else 0)
+    if not overlap:  # unchanged: the engine gets the file's own text, read again
+        assert prepared.data == read_bytes(path)
+
+
+def test_cuts_inside_strings_and_nested_objects_are_not_taken(tmp_path):
+    path = _write(tmp_path, _tricky(300), "gzip")
+    streamed = stream.parse_file(path)
+    assert streamed is not None and streamed.doc == orjson.loads(read_bytes(path))
+    assert list(streamed.doc) == ["schemaVersion", "traceEvents", "deviceProperties"]
+    _same_as_whole(path)
+
+
+def test_the_text_checks_are_answered_from_the_pieces(tmp_path):
+    doc = _trace(60, False)
+    doc["traceEvents"][70].setdefault("args", {})["note"] = None  # a null arg: the args pass must run
+    path = _write(tmp_path, doc, "gzip")
+    streamed = stream.parse_file(path)
+    assert streamed.args_may_change and streamed.shallow
+    assert _same_as_whole(path).report.fix_count("null_arg_not_stored") == 1
+    clean = stream.parse_file(_write(tmp_path, _trace(60, False), "plain"))
+    assert not clean.args_may_change
+
+
+@pytest.mark.parametrize("how", ["epoch microseconds with a fraction", "negative"])
+def test_timestamps_that_need_the_rebase_are_rebased_piece_by_piece(tmp_path, how):
+    doc = _trace(60, False)
+    for e in doc["traceEvents"]:
+        if "ts" in e:
+            e["ts"] = (1_700_000_000_000 + e["ts"] + 0.125) if how.startswith("epoch") else e["ts"] - 5000
+    path = _write(tmp_path, doc, "gzip")
+    streamed = stream.parse_file(path)
+    assert streamed is not None and streamed.rebased is not None
+    prepared = _same_as_whole(path)
+    assert prepared.report.ts_offset_ns == (1_700_000_000_000 if how.startswith("epoch") else -5000) * 1000
+    assert prepared.report.fix_count("timestamps_rebased") == len([e for e in doc["traceEvents"] if "ts" in e])
+
+
+@pytest.mark.parametrize("why", ["small", "nested key first"])
+def test_it_steps_aside_where_the_whole_text_must_be_read(tmp_path, why):
+    doc = _trace(60, True) if why != "small" else _trace(1, False)
+    if why == "nested key first":
+        doc = {"producer": {"traceEvents": [{"x": 1}]}, **doc}
+    path = _write(tmp_path, doc, "gzip")
+    assert stream.parse_file(path) is None
+    _same_as_whole(path)
+
+
+def test_a_corrupt_gzip_gets_the_whole_read_sentence(tmp_path):
+    path = _write(tmp_path, _trace(60, True), "gzip")
+    path.write_bytes(path.read_bytes()[:-200])
+    assert stream.parse_file(path) is None
+    with pytest.raises(TraceInputError, match="corrupt or truncated gzip"):
+        prepare_path(path)
+
+
+def test_a_file_that_changes_while_it_is_read_is_refused(tmp_path, monkeypatch):
+    path = _write(tmp_path, _trace(60, False), "gzip")
+    seen = []
+
+    def identity(p):
+        seen.append(p)
+        return ("first read",) if len(seen) == 1 else ("written since",)
+
+    monkeypatch.setattr(stream, "file_identity", identity)
+    with pytest.raises(TraceInputError, match="changed while it was being read"):
+        prepare_path(path)
