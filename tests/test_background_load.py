@@ -103,3 +103,32 @@ def test_which_command_lines_start_early(tmp_path, args, expected):
     trace.write_text(json.dumps({"traceEvents": []}))
     filled = [a.format(trace=trace, missing=tmp_path / "no.json", dir=tmp_path) for a in args]
     assert (early_trace(filled) == trace) is (expected and (os.cpu_count() or 1) >= 2)
+
+
+@pytest.mark.parametrize("code, rc, err", [(3, 3, ""), (None, 0, ""), ("stopped: a reason", 1, "stopped: a reason\n")])
+def test_the_console_script_ends_as_sys_exit_would(code, rc, err):
+    """exit_now skips the interpreter's teardown but keeps what it does that matters: atexit handlers run,
+    buffered output is written, the exit status is sys.exit's."""
+    import subprocess
+    import sys
+
+    script = ("import atexit, sys\n"
+              "from kineto_sql.cli.launch import exit_now\n"
+              "atexit.register(lambda: print('cleaned up'))\n"
+              "sys.stdout.write('buffered ')\n"
+              f"exit_now({code!r})\n"
+              "print('never reached')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (rc, "buffered cleaned up\n", err)
+
+
+def test_the_console_script_diagnoses_and_fails_as_before(tmp_path):
+    import subprocess
+    import sys
+
+    run = [sys.executable, "-c", "import sys; from kineto_sql.cli.launch import main; sys.argv[0] = 'kineto-sql'; main()"]
+    done = subprocess.run(run + ["diagnose", str(_overlapping(tmp_path)), "--format", "json"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0 and json.loads(done.stdout)["traces"][0]["verdict"]["steps"] == 1
+    done = subprocess.run(run + ["diagnose", str(tmp_path / "missing.json")], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.strip().endswith("no such file; check the path")
