@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _child import (KINETO_PYTHON, RSS_SNIPPET, TRACE_SETS, hta_dir_for, hta_python, interleaved, json_mb,  # noqa: E402
+from _child import (EARLY_START, KINETO_PYTHON, RSS_SNIPPET, TRACE_SETS, hta_dir_for, hta_python, interleaved, json_mb,  # noqa: E402
                     markdown, median, write_results)
 from replicate import _read, replicate, write  # noqa: E402
 
@@ -49,11 +49,7 @@ _report(load_s=t, prepare_s=timings['prepare_s'], ingest_s=timings['ingest_s'], 
 # open_trace as the CLI loads on 2+ cores: the loader child started before the heavy imports (the console
 # script's early start), the parent importing and starting the engine meanwhile. Compared on whole-process
 # wall time (imports included on every side: the point is what they overlap).
-KINETO_LOAD_2 = RSS_SNIPPET + """
-import sys, time
-from pathlib import Path
-from kineto_sql.loading import background
-background.start_early(Path(sys.argv[1]))
+KINETO_LOAD_2 = RSS_SNIPPET + EARLY_START + """
 from kineto_sql import open_trace
 tp = open_trace(sys.argv[1], jobs=2)
 _report()

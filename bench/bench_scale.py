@@ -20,16 +20,11 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _child import (CORPUS, HTA_FOUR, KINETO_HTA_FOUR, KINETO_PYTHON, RSS_SNIPPET, hta_dir_for, hta_python, interleaved, json_mb,  # noqa: E402
+from _child import (CORPUS, EARLY_START, HTA_FOUR, KINETO_HTA_FOUR, KINETO_PYTHON, RSS_SNIPPET, hta_dir_for, hta_python, interleaved, json_mb,  # noqa: E402
                     markdown, median, write_results)
 from replicate import _read, replicate, write  # noqa: E402
 
-KINETO_LOAD = RSS_SNIPPET + """
-import sys, time
-from pathlib import Path
-t0 = time.perf_counter()
-from kineto_sql.loading import background  # started before the heavy imports, as the console script does
-background.start_early(Path(sys.argv[1]))
+KINETO_LOAD = RSS_SNIPPET + EARLY_START + """
 from kineto_sql import open_trace
 from kineto_sql.query_pool import default_jobs
 tp = open_trace(sys.argv[1], jobs=default_jobs()); t = time.perf_counter() - t0

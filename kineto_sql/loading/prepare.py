@@ -123,7 +123,11 @@ def _dumps_deep(events: list) -> bytes:
 
 
 def prepare(raw: bytes, path: Path) -> PreparedTrace:
-    return prepare_taking([raw], path)
+    """The trace text `raw`, prepared (the loader reads files with prepare_path)."""
+    holder = [raw]
+    del raw
+    with _collector_paused():
+        return _prepare(holder, path)
 
 
 def prepare_path(path: Path, on_size=None) -> PreparedTrace:
@@ -153,13 +157,6 @@ def _text_again(path: Path, identity: tuple) -> bytes:
     if file_identity(path) != identity:
         raise TraceInputError(f"{path} changed while it was being read; load it again once it is written")
     return raw
-
-
-def prepare_taking(holder: list, path: Path) -> PreparedTrace:
-    """prepare() of the bytes in `holder`, which it takes out: when the caller keeps no other reference,
-    the input text is freed as soon as the trace is known to be rewritten, before the passes that peak."""
-    with _collector_paused():
-        return _prepare(holder, path)
 
 
 @contextlib.contextmanager
