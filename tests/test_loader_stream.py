@@ -114,14 +114,18 @@ def test_timestamps_that_need_the_rebase_are_rebased_piece_by_piece(tmp_path, ho
     assert prepared.report.fix_count("timestamps_rebased") == len([e for e in doc["traceEvents"] if "ts" in e])
 
 
-@pytest.mark.parametrize("why", ["small", "nested key first"])
+@pytest.mark.parametrize("why", ["small", "nested key first", "an integer orjson rounds"])
 def test_it_steps_aside_where_the_whole_text_must_be_read(tmp_path, why):
     doc = _trace(60, True) if why != "small" else _trace(1, False)
     if why == "nested key first":
         doc = {"producer": {"traceEvents": [{"x": 1}]}, **doc}
+    if why == "an integer orjson rounds":
+        doc["traceEvents"][90].setdefault("args", {})["big"] = 10**30 + 1
     path = _write(tmp_path, doc, "gzip")
     assert stream.parse_file(path) is None
-    _same_as_whole(path)
+    prepared = _same_as_whole(path)
+    if why == "an integer orjson rounds":
+        assert str(10**30 + 1).encode() in prepared.data
 
 
 def test_a_corrupt_gzip_gets_the_whole_read_sentence(tmp_path):

@@ -478,9 +478,19 @@ def _scan_args(events: list[dict], report: IngestReport) -> bool:
             elif kind is dict or kind is list:
                 try:
                     text = orjson.dumps(value)
-                except orjson.JSONEncodeError:  # deeper than any JSON writer goes (the parser took it)
-                    args[key] = cut_deep(value)
-                    deep.append(index)
+                except orjson.JSONEncodeError:
+                    # an integer beyond 64 bits inside (the exact parse kept it), or deeper than any JSON
+                    # writer goes (the parser took it): the integers become text, and what is still too
+                    # deep to write is cut
+                    found = len(huge)
+                    try:
+                        fixed = fix(value)
+                        orjson.dumps(fixed)
+                        args[key] = fixed
+                    except (orjson.JSONEncodeError, RecursionError):
+                        del huge[found:]  # cut with the rest, not stored as text
+                        args[key] = cut_deep(value)
+                        deep.append(index)
                     continue
                 if _LONG_DIGITS.search(text):
                     args[key] = fix(value)  # only a run of 19+ digits can be an integer beyond int64

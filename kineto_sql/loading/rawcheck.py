@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
+INT64_MIN, INT64_MAX, UINT64_MAX = -2**63, 2**63 - 1, 2**64 - 1
 _JSON_SPACE = b" \t\r\n"
 
 
@@ -36,6 +36,17 @@ def null_token(raw: bytes) -> bool:
 def integer_beyond_int64(raw: bytes) -> bool:
     """Whether the text may hold an integer outside int64: a run of 19+ digits that is not the fraction
     or the mantissa of a float, whose value (with a `-` before it) is outside int64."""
+    return _integer_outside(raw, INT64_MIN, INT64_MAX)
+
+
+def integer_orjson_rounds(raw: bytes) -> bool:
+    """Whether the text may hold an integer that orjson reads as a float: orjson 3 keeps integers from
+    -2^63 to 2^64 - 1 exact and turns any other silently into the nearest double (1e30 for
+    1000000000000000000000000000001), so such a text is parsed by the stdlib instead."""
+    return _integer_outside(raw, INT64_MIN, UINT64_MAX)
+
+
+def _integer_outside(raw: bytes, low: int, high: int) -> bool:
     for start, end in _long_digit_runs(raw):
         if start > 0 and raw[start - 1] == ord("."):
             continue  # the fraction of a float
@@ -44,7 +55,7 @@ def integer_beyond_int64(raw: bytes) -> bool:
         value = int(raw[start:end])
         if start > 0 and raw[start - 1] == ord("-"):
             value = -value
-        if not INT64_MIN <= value <= INT64_MAX:
+        if not low <= value <= high:
             return True
     return False
 

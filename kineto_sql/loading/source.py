@@ -17,6 +17,7 @@ from pathlib import Path
 import orjson
 
 from kineto_sql.errors import TraceInputError
+from kineto_sql.loading.rawcheck import integer_orjson_rounds
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
@@ -84,6 +85,8 @@ def parse_trace(raw: bytes, path: Path):
 def parse_trace_probed(raw: bytes, path: Path) -> tuple[object, bool]:
     """parse_trace, and whether no event nests more than EVENT_DEPTH containers (itself counted). True
     is certain; False means not known (the trace was parsed whole, or some piece is deeper)."""
+    if integer_orjson_rounds(raw):
+        return parse_exact(raw, path), False
     if len(raw) > 2 * PIECE_BYTES:
         probe = _DepthProbe()
         doc = _parse_in_pieces(raw, probe)
@@ -212,6 +215,19 @@ def _parse_in_pieces(raw: bytes, probe: _DepthProbe | None = None):
 
 def _items(piece: bytes, probe: _DepthProbe | None):
     return _loads_list(b"[" + piece + b"]") if probe is None else probe.loads_items(piece)
+
+
+def _refuse_constant(name: str):
+    raise ValueError(name)
+
+
+def parse_exact(raw: bytes, path: Path):
+    """The document with every integer exact (the stdlib's parse: orjson rounds those beyond 64 bits to
+    floats), or parse_json's error for a text that is not JSON (NaN and Infinity included, as orjson)."""
+    try:
+        return json.loads(raw, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):
+        return parse_json(raw, path)
 
 
 def parse_json(raw: bytes, path: Path):

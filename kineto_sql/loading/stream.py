@@ -22,7 +22,7 @@ from pathlib import Path
 
 from kineto_sql.errors import TraceInputError
 from kineto_sql.loading import source
-from kineto_sql.loading.rawcheck import integer_beyond_int64, null_token
+from kineto_sql.loading.rawcheck import integer_beyond_int64, integer_orjson_rounds, null_token
 from kineto_sql.loading.rebase import (TS_13_DIGITS, TS_FRACTION, TS_NEGATIVE, TS_NEGATIVE_OR_FRACTION,
                                        TimestampSpan, shift)
 
@@ -210,7 +210,10 @@ class _TextFacts:
 
     def see(self, piece: bytes) -> None:
         self.null = self.null or null_token(piece)
-        self.huge = self.huge or integer_beyond_int64(piece)
+        if integer_beyond_int64(piece):
+            self.huge = True
+            if integer_orjson_rounds(piece):
+                raise _Fallback  # orjson read an integer of it as a float: the whole text is parsed exactly
         if not self.watch:
             return
         self.thirteen_digits = self.thirteen_digits or bool(TS_13_DIGITS.search(piece))
