@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 from perfetto.trace_processor.api import TraceProcessor
 
-from kineto_sql import EngineChoice, open_trace
+from kineto_sql import EngineChoice, KinetoTraceProcessor, open_trace
 from kineto_sql.cli.main import cli
 from kineto_sql.errors import EngineError, QueryError
 from kineto_sql.loading.load import prepare_file
@@ -167,3 +167,28 @@ def test_diagnose_runs_without_pandas_and_dataframes_still_work(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[0] == "[]"
     assert out[1] == "4 2"
+
+
+SUB_NS = ["1.0005", "1.0015", "2.0025", "229314.8765", "0.0005", "0.0004999", "7.9995", "1.00049999999999999",
+          "12345678.0005", "2.5E-3", "3.14159"]
+
+
+def test_the_loader_reads_sub_nanosecond_timestamps_as_the_engine_does(tmp_path):
+    """A timestamp with digits below the nanosecond is rounded by the engine half up (floor(x*1000 + 0.5));
+    the loader's nesting test must read the same nanoseconds, or a child it thinks nested ends 1 ns past its
+    parent in the engine and is dropped (a 4x replica of tl_mi300_resnet_act_checkpoint lost 2 slices so)."""
+    from kineto_sql.loading.events import ns
+
+    text = '{"traceEvents":[' + ",".join(
+        f'{{"ph":"X","name":"e{i}","pid":1,"tid":{i + 1},"ts":{v},"dur":1}}' for i, v in enumerate(SUB_NS)) + "]}"
+    with KinetoTraceProcessor(EngineChoice("wasm")) as tp:
+        tp.load_bytes(text.encode())
+        engine = dict(tp.rows("SELECT name, ts FROM slice").data)
+    assert [engine[f"e{i}"] for i in range(len(SUB_NS))] == [ns(float(v)) for v in SUB_NS]
+    assert ns(1.0005) == 1001 and ns(2.0025) == 2003  # where round() would give 1000 and 2002
+    # 5000.5 + 5999.5 ns: 5001 + 6000 = 11001 in the engine, past the parent's end at 11000
+    events = [{"ph": "X", "name": "parent", "pid": 1, "tid": 1, "ts": 1.0, "dur": 10.0},
+              {"ph": "X", "name": "child", "pid": 1, "tid": 1, "ts": 5.0005, "dur": 5.9995}]
+    with open_trace(_trace(tmp_path, events)) as tp:
+        assert tp.report.fix_count("overlap_lane") == 1
+        assert tp.rows("SELECT count(*) AS n FROM slice").data == [[2]]

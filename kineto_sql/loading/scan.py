@@ -11,6 +11,7 @@ It runs after the pid/tid fixes (remap, tid 0), so the threads it records are th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import floor
 
 import numpy as np
 
@@ -61,7 +62,7 @@ def fast_ns(value):
     if kind is int:
         return value * 1000
     if kind is float:
-        return round(value * 1000) if value == value else None
+        return floor(value * 1000 + 0.5) if value - value == 0 else None  # NaN and inf: not finite
     return ns(value)
 
 
