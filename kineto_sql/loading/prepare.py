@@ -32,7 +32,7 @@ from kineto_sql.loading.scan import TraceScan, scan_events
 from kineto_sql.loading.rawcheck import integer_beyond_int64, null_token
 from kineto_sql.loading.rebase import rebase_text
 from kineto_sql.loading.source import parse_trace_probed, read_bytes
-from kineto_sql.loading.stream import file_identity, parse_file
+from kineto_sql.loading.stream import check_same_file, parse_file
 from kineto_sql.loading.validate import (DEEP_ARGS_WHY, Survey, cut_deep, validate_and_survey,
                                          validate_metadata)
 
@@ -154,8 +154,7 @@ def prepare_path(path: Path, on_size=None) -> PreparedTrace:
 def _text_again(path: Path, identity: tuple) -> bytes:
     """The text of a trace that needs no change, read again (the streamed parse did not keep it)."""
     raw = read_bytes(path)
-    if file_identity(path) != identity:
-        raise TraceInputError(f"{path} changed while it was being read; load it again once it is written")
+    check_same_file(path, identity)
     return raw
 
 

@@ -58,11 +58,31 @@ class TimestampSpan:
                    examples=[f"offset {base} us"])
 
 
+class RebaseEvidence:
+    """Whether a text may need the rebase, seen a piece at a time (a piece is whole `ts` fields): a
+    negative timestamp, or one of 13+ digits together with some timestamp with a fraction."""
+
+    def __init__(self):
+        self.negative = self.thirteen_digits = self.fraction = False
+
+    def see(self, text: bytes) -> None:
+        self.thirteen_digits = self.thirteen_digits or bool(TS_13_DIGITS.search(text))
+        if not self.negative and TS_NEGATIVE_OR_FRACTION.search(text):  # one scan rules both out
+            self.negative = bool(TS_NEGATIVE.search(text))
+            self.fraction = self.fraction or bool(TS_FRACTION.search(text))
+
+    @property
+    def may_rebase(self) -> bool:
+        return self.negative or (self.thirteen_digits and self.fraction)
+
+
 def may_need_rebase(text: bytes) -> bool:
     """False when the text certainly needs no rebase (the common case: one or two quick searches)."""
     if not TS_NEGATIVE_OR_FRACTION.search(text):
         return False
-    return bool(TS_13_DIGITS.search(text) and TS_FRACTION.search(text)) or bool(TS_NEGATIVE.search(text))
+    evidence = RebaseEvidence()
+    evidence.see(text)
+    return evidence.may_rebase
 
 
 def shift(text: bytes, base: int) -> bytes:

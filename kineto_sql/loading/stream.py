@@ -23,8 +23,7 @@ from pathlib import Path
 from kineto_sql.errors import TraceInputError
 from kineto_sql.loading import source
 from kineto_sql.loading.rawcheck import integer_beyond_int64, integer_orjson_rounds, null_token
-from kineto_sql.loading.rebase import (TS_13_DIGITS, TS_FRACTION, TS_NEGATIVE, TS_NEGATIVE_OR_FRACTION,
-                                       TimestampSpan, shift)
+from kineto_sql.loading.rebase import RebaseEvidence, TimestampSpan, shift
 
 READ_BYTES = 4 << 20  # compressed (or plain) bytes read at a time
 
@@ -46,6 +45,12 @@ class _Fallback(Exception):
 def file_identity(path: Path) -> tuple:
     info = os.stat(path)
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def check_same_file(path: Path, identity: tuple) -> None:
+    """Refuses, in one sentence, a file that is no longer the one read before (written since)."""
+    if file_identity(path) != identity:
+        raise TraceInputError(f"{path} changed while it was being read; load it again once it is written")
 
 
 def _blocks(path: Path):
@@ -159,10 +164,7 @@ def _parse(path: Path, identity: tuple, watch_rebase: bool = False, span: Timest
     doc = source._loads_list(head + b'"traceEvents":[]' + tail)
     if type(doc) is not dict or doc.get("traceEvents") != []:
         raise _Fallback
-    if text.may_rebase and span is None:
-        raise _NeedsRebase  # (only reached when nothing watched for it: a rebase the span ruled out)
-    if file_identity(path) != identity:
-        raise TraceInputError(f"{path} changed while it was being read; load it again once it is written")
+    check_same_file(path, identity)
     doc["traceEvents"] = events
     return StreamedDoc(doc, probe.bounded, size, text.null or text.huge, identity, span)
 
@@ -204,9 +206,8 @@ class _TextFacts:
     token is cut): a null, an integer beyond int64, and whether the timestamp rebase may apply."""
 
     def __init__(self, watch_rebase: bool):
-        self.watch = watch_rebase
+        self.rebase = RebaseEvidence() if watch_rebase else None
         self.null = self.huge = False
-        self.negative = self.thirteen_digits = self.fraction = False
 
     def see(self, piece: bytes) -> None:
         self.null = self.null or null_token(piece)
@@ -214,16 +215,7 @@ class _TextFacts:
             self.huge = True
             if integer_orjson_rounds(piece):
                 raise _Fallback  # orjson read an integer of it as a float: the whole text is parsed exactly
-        if not self.watch:
-            return
-        self.thirteen_digits = self.thirteen_digits or bool(TS_13_DIGITS.search(piece))
-        if TS_NEGATIVE_OR_FRACTION.search(piece):
-            self.negative = self.negative or bool(TS_NEGATIVE.search(piece))
-            self.fraction = self.fraction or bool(TS_FRACTION.search(piece))
-        if self.may_rebase:
-            raise _NeedsRebase
-
-    @property
-    def may_rebase(self) -> bool:
-        # rebase.may_need_rebase of the whole text
-        return self.negative or (self.thirteen_digits and self.fraction)
+        if self.rebase is not None:
+            self.rebase.see(piece)
+            if self.rebase.may_rebase:
+                raise _NeedsRebase
