@@ -7,7 +7,7 @@
 -- status: stable
 -- locked: 3 42758236fd941c4a
 -- lib: lib.event_categories@2 lib.host_slices@4 lib.kernels@4 lib.launches@4 lib.runtime_calls@4 lib.steps@7
---   lib.thread_slices@1
+--   lib.thread_slices@2 lib.thread_track_slices@1
 
 -- One row per `Torch-Compiled Region` call. The pieces are matched by time inside the caller's process
 -- (Kineto does not always nest them): the `TorchDynamo Cache Lookup` that ends last before the region

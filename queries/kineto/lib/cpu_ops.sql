@@ -1,6 +1,7 @@
 -- version: 4
 -- locked: 4 35df3a1720d82a36
--- lib: lib.event_categories@2 lib.host_slices@4 lib.host_tree@3 lib.steps@7 lib.thread_slices@1
+-- lib: lib.event_categories@2 lib.host_slices@4 lib.host_tree@3 lib.steps@7 lib.thread_slices@2
+--   lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

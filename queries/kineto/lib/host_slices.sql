@@ -1,6 +1,6 @@
 -- version: 4
 -- locked: 4 29e0ed61441cde7b
--- lib: lib.event_categories@2 lib.steps@7 lib.thread_slices@1
+-- lib: lib.event_categories@2 lib.steps@7 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

@@ -1,6 +1,7 @@
 -- version: 3
 -- locked: 3 eb12af19b6d9bb39
--- lib: lib.dataloader@4 lib.event_categories@2 lib.host_slices@4 lib.steps@7 lib.thread_slices@1
+-- lib: lib.dataloader@4 lib.event_categories@2 lib.host_slices@4 lib.steps@7 lib.thread_slices@2
+--   lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

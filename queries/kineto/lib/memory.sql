@@ -1,7 +1,7 @@
 -- version: 3
 -- locked: 3 8aa28e07e6d6c43b
 -- lib: lib.event_categories@2 lib.host_slices@4 lib.kernels@4 lib.runtime_calls@4 lib.steps@7
---   lib.thread_slices@1
+--   lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

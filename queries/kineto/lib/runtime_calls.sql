@@ -1,6 +1,7 @@
 -- version: 4
 -- locked: 4 8448b528afd4a712
--- lib: lib.event_categories@2 lib.host_slices@4 lib.kernels@4 lib.steps@7 lib.thread_slices@1
+-- lib: lib.event_categories@2 lib.host_slices@4 lib.kernels@4 lib.steps@7 lib.thread_slices@2
+--   lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;

@@ -1,6 +1,6 @@
 -- version: 7
 -- locked: 7 2dfb56ce64853e34
--- lib: lib.event_categories@2 lib.thread_slices@1
+-- lib: lib.event_categories@2 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.thread_slices;
 INCLUDE PERFETTO MODULE intervals.intersect;

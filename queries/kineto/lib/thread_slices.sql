@@ -1,16 +1,16 @@
--- version: 1
--- locked: 1 ad6e0b578cbf81cf
--- lib: lib.event_categories@2
+-- version: 2
+-- locked: 2 122556a9fffc35ee
+-- lib: lib.event_categories@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;
 
 -- Every slice of a known Kineto category (kineto_event_categories) that sits on a thread track, with what
--- its category is and the thread and process it ran on: the one spelling of slice -> category ->
--- thread_track -> thread that the lib modules filter (`WHERE event_class = ...`). A view: SQLite
--- flattens it into each query, so a filter on the category class, the name or the thread reaches the
--- scan as if the join were written out there. Slices on other tracks (counters, async tracks) and slices
--- of unknown categories have no row. The process pid is not here (a LEFT JOIN process costs every query a
--- lookup per row): join `process` on upid where a pid is needed.
+-- its category is and the thread and process it ran on: kineto_thread_track_slices joined to the category
+-- table, the one spelling of slice -> category -> thread that the lib modules filter (`WHERE event_class
+-- = ...`). A view on a view, inner joins only: SQLite flattens both into each query, so a filter on the
+-- category class, the name or the thread reaches the scan. Slices of unknown categories have no row (a
+-- slice found by name whatever its category reads kineto_thread_track_slices).
 CREATE OR REPLACE PERFETTO VIEW kineto_thread_slices(
   -- Slice id.
   id JOINID(slice.id),
@@ -58,14 +58,10 @@ SELECT
   c.event_class,
   c.gpu_kind,
   c.is_annotation,
-  tt.utid,
-  t.tid,
-  t.name AS thread_name,
-  t.upid
-FROM slice AS s
+  s.utid,
+  s.tid,
+  s.thread_name,
+  s.upid
+FROM kineto_thread_track_slices AS s
 JOIN kineto_event_categories AS c
-  ON c.category = s.category
-JOIN thread_track AS tt
-  ON tt.id = s.track_id
-JOIN thread AS t
-  USING (utid);
+  ON c.category = s.category;

@@ -7,7 +7,8 @@
 -- status: stable
 -- default min_recompute_ops: 2
 -- locked: 2 61aa8cac4be6cea9
--- lib: lib.cpu_ops@4 lib.event_categories@2 lib.host_slices@4 lib.host_tree@3 lib.steps@7 lib.thread_slices@1
+-- lib: lib.cpu_ops@4 lib.event_categories@2 lib.host_slices@4 lib.host_tree@3 lib.steps@7 lib.thread_slices@2
+--   lib.thread_track_slices@1
 
 -- Backward = the outermost `autograd::engine::evaluate_function: ...` rows of the step (any thread of
 -- the step's process). Forward = the outermost ATen ops of the step that start before the first of

@@ -9,7 +9,8 @@
 -- default busy_pct: 50
 -- locked: 4 3714a61325f3753e
 -- lib: lib.device_busy@2 lib.event_categories@2 lib.gpu_idle@1 lib.host_slices@4 lib.interval_merge@2
---   lib.kernels@4 lib.launches@4 lib.runtime_calls@4 lib.steps@7 lib.stream_busy@3 lib.thread_slices@1
+--   lib.kernels@4 lib.launches@4 lib.runtime_calls@4 lib.steps@7 lib.stream_busy@3 lib.thread_slices@2
+--   lib.thread_track_slices@1
 
 -- Causes, first match wins: `input` (a DataLoader __next__ overlaps the gap), `sync` (a runtime call that
 -- blocks the host overlaps it, a sync or a blocking copy as kineto.lib.runtime_calls classes it: the op
