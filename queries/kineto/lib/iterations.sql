@@ -1,5 +1,5 @@
--- version: 3
--- locked: 3 eb12af19b6d9bb39
+-- version: 4
+-- locked: 4 c6951d3c7065093a
 -- lib: lib.dataloader@4 lib.event_categories@2 lib.host_slices@4 lib.steps@7 lib.thread_slices@2
 --   lib.thread_track_slices@1
 
@@ -7,6 +7,7 @@ INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
 INCLUDE PERFETTO MODULE kineto.lib.dataloader;
+INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;
 
 -- The markers an iteration can be inferred from (kineto_iterations, on traces without ProfilerStep
 -- windows), one row per (kind, host-slice class): the first kind by priority whose marker repeats wins.
@@ -286,12 +287,8 @@ WITH
   ),
   -- GC time per window, by one sorted pass over windows and GC slices of the same process
   gc_events AS (
-    SELECT t.upid, s.ts, s.dur
-    FROM slice AS s
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
+    SELECT s.upid, s.ts, s.dur
+    FROM kineto_thread_track_slices AS s
     WHERE
       s.name = 'Python GC'
       AND s.dur > 0

@@ -1,8 +1,8 @@
--- version: 5
--- locked: 5 4d8298990bea2345
+-- version: 6
+-- locked: 6 32194cd6e7e88d8b
 -- lib: lib.collectives@1 lib.cpu_ops@4 lib.dataloader@4 lib.device_busy@2 lib.event_categories@2
 --   lib.gpu_idle@1 lib.host_slices@4 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@2
---   lib.iterations@3 lib.kernel_classes@2 lib.kernels@4 lib.launches@4 lib.runtime_calls@4 lib.steps@7
+--   lib.iterations@4 lib.kernel_classes@2 lib.kernels@4 lib.launches@4 lib.runtime_calls@4 lib.steps@7
 --   lib.stream_busy@3 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -15,6 +15,7 @@ INCLUDE PERFETTO MODULE kineto.lib.dataloader;
 INCLUDE PERFETTO MODULE kineto.lib.collectives;
 INCLUDE PERFETTO MODULE kineto.lib.gpu_idle;
 INCLUDE PERFETTO MODULE kineto.lib.internal_reads;
+INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;
 INCLUDE PERFETTO MODULE intervals.intersect;
 
 -- Ledger lanes: one per device (with the host process that launched its work), or, on a capture
@@ -189,34 +190,22 @@ WITH
     WHERE
       d.dur > 0
     UNION ALL
-    SELECT s.id * 16 + 4, t.upid, s.ts, s.dur, 'gc'
-    FROM slice AS s
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
+    SELECT s.id * 16 + 4, s.upid, s.ts, s.dur, 'gc'
+    FROM kineto_thread_track_slices AS s
     WHERE
       s.name = 'Python GC'
       AND s.dur > 0
     UNION ALL
-    SELECT s.id * 16 + 5, t.upid, s.ts, s.dur, 'prof'
-    FROM slice AS s
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
+    SELECT s.id * 16 + 5, s.upid, s.ts, s.dur, 'prof'
+    FROM kineto_thread_track_slices AS s
     WHERE
       s.category = 'overhead'
       AND s.dur > 0
     UNION ALL
-    SELECT c.id * 16 + 6, t.upid, c.ts, c.dur, 'hcomm'
+    SELECT c.id * 16 + 6, s.upid, c.ts, c.dur, 'hcomm'
     FROM kineto_collectives AS c
-    JOIN slice AS s
+    JOIN kineto_thread_track_slices AS s
       ON s.id = c.id
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
     WHERE
       c.source = 'cpu'
       AND c.dur > 0

@@ -1,10 +1,11 @@
--- version: 3
--- locked: 3 8aa28e07e6d6c43b
+-- version: 4
+-- locked: 4 deab6d93676e1da3
 -- lib: lib.event_categories@2 lib.host_slices@4 lib.kernels@4 lib.runtime_calls@4 lib.steps@7
 --   lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;
 
 -- Memory activity: the caching allocator's `[memory]` instants (profile_memory=True), one per
 -- allocation or free with the running totals, and the device allocator runtime calls that the caching
@@ -60,8 +61,9 @@ WITH
       extract_arg(s.arg_set_id, 'args.Device Type') AS device_type,
       extract_arg(s.arg_set_id, 'args.Device Id') AS device,
       s.parent_id,
-      s.track_id
-    FROM slice AS s
+      s.utid,
+      s.upid
+    FROM kineto_thread_track_slices AS s
     WHERE
       s.name = '[memory]'
     UNION ALL
@@ -81,23 +83,16 @@ WITH
       NULL AS device_type,
       NULL AS device,
       s.parent_id,
-      s.track_id
+      s.utid,
+      s.upid
     FROM kineto_runtime_calls AS r
-    JOIN slice AS s
+    JOIN kineto_thread_track_slices AS s
       USING (id)
     WHERE
       r.class IN ('malloc', 'free')
   ),
-  located AS (
-    SELECT e.*, t.utid, t.upid
-    FROM events AS e
-    JOIN thread_track AS tt
-      ON tt.id = e.track_id
-    JOIN thread AS t
-      USING (utid)
-  ),
   steps_of AS (
-    SELECT id, step FROM _kineto_steps_of!(located)
+    SELECT id, step FROM _kineto_steps_of!(events)
   )
 SELECT
   e.id,
@@ -115,7 +110,7 @@ SELECT
   e.utid,
   e.upid,
   so.step
-FROM located AS e
+FROM events AS e
 LEFT JOIN steps_of AS so
   USING (id)
 ORDER BY e.ts;

@@ -1,9 +1,10 @@
--- version: 4
--- locked: 4 a2a81c2b61cb8c0a
+-- version: 5
+-- locked: 5 aa62beebf3976282
 -- lib: lib.event_categories@2 lib.steps@7 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;
 
 -- Python garbage-collection passes: Kineto's `Python GC` events (record_python_gc_info, torch >= 2.4)
 -- and, with stacks, the frames of an explicit gc.collect() call. A GC pass holds the GIL and stops
@@ -26,13 +27,13 @@ CREATE OR REPLACE PERFETTO TABLE kineto_python_gc(
 WITH
   -- Two scans the engine filters itself (a name, a category), instead of an OR tested on every slice.
   gc AS (
-    SELECT s.id, s.ts, s.dur, s.name, s.track_id
-    FROM slice AS s
+    SELECT s.id, s.ts, s.dur, s.name, s.upid
+    FROM kineto_thread_track_slices AS s
     WHERE
       s.name = 'Python GC'
     UNION ALL
-    SELECT s.id, s.ts, s.dur, s.name, s.track_id
-    FROM slice AS s
+    SELECT s.id, s.ts, s.dur, s.name, s.upid
+    FROM kineto_thread_track_slices AS s
     WHERE
       s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python')
       AND (s.name GLOB '*gc.collect*' OR s.name GLOB '<built-in method collect of module gc*')
@@ -40,12 +41,8 @@ WITH
   ),
   -- materialized: read twice (the step intersection and the result)
   located AS MATERIALIZED (
-    SELECT s.id, s.ts, s.dur, s.name, t.upid
+    SELECT s.id, s.ts, s.dur, s.name, s.upid
     FROM gc AS s
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
   ),
   -- the step of each pass by one interval intersection (kineto.lib.steps), not a lookup over the steps
   -- per pass
