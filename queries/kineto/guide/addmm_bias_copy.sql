@@ -1,11 +1,11 @@
 -- id: guide.addmm_bias_copy
--- version: 2
+-- version: 3
 -- kind: guide
 -- title: addmm bias copy: the copy that seeds the output with the bias before the GEMM (Memcpy DtoD before a GEMM)
 -- source: seed 001 "Dispatcher-Level Fusion" and summary table "Memcpy DtoD before GEMM"
 -- needs: cpu_ops
 -- status: stable
--- locked: 2 4329f47cf3b3704b
+-- locked: 3 b003cba13680ab23
 -- lib: lib.cpu_ops@4 lib.event_categories@2 lib.host_slices@4 lib.host_tree@3 lib.kernels@4 lib.launches@4
 --   lib.runtime_calls@4 lib.steps@7 lib.thread_slices@2 lib.thread_track_slices@1
 
@@ -19,6 +19,7 @@ INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
+INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;
 
 -- One row per aten::addmm with a bias copy.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_guide_addmm_bias_copy()
@@ -49,12 +50,8 @@ RETURNS TABLE(
 WITH
   -- Compiled regions, once (a scan of every slice per addmm otherwise).
   regions AS MATERIALIZED (
-    SELECT r.ts, r.dur, t.upid
-    FROM slice AS r
-    JOIN thread_track AS tt
-      ON tt.id = r.track_id
-    JOIN thread AS t
-      USING (utid)
+    SELECT r.ts, r.dur, r.upid
+    FROM kineto_thread_track_slices AS r
     WHERE
       r.name GLOB 'Torch-Compiled Region*'
   ),

@@ -1,11 +1,11 @@
 -- id: guide.compile_regions
--- version: 3
+-- version: 4
 -- kind: guide
 -- title: Compiled regions: Dynamo cache lookup, Torch-Compiled Region, AOTDispatcher prologue and CompiledFxGraph per call; CPU overhead vs device time
 -- source: seed 001 "The Impact of torch.compile: Runtime Architecture and Overhead"
 -- needs: compile
 -- status: stable
--- locked: 3 42758236fd941c4a
+-- locked: 4 e88d66d0ddfbe0a3
 -- lib: lib.event_categories@2 lib.host_slices@4 lib.kernels@4 lib.launches@4 lib.runtime_calls@4 lib.steps@7
 --   lib.thread_slices@2 lib.thread_track_slices@1
 
@@ -20,6 +20,7 @@ INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;
 
 -- One row per compiled-region call.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_guide_compile_regions()
@@ -61,12 +62,8 @@ WITH
       s.ts,
       s.dur,
       s.name,
-      t.upid
-    FROM slice AS s
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
+      s.upid
+    FROM kineto_thread_track_slices AS s
     WHERE
       s.name GLOB 'Torch-Compiled Region*'
   ),
@@ -77,12 +74,8 @@ WITH
       s.dur,
       s.name,
       s.category,
-      t.upid
-    FROM slice AS s
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
+      s.upid
+    FROM kineto_thread_track_slices AS s
     WHERE
       s.name = 'TorchDynamo Cache Lookup'
       OR s.name = 'AOTDispatcher Runtime Wrapper Prologue'
@@ -146,13 +139,9 @@ WITH
       ) AS graph_dur,
       (
         SELECT count(*)
-        FROM slice AS s
-        JOIN thread_track AS tt
-          ON tt.id = s.track_id
-        JOIN thread AS t
-          USING (utid)
+        FROM kineto_thread_track_slices AS s
         WHERE
-          t.upid = r.upid
+          s.upid = r.upid
           AND s.category IN (
             SELECT category FROM kineto_event_categories WHERE event_class = 'cpu_op' AND NOT is_annotation
           )

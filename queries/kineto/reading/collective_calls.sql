@@ -1,12 +1,12 @@
 -- id: reading.collective_calls
--- version: 3
+-- version: 4
 -- kind: reading
 -- title: Collective calls of one rank: collective, process group, sequence number, time and message sizes
 -- source: issue 17 (collectives across ranks); NCCL nccl-tests doc/PERFORMANCE.md (what a size means per op)
 -- needs: none
 -- status: stable
 -- default device_name: ''
--- locked: 3 3b22dc5bbefffd75
+-- locked: 4 08e29d23198b27ac
 -- lib: lib.collectives@1 lib.cpu_ops@4 lib.device_specs@1 lib.dtypes@1 lib.event_categories@2
 --   lib.host_slices@4 lib.host_tree@3 lib.kernels@4 lib.launches@4 lib.runtime_calls@4 lib.steps@7
 --   lib.thread_slices@2 lib.thread_track_slices@1
@@ -31,6 +31,7 @@ INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
 INCLUDE PERFETTO MODULE kineto.lib.dtypes;
 INCLUDE PERFETTO MODULE kineto.lib.device_specs;
+INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;
 
 -- Canonical collective names: GLOB over the lower-cased name with underscores removed (nccl:all_reduce,
 -- allreduce, _allgather_base, ncclDevKernel_AllGather_RING_LL, ncclKernel_SendRecv...), lowest first.
@@ -154,12 +155,8 @@ WITH
   -- Kineto copies onto the kernel's stream (gpu_user_annotation) holds the kernel, and its External id
   -- is the host nccl: annotation's.
   gpu_annotations AS (
-    SELECT s.ts, s.dur, p.pid AS device, t.tid AS stream, extract_arg(s.arg_set_id, 'args.External id') AS ext
-    FROM slice AS s
-    JOIN thread_track AS tt
-      ON tt.id = s.track_id
-    JOIN thread AS t
-      USING (utid)
+    SELECT s.ts, s.dur, p.pid AS device, s.tid AS stream, extract_arg(s.arg_set_id, 'args.External id') AS ext
+    FROM kineto_thread_track_slices AS s
     LEFT JOIN process AS p
       USING (upid)
     WHERE

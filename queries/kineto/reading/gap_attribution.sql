@@ -1,5 +1,5 @@
 -- id: reading.gap_attribution
--- version: 4
+-- version: 5
 -- kind: reading
 -- title: GPU gap attribution: every device idle gap inside a step, with what the CPU side was doing
 -- source: seed 000 section 2, reading order step 3
@@ -7,7 +7,7 @@
 -- status: stable
 -- default min_gap: 20us
 -- default busy_pct: 50
--- locked: 4 3714a61325f3753e
+-- locked: 5 75fc8855f4ddf11c
 -- lib: lib.device_busy@2 lib.event_categories@2 lib.gpu_idle@1 lib.host_slices@4 lib.interval_merge@2
 --   lib.kernels@4 lib.launches@4 lib.runtime_calls@4 lib.steps@7 lib.stream_busy@3 lib.thread_slices@2
 --   lib.thread_track_slices@1
@@ -26,6 +26,7 @@ INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
 INCLUDE PERFETTO MODULE kineto.lib.gpu_idle;
+INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;
 
 -- Host slices that name a gap cause: DataLoader __next__ (input) and synchronizing runtime calls (sync).
 CREATE OR REPLACE PERFETTO TABLE _kineto_reading_gap_marks(
@@ -270,14 +271,10 @@ WITH
       ) AS sync_inner_op,
       (
         SELECT s.name
-        FROM slice AS s
-        JOIN thread_track AS tt
-          ON tt.id = s.track_id
-        JOIN thread AS t
-          USING (utid)
+        FROM kineto_thread_track_slices AS s
         WHERE
           c.cause = 'none'
-          AND t.upid = c.upid
+          AND s.upid = c.upid
           AND s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python')
           AND s.ts <= c.ts + c.dur / 2
           AND s.ts + s.dur > c.ts + c.dur / 2
