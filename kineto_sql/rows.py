@@ -79,3 +79,52 @@ def numeric(value):
                 continue
             return None if isinstance(number, float) and math.isnan(number) else number
     return None
+
+
+def numbers(values, missing_as=None) -> list:
+    """The cells as numbers (pandas.to_numeric(errors="coerce")), a cell without one as `missing_as`."""
+    out = []
+    for value in values:
+        number = numeric(value)
+        out.append(missing_as if number is None else number)
+    return out
+
+
+def column_sum(values):
+    """A column's sum as pandas takes it: exact for integers, numpy's pairwise sum once a float is in it."""
+    values = list(values)
+    if any(isinstance(v, float) for v in values):
+        import numpy as np
+
+        return float(np.sum(np.array(values, dtype=np.float64)))
+    return sum(values)
+
+
+def truthy(value) -> bool:
+    """A cell that holds a true value (a NULL is not true)."""
+    return bool(value) and not missing(value)
+
+
+def dur_by(rows: list[dict], key: str, keep_missing: bool = False) -> dict:
+    """The sum of `dur` per value of `key`, keys in sorted order (a pandas groupby: rows whose key is
+    missing are left out unless `keep_missing`)."""
+    groups: dict = {}
+    for row in rows:
+        k = row[key]
+        if missing(k):
+            if not keep_missing:
+                continue
+            k = None
+        groups.setdefault(k, []).append(row["dur"])
+    ordered = sorted((k for k in groups if k is not None), key=sort_key) + ([None] if None in groups else [])
+    return {k: column_sum(groups[k]) for k in ordered}
+
+
+def sort_key(value):
+    """Orders mixed cells as pandas sorts group keys here: numbers before texts."""
+    return (isinstance(value, str), value)
+
+
+def present(rows: Rows, column: str) -> list:
+    """The column's cells that hold a value (none when the rule returns no such column)."""
+    return [v for v in rows.column(column) if not missing(v)] if column in rows else []

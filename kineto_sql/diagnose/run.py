@@ -31,7 +31,7 @@ from kineto_sql.errors import KinetoSqlError
 from kineto_sql.loading.load import open_trace
 from kineto_sql import query_pool
 from kineto_sql.includes import kineto_dependencies
-from kineto_sql.rows import Rows, missing, numeric
+from kineto_sql.rows import Rows, column_sum, dur_by, missing, numbers, present, sort_key, truthy
 from kineto_sql.runner import capabilities, resolve_spec, run_query, trace_device_name
 from kineto_sql.sql_files import sections
 from kineto_sql.sql_literals import include_statement
@@ -133,26 +133,9 @@ def query_plan() -> tuple[list[catalog.QuerySpec], dict[str, list[str]]]:
 def _estimate(rows: Rows) -> int:
     if "impact_dur" not in rows:
         return 0
-    return int(_sum(max(v, 0) for v in _numbers(rows.column("impact_dur"), missing_as=0)))
+    return int(column_sum(max(v, 0) for v in numbers(rows.column("impact_dur"), missing_as=0)))
 
 
-def _numbers(values, missing_as=None) -> list:
-    """The cells as numbers (pandas.to_numeric(errors="coerce")), a cell without one as `missing_as`."""
-    out = []
-    for value in values:
-        number = numeric(value)
-        out.append(missing_as if number is None else number)
-    return out
-
-
-def _sum(values):
-    """A column's sum as pandas takes it: exact for integers, numpy's pairwise sum once a float is in it."""
-    values = list(values)
-    if any(isinstance(v, float) for v in values):
-        import numpy as np
-
-        return float(np.sum(np.array(values, dtype=np.float64)))
-    return sum(values)
 
 
 def _expand(claim: str, pools: dict[str, int]) -> list[str]:
@@ -261,15 +244,15 @@ def _verdict(tp, runs: dict[str, query_pool.Outcome]) -> tuple[Verdict, dict[str
                        "the trace has no window to read (no host or device events)", has_gpu), {}
     v = verdict_run.rows.record(0)
     ledger = ledger_run.rows.records()
-    steady = [r for r in ledger if not _truthy(r["is_cold"])]
-    pools = {str(b): int(d) for b, d in _dur_by(steady, "bucket").items()}
-    pools[COLD] = int(_sum(r["dur"] for r in ledger if _truthy(r["is_cold"])))
+    steady = [r for r in ledger if not truthy(r["is_cold"])]
+    pools = {str(b): int(d) for b, d in dur_by(steady, "bucket").items()}
+    pools[COLD] = int(column_sum(r["dur"] for r in ledger if truthy(r["is_cold"])))
     lane_ns = _int(v.get("lane_dur"))
     representative = _num(v.get("steady_representative"))
     representative = True if representative is None else bool(representative)
     # what the shares are of: the steady windows, or every window when they are too small a sample
     analysed = steady if representative else ledger
-    totals = _dur_by(analysed, "bucket")
+    totals = dur_by(analysed, "bucket")
     buckets = tuple(LedgerBucket(str(b), int(d), round(100.0 * d / lane_ns, 2) if lane_ns else 0.0)
                     for b, d in sorted(totals.items(), key=lambda x: -x[1]))
     return Verdict(
@@ -294,31 +277,11 @@ def _verdict(tp, runs: dict[str, query_pool.Outcome]) -> tuple[Verdict, dict[str
     ), pools
 
 
-def _truthy(value) -> bool:
-    return bool(value) and not missing(value)
 
-
-def _dur_by(rows: list[dict], key: str, keep_missing: bool = False) -> dict:
-    """The sum of `dur` per value of `key`, keys in sorted order (a pandas groupby: rows whose key is
-    missing are left out unless `keep_missing`)."""
-    groups: dict = {}
-    for row in rows:
-        k = row[key]
-        if missing(k):
-            if not keep_missing:
-                continue
-            k = None
-        groups.setdefault(k, []).append(row["dur"])
-    ordered = sorted((k for k in groups if k is not None), key=_sort_key) + ([None] if None in groups else [])
-    return {k: _sum(groups[k]) for k in ordered}
-
-
-def _sort_key(value):
-    return (isinstance(value, str), value)
 
 
 def _busy_pct(steady: list[dict], lane_ns: int | None) -> float | None:
-    busy = int(_sum(r["dur"] for r in steady if r["kind"] == "busy"))
+    busy = int(column_sum(r["dur"] for r in steady if r["kind"] == "busy"))
     return round(100.0 * busy / lane_ns, 1) if lane_ns else None
 
 
@@ -330,12 +293,12 @@ def _per_step(ledger: list[dict]) -> tuple[StepRow, ...]:
             continue
         windows.setdefault((row["window_id"], row["step"]), []).append(row)
     rows = []
-    for (window, step) in sorted(windows, key=lambda k: (_sort_key(k[0]), _sort_key(k[1]))):
+    for (window, step) in sorted(windows, key=lambda k: (sort_key(k[0]), sort_key(k[1]))):
         group = windows[(window, step)]
         width = int(group[0]["window_dur"])
-        busy = _dur_by([r for r in group if r["kind"] == "busy"], "device", keep_missing=True)
+        busy = dur_by([r for r in group if r["kind"] == "busy"], "device", keep_missing=True)
         gpu = int(max(busy.values())) if busy else None
-        host = _sum(r["dur"] for r in group if r["bucket"] == "host.ops")
+        host = column_sum(r["dur"] for r in group if r["bucket"] == "host.ops")
         rows.append(StepRow(step=int(step), dur_ns=width, cpu_busy_ns=int(host) if host else None,
                             gpu_busy_ns=gpu, gpu_occupancy_pct=round(100.0 * gpu / width, 2) if gpu and width else
                             (0.0 if any(not missing(r["device"]) for r in group) else None)))
@@ -362,12 +325,12 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
     if cold:
         # one-time work: reported, never ranked with (or as severe as) a steady-state cost
         severity = min(severity, "low", key=severity_rank)
-    evidence = tuple(dict.fromkeys(str(e) for e in _present(rows, "evidence")))[:3]
-    steps = tuple(sorted({int(s) for s in _present(rows, "step")}))
-    ts = _numbers(rows.column("ts")) if "ts" in rows else None
+    evidence = tuple(dict.fromkeys(str(e) for e in present(rows, "evidence")))[:3]
+    steps = tuple(sorted({int(s) for s in present(rows, "step")}))
+    ts = numbers(rows.column("ts")) if "ts" in rows else None
     end = ts
     if ts is not None and "dur" in rows:
-        end = [None if t is None else t + d for t, d in zip(ts, _numbers(rows.column("dur"), missing_as=0))]
+        end = [None if t is None else t + d for t, d in zip(ts, numbers(rows.column("dur"), missing_as=0))]
     where = Where(
         steps=steps,
         ts_ns=int(min(t for t in ts if t is not None)) if ts is not None and any(t is not None for t in ts) else None,
@@ -377,11 +340,11 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
         python_lines=_values(rows, PYTHON_COLUMNS),
     )
     if "impact_dur" in rows:
-        impacts = _numbers(rows.column("impact_dur"), missing_as=0)
+        impacts = numbers(rows.column("impact_dur"), missing_as=0)
         worst = rows.record(impacts.index(max(impacts)))  # the first of the largest, as numpy's argmax
     else:
         worst = rows.record(0)
-    numbers = {c: _plain(worst[c]) for c in rows.columns if c not in COMMON and _plain(worst[c]) is not None}
+    figures = {c: _plain(worst[c]) for c in rows.columns if c not in COMMON and _plain(worst[c]) is not None}
     severity = _floored(_capped(severity, rows), rows)
     finding = Finding(
         query_id=spec.id,
@@ -399,7 +362,7 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
         where=where,
         reproduce=(f"kineto-sql run {spec.id} {source}", f"kineto-sql show {spec.id} --paste",
                    f"kineto-sql open {source} --finding {spec.id}"),
-        numbers=numbers,
+        numbers=figures,
         claims=spec.claims,
         claimed=dict(claimed or {}),
         estimate_ns=estimate,
@@ -442,15 +405,11 @@ def _with_narration(finding: Finding) -> Finding:
     return replace(finding, narration=narrate(finding))
 
 
-def _present(rows: Rows, column: str) -> list:
-    """The column's cells that hold a value (none when the rule returns no such column)."""
-    return [v for v in rows.column(column) if not missing(v)] if column in rows else []
-
 
 def _values(rows: Rows, columns) -> tuple[str, ...]:
     for column in columns:
         if column in rows:
-            return tuple(dict.fromkeys(str(v) for v in _present(rows, column) if str(v)))[:5]
+            return tuple(dict.fromkeys(str(v) for v in present(rows, column) if str(v)))[:5]
     return ()
 
 
