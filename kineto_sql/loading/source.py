@@ -181,36 +181,56 @@ def _parse_in_pieces(raw: bytes, probe: _DepthProbe | None = None):
         return None
     events, pos, size = [], key.end(), len(raw)
     while pos + PIECE_BYTES < size:
-        search_from, part = pos + PIECE_BYTES, None
-        for _ in range(_TRIES):
-            cut = _BETWEEN_EVENTS.search(raw, search_from)
-            if cut is None:
-                break
-            part = _items(raw[pos:cut.start() + 1], probe)
-            if part is not None:
-                break
-            search_from = cut.end()
-        if part is None or cut is None:
+        found = first_events(raw, pos, probe)
+        if found is None:
             break
+        part, _, pos = found
         events.extend(part)
-        pos = cut.end() - 1
-    search_from = pos
-    for _ in range(_TRIES):
-        end = _AFTER_LAST_EVENT.search(raw, search_from)
-        if end is None:
-            return None
-        part = _items(raw[pos:end.start() + 1], probe)
-        if part is not None:
-            break
-        search_from = end.end()
-    else:
+    found = last_events(raw, pos, probe)
+    if found is None:
         return None
-    rest = _loads_list(raw[:key.start()] + b'"traceEvents":[]' + raw[end.end():])
+    part, after = found
+    rest = _loads_list(raw[:key.start()] + b'"traceEvents":[]' + raw[after:])
     if type(rest) is not dict or rest.get("traceEvents") != []:
         return None
     events.extend(part)
     rest["traceEvents"] = events
     return rest
+
+
+def first_events(text: bytes, start: int, probe: _DepthProbe | None, fix=None):
+    """The first run of whole events of `text` from `start` (the `{` of an event) that is at least
+    PIECE_BYTES long: (its events, the piece parsed, the index of the `{` that follows it), or None when
+    no cut within _TRIES tries parses. `fix(piece)`, when given, is the text parsed instead of the piece
+    (the streamed parse rebases each piece before its parse)."""
+    search_from = start + PIECE_BYTES
+    for _ in range(_TRIES):
+        cut = _BETWEEN_EVENTS.search(text, search_from)
+        if cut is None:
+            return None
+        piece = text[start:cut.start() + 1]
+        if fix is not None:
+            piece = fix(piece)
+        part = _items(piece, probe)
+        if part is not None:
+            return part, piece, cut.end() - 1
+        search_from = cut.end()
+    return None
+
+
+def last_events(text: bytes, start: int, probe: _DepthProbe | None):
+    """The events from `start` up to the `]` that closes the event list: (the events, the index just
+    after that `]`), or None when no `]` within _TRIES tries ends a run of whole events."""
+    search_from = start
+    for _ in range(_TRIES):
+        end = _AFTER_LAST_EVENT.search(text, search_from)
+        if end is None:
+            return None
+        part = _items(text[start:end.start() + 1], probe)
+        if part is not None:
+            return part, end.end()
+        search_from = end.end()
+    return None
 
 
 def _items(piece: bytes, probe: _DepthProbe | None):

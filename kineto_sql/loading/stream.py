@@ -150,55 +150,29 @@ def _parse(path: Path, identity: tuple, watch_rebase: bool = False, span: Timest
             size += len(block)
         if exhausted:
             break
-        end = _cut_piece(buffer, probe, events, text, fix)
-        if end is None:
+        found = source.first_events(bytes(buffer), 0, probe, fix)  # the regexes need an immutable text
+        if found is None:
             raise _Fallback
+        part, piece, end = found
+        text.see(piece)
+        events.extend(part)
         del buffer[:end]
     if size <= 2 * source.PIECE_BYTES:
         raise _Fallback  # small: the whole-text parse is the one used for these
     rest = fix(bytes(buffer))
     del buffer
     text.see(rest)
-    last, tail = _last_piece(rest, probe)
+    found = source.last_events(rest, 0, probe)
+    if found is None:
+        raise _Fallback
+    last, after = found
     events.extend(last)
-    doc = source._loads_list(head + b'"traceEvents":[]' + tail)
+    doc = source._loads_list(head + b'"traceEvents":[]' + rest[after:])
     if type(doc) is not dict or doc.get("traceEvents") != []:
         raise _Fallback
     check_same_file(path, identity)
     doc["traceEvents"] = events
     return StreamedDoc(doc, probe.bounded, size, text.null or text.huge, identity, span)
-
-
-def _cut_piece(buffer: bytearray, probe, events: list, text: "_TextFacts", fix) -> int | None:
-    """Parses the first run of whole events of at least PIECE_BYTES; the index of the `{` that follows it."""
-    search_from = source.PIECE_BYTES
-    view = bytes(buffer)  # the regexes and slices below need an immutable text
-    for _ in range(source._TRIES):
-        cut = source._BETWEEN_EVENTS.search(view, search_from)
-        if cut is None:
-            return None
-        piece = fix(view[:cut.start() + 1])
-        part = probe.loads_items(piece)
-        if part is not None:
-            text.see(piece)
-            events.extend(part)
-            return cut.end() - 1
-        search_from = cut.end()
-    return None
-
-
-def _last_piece(rest: bytes, probe) -> tuple[list, bytes]:
-    """The events left (up to the `]` that closes the list) and the text after that `]`."""
-    search_from = 0
-    for _ in range(source._TRIES):
-        end = source._AFTER_LAST_EVENT.search(rest, search_from)
-        if end is None:
-            raise _Fallback
-        part = probe.loads_items(rest[:end.start() + 1])
-        if part is not None:
-            return part, rest[end.end():]
-        search_from = end.end()
-    raise _Fallback
 
 
 class _TextFacts:
