@@ -45,6 +45,7 @@ class WasmTransport:
     def close(self) -> None:
         self._buf = b""
         self._pos = 0
+        self.instance.close()
 
 
 class WasmRpcBackend(TraceProcessorRpc):
