@@ -1,5 +1,5 @@
 -- id: catalog.blocking_copy
--- version: 1
+-- version: 2
 -- kind: detector
 -- title: Blocking copy in the hot loop: the host waits in a memory copy while the device runs dry
 -- source: seed 000 section 3, major fault "Sync-forcing op in hot loop" (its copy form); issue 12 class 3
@@ -23,14 +23,16 @@
 -- claims: idle.blocking_copy
 -- status: preview
 -- default min_per_step: 1
--- locked: 1 3320e9f9d52b0f29
--- lib: lib.collectives@1 lib.cpu_ops@4 lib.dataloader@4 lib.device_busy@2 lib.event_categories@2
---   lib.gpu_idle@1 lib.host_slices@4 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@2
---   lib.iterations@4 lib.kernel_classes@2 lib.kernels@4 lib.launches@4 lib.ledger@6 lib.runtime_calls@4
---   lib.steps@7 lib.stream_busy@3 lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
+-- locked: 2 a3ce28ee52940f84
+-- lib: lib.collectives@1 lib.cpu_ops@4 lib.dataloader@4 lib.device_busy@2 lib.enclosing_op@1
+--   lib.event_categories@2 lib.gpu_idle@1 lib.host_slices@4 lib.host_tree@3 lib.internal_reads@1
+--   lib.interval_merge@2 lib.iterations@4 lib.kernel_classes@2 lib.kernels@4 lib.launches@4 lib.ledger@6
+--   lib.runtime_calls@4 lib.steps@7 lib.stream_busy@3 lib.thread_slices@2 lib.thread_track_slices@1
+--   lib.window_of@1
 -- cases: pageable_dtoh_blocks=2463ebe1 pinned_dtoh_is_async=bcfc9800 hip_memcpy_with_stream=a578a476
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.enclosing_op;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 INCLUDE PERFETTO MODULE kineto.lib.iterations;
 INCLUDE PERFETTO MODULE kineto.lib.window_of;
@@ -80,17 +82,7 @@ WITH
       w.window_id,
       w.step,
       coalesce(
-        (
-          SELECT a.name
-          FROM ancestor_slice(c.id) AS a
-          JOIN kineto_event_categories AS ec
-            ON ec.category = a.category
-          WHERE
-            ec.event_class = 'cpu_op'
-            AND NOT a.name GLOB 'ProfilerStep#*'
-          ORDER BY a.depth DESC
-          LIMIT 1
-        ),
+        (SELECT s.name FROM slice AS s WHERE s.id = kineto_enclosing_op!(c.id, TRUE, TRUE)),
         c.name
       ) AS op_name
     FROM copies AS c

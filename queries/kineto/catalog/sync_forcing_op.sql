@@ -1,5 +1,5 @@
 -- id: catalog.sync_forcing_op
--- version: 6
+-- version: 7
 -- kind: detector
 -- title: Sync-forcing op in the hot loop: host syncs (or host reads of device values) in every step
 -- source: seed 000 section 3, major fault "Sync-forcing op in hot loop"
@@ -26,18 +26,19 @@
 -- status: stable
 -- catalog_row: major.sync_forcing_op
 -- default min_per_step: 1
--- locked: 6 67ce680961b0c868
--- lib: lib.collectives@1 lib.cpu_ops@4 lib.dataloader@4 lib.device_busy@2 lib.event_categories@2
---   lib.gpu_idle@1 lib.host_slices@4 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@2
---   lib.iterations@4 lib.kernel_classes@2 lib.kernels@4 lib.launches@4 lib.ledger@6 lib.python_frames@2
---   lib.runtime_calls@4 lib.steps@7 lib.stream_busy@3 lib.thread_slices@2 lib.thread_track_slices@1
---   lib.window_of@1
+-- locked: 7 30926e1bd4171d20
+-- lib: lib.collectives@1 lib.cpu_ops@4 lib.dataloader@4 lib.device_busy@2 lib.enclosing_op@1
+--   lib.event_categories@2 lib.gpu_idle@1 lib.host_slices@4 lib.host_tree@3 lib.internal_reads@1
+--   lib.interval_merge@2 lib.iterations@4 lib.kernel_classes@2 lib.kernels@4 lib.launches@4 lib.ledger@6
+--   lib.python_frames@2 lib.runtime_calls@4 lib.steps@7 lib.stream_busy@3 lib.thread_slices@2
+--   lib.thread_track_slices@1 lib.window_of@1
 -- cases: counts_syncs_per_step=d9f0440e threshold_1=a4c01742 threshold_2=edef7272
 --   cpu_only_host_reads=4e323cc1 internal_read_of_std_is_not_a_sync=7ea2c03e
 --   cause_copy_explicit_and_harness=bca761eb short_sync_claims_only_its_own_wait=d1956957
 --   blocking_copy_is_not_a_sync=4db58b2a sync_in_the_cold_step_only=f13562aa
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.enclosing_op;
 INCLUDE PERFETTO MODULE kineto.lib.thread_slices;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 INCLUDE PERFETTO MODULE kineto.lib.iterations;
@@ -179,17 +180,7 @@ WITH
             ORDER BY a.depth
             LIMIT 1
           ),
-          (
-            SELECT a.name
-            FROM ancestor_slice(p.id) AS a
-            JOIN kineto_event_categories AS c
-              ON c.category = a.category
-            WHERE
-              c.event_class = 'cpu_op'
-              AND NOT a.name GLOB 'ProfilerStep#*'
-            ORDER BY a.depth DESC
-            LIMIT 1
-          )
+          (SELECT s.name FROM slice AS s WHERE s.id = kineto_enclosing_op!(p.id, TRUE, TRUE))
         )
       END AS op_name,
       row_number() OVER (PARTITION BY p.window_id ORDER BY p.ts) AS rn

@@ -1,14 +1,14 @@
 -- id: reading.backward_sanity
--- version: 2
+-- version: 3
 -- kind: reading
 -- title: Backward sanity: forward vs backward width per step, and forward recompute inside backward
 -- source: seed 000 section 2, reading order step 4; seed 000 section 3 (activation-checkpointing surprise)
 -- needs: steps, cpu_ops
 -- status: stable
 -- default min_recompute_ops: 2
--- locked: 2 61aa8cac4be6cea9
--- lib: lib.cpu_ops@4 lib.event_categories@2 lib.host_slices@4 lib.host_tree@3 lib.steps@7 lib.thread_slices@2
---   lib.thread_track_slices@1
+-- locked: 3 d0b2be37e5d77a16
+-- lib: lib.cpu_ops@4 lib.enclosing_op@1 lib.event_categories@2 lib.host_slices@4 lib.host_tree@3 lib.steps@7
+--   lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Backward = the outermost `autograd::engine::evaluate_function: ...` rows of the step (any thread of
 -- the step's process). Forward = the outermost ATen ops of the step that start before the first of
@@ -19,6 +19,7 @@
 -- python frames or Call stack entries, or CheckpointFunction autograd nodes, in the step.
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.enclosing_op;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 
@@ -66,18 +67,8 @@ WITH
         WHERE
           a.name GLOB 'autograd::engine::evaluate_function: *'
       ) AS bwd_above,
-      (
-        SELECT a.name
-        FROM ancestor_slice(o.id) AS a
-        JOIN kineto_event_categories AS c
-          ON c.category = a.category
-        WHERE
-          c.event_class = 'cpu_op'
-          AND NOT c.is_annotation
-          AND NOT a.name GLOB 'ProfilerStep#*'
-        ORDER BY a.depth DESC
-        LIMIT 1
-      ) AS outer_op,
+      -- the op it runs inside (the innermost one: `outer` to the op itself)
+      (SELECT s.name FROM slice AS s WHERE s.id = kineto_enclosing_op!(o.id, TRUE, FALSE)) AS outer_op,
       EXISTS (
         SELECT 1
         FROM ancestor_slice(o.id) AS a
