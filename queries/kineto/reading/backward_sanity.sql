@@ -1,12 +1,12 @@
 -- id: reading.backward_sanity
--- version: 3
+-- version: 4
 -- kind: reading
 -- title: Backward sanity: forward vs backward width per step, and forward recompute inside backward
 -- source: seed 000 section 2, reading order step 4; seed 000 section 3 (activation-checkpointing surprise)
 -- needs: steps, cpu_ops
 -- status: stable
 -- default min_recompute_ops: 2
--- locked: 3 d0b2be37e5d77a16
+-- locked: 4 089b4807bfd4eb2e
 -- lib: lib.cpu_ops@4 lib.enclosing_op@1 lib.event_categories@2 lib.host_slices@4 lib.host_tree@3 lib.steps@7
 --   lib.thread_slices@2 lib.thread_track_slices@1
 
@@ -163,15 +163,19 @@ WITH
     FROM fwd_roots
     GROUP BY step
   ),
-  fwd_pairs AS (
-    SELECT DISTINCT
-      a.step,
-      a.name AS first_name,
-      b.name AS second_name
-    FROM fwd_roots AS a
-    JOIN fwd_roots AS b
-      ON b.step = a.step
-      AND b.pos = a.pos + 1
+  -- consecutive forward roots of a step, one text key per pair (step, first name, second name, joined by
+  -- the unit separator, which no op name holds): a one-column IN is answered from an ephemeral index,
+  -- where a row-value IN scanned the pairs for every candidate
+  fwd_pairs AS MATERIALIZED (
+    SELECT DISTINCT step || char(31) || name || char(31) || next_name AS pair_key
+    FROM (SELECT step, name, lead(name) OVER (PARTITION BY step ORDER BY pos) AS next_name FROM fwd_roots)
+    WHERE
+      next_name IS NOT NULL
+  ),
+  -- (step, name) of the forward roots as one text key (as fwd_pairs): a correlated
+  -- `name IN (... WHERE step = o.step)` rescanned the roots for every op
+  fwd_names AS MATERIALIZED (
+    SELECT DISTINCT step || char(31) || name AS name_key FROM fwd_roots
   ),
   candidates AS (
     SELECT
@@ -185,39 +189,34 @@ WITH
     WHERE
       o.in_bwd
       AND NOT o.bwd_root
-      AND o.name IN (SELECT f.name FROM fwd_roots AS f WHERE f.step = o.step)
+      AND o.step || char(31) || o.name IN (SELECT name_key FROM fwd_names)
       AND (
         o.outer_op IS NULL
         OR o.outer_op GLOB 'autograd::engine::evaluate_function: *'
-        OR o.outer_op NOT IN (SELECT f.name FROM fwd_roots AS f WHERE f.step = o.step)
+        OR o.step || char(31) || o.outer_op NOT IN (SELECT name_key FROM fwd_names)
       )
   ),
-  paired AS (
+  -- each candidate with its neighbours inside backward (pos - 1, pos + 1)
+  neighboured AS (
     SELECT
       c.*,
-      EXISTS (
-        SELECT 1
-        FROM candidates AS n
-        JOIN fwd_pairs AS p
-          ON p.step = c.step
-          AND p.first_name = c.name
-          AND p.second_name = n.name
-        WHERE
-          n.step = c.step
-          AND n.pos = c.pos + 1
-      )
-      OR EXISTS (
-        SELECT 1
-        FROM candidates AS n
-        JOIN fwd_pairs AS p
-          ON p.step = c.step
-          AND p.first_name = n.name
-          AND p.second_name = c.name
-        WHERE
-          n.step = c.step
-          AND n.pos = c.pos - 1
-      ) AS in_sequence
+      lag(c.name) OVER (PARTITION BY c.step ORDER BY c.pos) AS prev_name,
+      lead(c.name) OVER (PARTITION BY c.step ORDER BY c.pos) AS next_name
     FROM candidates AS c
+  ),
+  -- materialized: read once per step by recompute's sequence
+  paired AS MATERIALIZED (
+    SELECT
+      c.step,
+      c.id,
+      c.ts,
+      c.dur,
+      c.name,
+      c.pos,
+      coalesce(c.step || char(31) || c.name || char(31) || c.next_name IN (SELECT pair_key FROM fwd_pairs), FALSE)
+      OR coalesce(c.step || char(31) || c.prev_name || char(31) || c.name IN (SELECT pair_key FROM fwd_pairs), FALSE)
+        AS in_sequence
+    FROM neighboured AS c
   ),
   recompute AS (
     SELECT
