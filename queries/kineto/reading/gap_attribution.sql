@@ -1,5 +1,5 @@
 -- id: reading.gap_attribution
--- version: 5
+-- version: 6
 -- kind: reading
 -- title: GPU gap attribution: every device idle gap inside a step, with what the CPU side was doing
 -- source: seed 000 section 2, reading order step 3
@@ -7,10 +7,10 @@
 -- status: stable
 -- default min_gap: 20us
 -- default busy_pct: 50
--- locked: 5 75fc8855f4ddf11c
--- lib: lib.device_busy@2 lib.event_categories@2 lib.gpu_idle@1 lib.host_slices@4 lib.interval_merge@2
---   lib.kernels@4 lib.launches@4 lib.runtime_calls@4 lib.steps@7 lib.stream_busy@3 lib.thread_slices@2
---   lib.thread_track_slices@1
+-- locked: 6 541922721ce5d6ca
+-- lib: lib.device_busy@2 lib.enclosing_op@1 lib.event_categories@2 lib.gpu_idle@1 lib.host_slices@4
+--   lib.interval_merge@2 lib.kernels@4 lib.launches@4 lib.runtime_calls@4 lib.steps@7 lib.stream_busy@3
+--   lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Causes, first match wins: `input` (a DataLoader __next__ overlaps the gap), `sync` (a runtime call that
 -- blocks the host overlaps it, a sync or a blocking copy as kineto.lib.runtime_calls classes it: the op
@@ -19,6 +19,7 @@
 -- was mostly outside any op: python, GC or the GIL).
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.enclosing_op;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
 INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
@@ -245,30 +246,8 @@ WITH
       ) AS next_op,
       (SELECT s.name FROM slice AS s WHERE s.id = c.input_id) AS input_name,
       (SELECT s.name FROM slice AS s WHERE s.id = c.sync_id) AS sync_name,
-      (
-        SELECT a.name
-        FROM ancestor_slice(c.sync_id) AS a
-        JOIN kineto_event_categories AS ec
-          ON ec.category = a.category
-        WHERE
-          ec.event_class = 'cpu_op'
-          AND NOT ec.is_annotation
-          AND NOT a.name GLOB 'ProfilerStep#*'
-        ORDER BY a.depth
-        LIMIT 1
-      ) AS sync_outer_op,
-      (
-        SELECT a.name
-        FROM ancestor_slice(c.sync_id) AS a
-        JOIN kineto_event_categories AS ec
-          ON ec.category = a.category
-        WHERE
-          ec.event_class = 'cpu_op'
-          AND NOT ec.is_annotation
-          AND NOT a.name GLOB 'ProfilerStep#*'
-        ORDER BY a.depth DESC
-        LIMIT 1
-      ) AS sync_inner_op,
+      (SELECT s.name FROM slice AS s WHERE s.id = kineto_enclosing_op!(c.sync_id, FALSE, FALSE)) AS sync_outer_op,
+      (SELECT s.name FROM slice AS s WHERE s.id = kineto_enclosing_op!(c.sync_id, TRUE, FALSE)) AS sync_inner_op,
       (
         SELECT s.name
         FROM kineto_thread_track_slices AS s
