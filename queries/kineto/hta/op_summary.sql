@@ -1,5 +1,5 @@
 -- id: hta.op_summary
--- version: 1
+-- version: 2
 -- kind: hta
 -- title: Per-op and per-kernel counts and total time of one trace (one side of a trace diff)
 -- source: seed 000 section 4 (HTA); research/peers.md 1.10 (TraceDiff.compare_traces)
@@ -7,7 +7,7 @@
 -- status: stable
 -- default all_steps: FALSE
 -- default step: -1
--- locked: 1 b149157e8177a133
+-- locked: 2 f775e1c9a5454395
 -- lib: hta.gpu_events@7 lib.event_categories@2 lib.kernels@4 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- HTA's iteration rule: a CPU-side event (args.stream = -1) belongs to the ProfilerStep whose window
@@ -17,6 +17,92 @@
 -- count and time deltas.
 
 INCLUDE PERFETTO MODULE kineto.hta.gpu_events;
+INCLUDE PERFETTO MODULE intervals.intersect;
+
+-- The ProfilerStep#N rows of every process (HTA reads the steps of the whole trace, not per process).
+-- Ordered by id: the joins on it below are binary searches.
+CREATE OR REPLACE PERFETTO TABLE _kineto_hta_op_steps(
+  -- Slice id of the ProfilerStep row.
+  id LONG,
+  -- Start, ns.
+  ts LONG,
+  -- Duration, ns.
+  dur LONG,
+  -- N of ProfilerStep#N.
+  n LONG
+) AS
+SELECT id, ts, dur, CAST(SUBSTR(name, INSTR(name, '#') + 1) AS INT) AS n
+FROM _kineto_hta_rows
+WHERE name GLOB 'ProfilerStep#[0-9]*' AND stream = -1
+ORDER BY id;
+
+-- The step of each CPU row (args.stream = -1): the largest N of the step windows that hold its start
+-- (st.ts <= ts < st.ts + st.dur), NULL outside every window. Windows may overlap (several processes
+-- each have their steps), so every (row, window) pair is found by one interval intersection of the rows'
+-- starts with the windows, and the largest N kept per row: linear in rows + pairs, where a lookup of
+-- the steps per row grew as rows x steps (0.37 s at 1x, 2.0 s on a 4x replica).
+CREATE OR REPLACE PERFETTO TABLE _kineto_hta_op_cpu_step(
+  -- Slice id of the CPU row.
+  id LONG,
+  -- Its step N.
+  n LONG
+) AS
+SELECT ii.id_0 AS id, max(st.n) AS n
+FROM _interval_intersect!(
+  (
+    (SELECT id, ts, 1 AS dur FROM _kineto_hta_rows WHERE stream = -1),
+    (SELECT id, ts, dur FROM _kineto_hta_op_steps WHERE dur > 0)
+  ),
+  ()
+) AS ii
+JOIN _kineto_hta_op_steps AS st ON st.id = ii.id_1
+GROUP BY ii.id_0
+ORDER BY ii.id_0;
+
+-- Every CPU and GPU row with its step: a CPU row's own, a GPU row's the largest step among the CPU rows
+-- that carry its correlation (its launcher).
+CREATE OR REPLACE PERFETTO TABLE _kineto_hta_op_tagged(
+  -- Op, runtime call or kernel name.
+  name STRING,
+  -- Duration, ns.
+  dur LONG,
+  -- CPU or GPU.
+  device STRING,
+  -- Step N, or NULL.
+  n LONG
+) AS
+WITH
+  cpu_rows AS (
+    SELECT r.name, r.dur, r.correlation, s.n
+    FROM _kineto_hta_rows AS r
+    LEFT JOIN _kineto_hta_op_cpu_step AS s USING (id)
+    WHERE r.stream = -1
+  ),
+  -- one row per correlation; the GPU rows find theirs by a merge of the two sorted lists
+  launcher_step AS (
+    SELECT correlation, MAX(n) AS n FROM cpu_rows WHERE correlation > 0 GROUP BY correlation
+  ),
+  gpu_rows AS (
+    SELECT r.name, r.dur, r.correlation FROM _kineto_hta_rows AS r WHERE r.stream != -1
+  ),
+  gpu_tagged AS (
+    SELECT name, dur, launcher_n AS n
+    FROM (
+      SELECT
+        name, dur, is_gpu, n,
+        -- the launcher's step, carried to the GPU rows of its correlation (they sort after it)
+        max(IIF(is_gpu, NULL, n)) OVER (PARTITION BY correlation) AS launcher_n
+      FROM (
+        SELECT NULL AS name, NULL AS dur, correlation, 0 AS is_gpu, n FROM launcher_step
+        UNION ALL
+        SELECT name, dur, correlation, 1 AS is_gpu, NULL AS n FROM gpu_rows
+      )
+    )
+    WHERE is_gpu
+  )
+SELECT name, dur, 'CPU' AS device, n FROM cpu_rows
+UNION ALL
+SELECT name, dur, 'GPU' AS device, n FROM gpu_tagged;
 
 -- One row per (device, name).
 CREATE OR REPLACE PERFETTO FUNCTION kineto_hta_op_summary(
@@ -37,33 +123,11 @@ RETURNS TABLE(
   -- Mean duration, us.
   mean_us DOUBLE
 ) AS
-WITH steps AS MATERIALIZED (
-  SELECT ts, ts + dur AS end_ts, CAST(SUBSTR(name, INSTR(name, '#') + 1) AS INT) AS n
-  FROM _kineto_hta_rows
-  WHERE name GLOB 'ProfilerStep#[0-9]*' AND stream = -1
-),
-chosen AS (
-  SELECT IIF($step >= 0, $step, (SELECT MIN(n) FROM steps)) AS n
-),
-cpu_rows AS (
-  SELECT
-    r.name, r.dur, r.correlation,
-    (SELECT MAX(st.n) FROM steps st WHERE r.ts >= st.ts AND r.ts < st.end_ts) AS n
-  FROM _kineto_hta_rows r
-  WHERE r.stream = -1
-),
-launcher_step AS MATERIALIZED (
-  SELECT correlation, MAX(n) AS n FROM cpu_rows WHERE correlation > 0 GROUP BY correlation
-),
-tagged AS (
-  SELECT name, dur, 'CPU' AS device, n FROM cpu_rows
-  UNION ALL
-  SELECT r.name, r.dur, 'GPU' AS device, l.n
-  FROM _kineto_hta_rows r LEFT JOIN launcher_step l USING (correlation)
-  WHERE r.stream != -1
+WITH chosen AS (
+  SELECT IIF($step >= 0, $step, (SELECT MIN(n) FROM _kineto_hta_op_steps)) AS n
 )
 SELECT device, name, COUNT(*) AS count, SUM(dur) / 1e3 AS total_us, AVG(dur) / 1e3 AS mean_us
-FROM tagged
-WHERE $all_steps OR (SELECT COUNT(*) FROM steps) = 0 OR n = (SELECT n FROM chosen)
+FROM _kineto_hta_op_tagged
+WHERE $all_steps OR (SELECT COUNT(*) FROM _kineto_hta_op_steps) = 0 OR n = (SELECT n FROM chosen)
 GROUP BY device, name
 ORDER BY device, total_us DESC;
