@@ -1,9 +1,24 @@
--- version: 4
--- locked: 4 29e0ed61441cde7b
--- lib: lib.event_categories@2 lib.steps@7 lib.thread_slices@2 lib.thread_track_slices@1
+-- version: 5
+-- locked: 5 79750cae65864db1
+-- lib: lib.event_categories@2 lib.steps@8 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
+
+-- The host categories (kineto_event_categories of class cpu_op, python or runtime). The two scans below
+-- spell kineto_thread_slices out with a fixed join order: categories, thread tracks and threads (a few
+-- rows each) outside, the slice table inside, filtered on (track, category). SQLite's own order for the
+-- view looks the thread up per slice; this one per track: a third less time for the same rows.
+CREATE OR REPLACE PERFETTO TABLE _kineto_host_categories(
+  -- Raw category.
+  category STRING,
+  -- cpu_op, python or runtime.
+  event_class STRING
+) AS
+SELECT category, event_class
+FROM kineto_event_categories
+WHERE
+  event_class IN ('cpu_op', 'python', 'runtime');
 
 -- Step of each host slice (slices outside every step window have no row): one interval intersection over
 -- the host slices as they are scanned from `slice`.
@@ -15,10 +30,14 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_host_slice_steps(
 ) AS
 SELECT id, step
 FROM _kineto_steps_of!((
-  SELECT s.id, s.ts, s.upid
-  FROM kineto_thread_slices AS s
-  WHERE
-    s.event_class IN ('cpu_op', 'python', 'runtime')
+  SELECT s.id, s.ts, t.upid
+  FROM _kineto_host_categories AS c
+  CROSS JOIN thread_track AS tt
+  CROSS JOIN thread AS t
+    USING (utid)
+  CROSS JOIN slice AS s
+    ON s.track_id = tt.id
+    AND s.category = c.category
 ))
 ORDER BY id;
 
@@ -61,14 +80,18 @@ WITH
       s.dur,
       s.name,
       s.category,
-      s.event_class,
+      c.event_class,
       s.depth,
       s.parent_id,
-      s.utid,
-      s.upid
-    FROM kineto_thread_slices AS s
-    WHERE
-      s.event_class IN ('cpu_op', 'python', 'runtime')
+      tt.utid,
+      t.upid
+    FROM _kineto_host_categories AS c
+    CROSS JOIN thread_track AS tt
+    CROSS JOIN thread AS t
+      USING (utid)
+    CROSS JOIN slice AS s
+      ON s.track_id = tt.id
+      AND s.category = c.category
   )
 SELECT
   h.id,
