@@ -1,6 +1,6 @@
--- version: 5
--- locked: 5 79750cae65864db1
--- lib: lib.event_categories@2 lib.steps@8 lib.thread_slices@2 lib.thread_track_slices@1
+-- version: 6
+-- locked: 6 f1cc9c3a4441e5f4
+-- lib: lib.event_categories@2 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
@@ -20,25 +20,41 @@ FROM kineto_event_categories
 WHERE
   event_class IN ('cpu_op', 'python', 'runtime');
 
--- Step of each host slice (slices outside every step window have no row): one interval intersection over
--- the host slices as they are scanned from `slice`.
+-- Step of each host slice (slices outside every step window have no row): the host slices as they are
+-- scanned from `slice`, intersected once with the non-overlapping step pieces of kineto.lib.steps (what
+-- _kineto_steps_of answers, without its per-event grouping for overlapping windows), then two lookups by
+-- position. Built into a table here: as the right side of a join, SQLite could re-run the intersection
+-- per row.
 CREATE OR REPLACE PERFETTO TABLE _kineto_host_slice_steps(
   -- Slice id.
   id LONG,
   -- Step number.
   step LONG
 ) AS
-SELECT id, step
-FROM _kineto_steps_of!((
-  SELECT s.id, s.ts, t.upid
-  FROM _kineto_host_categories AS c
-  CROSS JOIN thread_track AS tt
-  CROSS JOIN thread AS t
-    USING (utid)
-  CROSS JOIN slice AS s
-    ON s.track_id = tt.id
-    AND s.category = c.category
-))
+SELECT ii.id_0 AS id, st.step
+FROM _interval_intersect!(
+  (
+    (
+      SELECT s.id, s.ts, 1 AS dur, t.upid
+      FROM _kineto_host_categories AS c
+      CROSS JOIN thread_track AS tt
+      CROSS JOIN thread AS t
+        USING (utid)
+      CROSS JOIN slice AS s
+        ON s.track_id = tt.id
+        AND s.category = c.category
+      WHERE
+        t.upid IS NOT NULL
+        AND s.ts IS NOT NULL
+    ),
+    (SELECT pc.id, pc.ts, pc.dur, pc.upid FROM _kineto_step_pieces AS pc)
+  ),
+  (upid)
+) AS ii
+CROSS JOIN _kineto_step_pieces AS pc
+  ON pc.id = ii.id_1
+CROSS JOIN _kineto_step_ranks AS st
+  ON st.rk = pc.rk
 ORDER BY id;
 
 -- Every host-side slice (ATen ops and annotations, python frames, runtime calls) once, with its step

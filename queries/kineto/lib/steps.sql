@@ -1,5 +1,5 @@
--- version: 8
--- locked: 8 85631a7b3fdd6d64
+-- version: 9
+-- locked: 9 4274acba64d5da77
 -- lib: lib.event_categories@2 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.thread_slices;
@@ -63,11 +63,75 @@ SELECT
 FROM kineto_steps
 ORDER BY rk;
 
+-- Whether two step windows of one process overlap (one starts before another ends, or both start
+-- together): only then can an event be in two windows, and _kineto_steps_of must pick the latest.
+CREATE OR REPLACE PERFETTO TABLE _kineto_steps_overlap(
+  -- True when some step of a process starts inside an earlier (or same-start) step of that process.
+  yes BOOL
+) AS
+SELECT coalesce(max(prev_end > ts), FALSE) AS yes
+FROM (
+  SELECT
+    ts,
+    max(ts + dur) OVER (PARTITION BY upid ORDER BY ts, id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+      AS prev_end
+  FROM _kineto_step_ranks
+  WHERE
+    dur > 0
+    AND upid IS NOT NULL
+);
+
+-- The step each event starts in, for a whole table of events at once: the CPU ProfilerStep#N window of
+-- the event's process with st.ts <= ts < st.ts + st.dur (where windows of one process overlap, the
+-- latest-starting one). One interval intersection (Perfetto's interval tree,
+-- O((events + steps) log)), instead of a scan of the steps table per event. `events` needs columns
+-- `id` (unique), `upid` and `ts`; events outside every window get no row (LEFT JOIN it on id).
+CREATE OR REPLACE PERFETTO MACRO _kineto_steps_of(
+  -- Table or subquery with columns id, upid, ts.
+  events TableOrSubquery
+)
+RETURNS TableOrSubquery AS
+(
+  WITH
+    pairs AS MATERIALIZED (
+      SELECT ii.id_0, ii.id_1
+      FROM _interval_intersect!(
+        (
+          (SELECT e.id, e.ts, 1 AS dur, e.upid FROM $events AS e WHERE e.upid IS NOT NULL AND e.ts IS NOT NULL),
+          (SELECT r.rk AS id, r.ts, r.dur, r.upid FROM _kineto_step_ranks AS r WHERE r.dur > 0 AND r.upid IS NOT NULL)
+        ),
+        (upid)
+      ) AS ii
+    )
+  SELECT
+    p.id,
+    st.step,
+    st.ts AS step_ts
+  FROM (
+    -- windows of a process never overlap (the usual case): each event is in one window at most
+    SELECT id_0 AS id, id_1 AS rk
+    FROM pairs
+    WHERE
+      NOT (SELECT yes FROM _kineto_steps_overlap)
+    UNION ALL
+    -- overlapping windows: the latest-starting one (highest rank)
+    SELECT id_0 AS id, max(id_1) AS rk
+    FROM pairs
+    WHERE
+      (SELECT yes FROM _kineto_steps_overlap)
+    GROUP BY id_0
+  ) AS p
+  -- CROSS JOIN keeps the events outside: each looks its step up by rank
+  CROSS JOIN _kineto_step_ranks AS st
+    ON st.rk = p.rk
+);
+
 -- The step windows of each process cut where any window of that process starts or ends, each piece
 -- owned by the latest-starting window that contains it (the step an event starting there belongs to).
--- Pieces never overlap, so an event meets at most one of them and _kineto_steps_of needs no
--- per-event grouping; where windows do not overlap (the usual case) the pieces are the windows.
--- Steps are few: this costs nothing next to the events.
+-- Pieces never overlap, so an event meets at most one of them: an interval intersection of events with
+-- the pieces needs no per-event grouping (kineto.lib.host_slices builds its step table so, into a table of
+-- its own). Where windows do not overlap (the usual case) the pieces are the windows. Steps are few: this
+-- costs nothing next to the events.
 CREATE OR REPLACE PERFETTO TABLE _kineto_step_pieces(
   -- Piece number.
   id LONG,
@@ -110,36 +174,6 @@ FROM cuts AS c
 JOIN owned AS o
   USING (id)
 ORDER BY c.id;
-
--- The step each event starts in, for a whole table of events at once: the CPU ProfilerStep#N window of
--- the event's process with st.ts <= ts < st.ts + st.dur (where windows of one process overlap, the
--- latest-starting one). One interval intersection with the non-overlapping _kineto_step_pieces
--- (Perfetto's interval tree, O((events + steps) log)), instead of a scan of the steps table per event.
--- `events` needs columns `id` (unique), `upid` and `ts`; events outside every window get no row (LEFT
--- JOIN it on id).
-CREATE OR REPLACE PERFETTO MACRO _kineto_steps_of(
-  -- Table or subquery with columns id, upid, ts.
-  events TableOrSubquery
-)
-RETURNS TableOrSubquery AS
-(
-  SELECT
-    ii.id_0 AS id,
-    st.step,
-    st.ts AS step_ts
-  FROM _interval_intersect!(
-    (
-      (SELECT e.id, e.ts, 1 AS dur, e.upid FROM $events AS e WHERE e.upid IS NOT NULL AND e.ts IS NOT NULL),
-      (SELECT pc.id, pc.ts, pc.dur, pc.upid FROM _kineto_step_pieces AS pc)
-    ),
-    (upid)
-  ) AS ii
-  -- CROSS JOIN keeps the events outside: each looks its piece, then its step, up by position
-  CROSS JOIN _kineto_step_pieces AS pc
-    ON pc.id = ii.id_1
-  CROSS JOIN _kineto_step_ranks AS st
-    ON st.rk = pc.rk
-);
 
 -- Every (event, step) pair where the event starts inside the step's CPU ProfilerStep#N window, in any
 -- process (an event inside two overlapping windows pairs with both): one interval intersection instead
