@@ -1,14 +1,11 @@
--- version: 6
--- locked: 6 f1cc9c3a4441e5f4
+-- version: 7
+-- locked: 7 7466f3fa961ca724
 -- lib: lib.event_categories@2 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 
--- The host categories (kineto_event_categories of class cpu_op, python or runtime). The two scans below
--- spell kineto_thread_slices out with a fixed join order: categories, thread tracks and threads (a few
--- rows each) outside, the slice table inside, filtered on (track, category). SQLite's own order for the
--- view looks the thread up per slice; this one per track: a third less time for the same rows.
+-- The host categories (kineto_event_categories of class cpu_op, python or runtime).
 CREATE OR REPLACE PERFETTO TABLE _kineto_host_categories(
   -- Raw category.
   category STRING,
@@ -19,6 +16,24 @@ SELECT category, event_class
 FROM kineto_event_categories
 WHERE
   event_class IN ('cpu_op', 'python', 'runtime');
+
+-- Thread tracks with their thread and process, ordered by track. The two scans below spell
+-- kineto_thread_slices out as one pass over `slice` in id order (filtered on the host categories) that
+-- looks its track and category up in these small tables: SQLite's own order for the view scans the slices
+-- per (category, track) and looks the thread up per slice, then sorts everything by id.
+CREATE OR REPLACE PERFETTO TABLE _kineto_host_tracks(
+  -- Thread track id.
+  track_id LONG,
+  -- Its thread (an overlap lane keeps its own utid).
+  utid LONG,
+  -- Process of that thread.
+  upid LONG
+) AS
+SELECT tt.id AS track_id, tt.utid, t.upid
+FROM thread_track AS tt
+JOIN thread AS t
+  USING (utid)
+ORDER BY tt.id;
 
 -- Step of each host slice (slices outside every step window have no row): the host slices as they are
 -- scanned from `slice`, intersected once with the non-overlapping step pieces of kineto.lib.steps (what
@@ -35,16 +50,13 @@ SELECT ii.id_0 AS id, st.step
 FROM _interval_intersect!(
   (
     (
-      SELECT s.id, s.ts, 1 AS dur, t.upid
-      FROM _kineto_host_categories AS c
-      CROSS JOIN thread_track AS tt
-      CROSS JOIN thread AS t
-        USING (utid)
-      CROSS JOIN slice AS s
-        ON s.track_id = tt.id
-        AND s.category = c.category
+      SELECT s.id, s.ts, 1 AS dur, k.upid
+      FROM slice AS s
+      CROSS JOIN _kineto_host_tracks AS k
+        ON k.track_id = s.track_id
       WHERE
-        t.upid IS NOT NULL
+        s.category IN (SELECT category FROM _kineto_host_categories)
+        AND k.upid IS NOT NULL
         AND s.ts IS NOT NULL
     ),
     (SELECT pc.id, pc.ts, pc.dur, pc.upid FROM _kineto_step_pieces AS pc)
@@ -99,15 +111,15 @@ WITH
       c.event_class,
       s.depth,
       s.parent_id,
-      tt.utid,
-      t.upid
-    FROM _kineto_host_categories AS c
-    CROSS JOIN thread_track AS tt
-    CROSS JOIN thread AS t
-      USING (utid)
-    CROSS JOIN slice AS s
-      ON s.track_id = tt.id
-      AND s.category = c.category
+      k.utid,
+      k.upid
+    FROM slice AS s
+    CROSS JOIN _kineto_host_tracks AS k
+      ON k.track_id = s.track_id
+    CROSS JOIN _kineto_host_categories AS c
+      ON c.category = s.category
+    WHERE
+      s.category IN (SELECT category FROM _kineto_host_categories)
   )
 SELECT
   h.id,
