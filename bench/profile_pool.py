@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,7 +23,9 @@ from kineto_sql.diagnose.run import diagnose_trace, query_plan
 
 
 def profile(trace: Path) -> dict:
-    log = Path(tempfile.mkstemp(prefix="kineto-pool-", suffix=".jsonl")[1])
+    fd, name = tempfile.mkstemp(prefix="kineto-pool-", suffix=".jsonl")
+    os.close(fd)  # each row is appended by whichever process ran it
+    log = Path(name)
     attempt, run_all = query_pool._attempt, query_pool.run_all
     started = [0.0]
 
@@ -81,7 +82,6 @@ def main() -> None:
                 print(f"  {r['start']:7.2f} {r['wall']:6.2f} {r['cpu']:6.2f}  {r['query']}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
-    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ WITH
     LEFT JOIN _kineto_hta_op_cpu_step AS s USING (id)
     WHERE r.stream = -1
   ),
-  -- one row per correlation; the GPU rows find theirs by a merge of the two sorted lists
+  -- one row per correlation; a window over correlation below hands its step to the GPU rows
   launcher_step AS (
     SELECT correlation, MAX(n) AS n FROM cpu_rows WHERE correlation > 0 GROUP BY correlation
   ),
