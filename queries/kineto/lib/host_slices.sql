@@ -1,5 +1,5 @@
--- version: 7
--- locked: 7 7466f3fa961ca724
+-- version: 8
+-- locked: 8 2fd6f1ecb7dc31e9
 -- lib: lib.event_categories@2 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -35,39 +35,60 @@ JOIN thread AS t
   USING (utid)
 ORDER BY tt.id;
 
--- Step of each host slice (slices outside every step window have no row): the host slices as they are
--- scanned from `slice`, intersected once with the non-overlapping step pieces of kineto.lib.steps (what
--- _kineto_steps_of answers, without its per-event grouping for overlapping windows), then two lookups by
--- position. Built into a table here: as the right side of a join, SQLite could re-run the intersection
--- per row.
+-- The step of each non-overlapping step piece of kineto.lib.steps (what _kineto_steps_of answers, without
+-- its per-event grouping for overlapping windows): few rows, ordered by start.
+CREATE OR REPLACE PERFETTO TABLE _kineto_host_step_pieces(
+  -- Piece start.
+  ts TIMESTAMP,
+  -- Piece width.
+  dur DURATION,
+  -- Process.
+  upid LONG,
+  -- Step number.
+  step LONG
+) AS
+SELECT pc.ts, pc.dur, pc.upid, st.step
+FROM _kineto_step_pieces AS pc
+CROSS JOIN _kineto_step_ranks AS st
+  ON st.rk = pc.rk
+ORDER BY pc.ts;
+
+-- The host slices' starts, ordered by start: a range on ts is a binary search here.
+CREATE OR REPLACE PERFETTO TABLE _kineto_host_slice_starts(
+  -- Slice id.
+  id LONG,
+  -- Start.
+  ts TIMESTAMP,
+  -- Process of its thread.
+  upid LONG
+) AS
+SELECT s.id, s.ts, k.upid
+FROM slice AS s
+CROSS JOIN _kineto_host_tracks AS k
+  ON k.track_id = s.track_id
+WHERE
+  s.category IN (SELECT category FROM _kineto_host_categories)
+  AND k.upid IS NOT NULL
+  AND s.ts IS NOT NULL
+ORDER BY s.ts;
+
+-- Step of each host slice (slices outside every step window have no row): for each step piece (the outer
+-- loop, forced by CROSS JOIN), the host slices of its process that start in it, found by a binary search
+-- on the sorted starts. Cost: pieces x log(slices) plus the rows. Built into a table ordered by id: the
+-- join below is a lookup by id.
 CREATE OR REPLACE PERFETTO TABLE _kineto_host_slice_steps(
   -- Slice id.
   id LONG,
   -- Step number.
   step LONG
 ) AS
-SELECT ii.id_0 AS id, st.step
-FROM _interval_intersect!(
-  (
-    (
-      SELECT s.id, s.ts, 1 AS dur, k.upid
-      FROM slice AS s
-      CROSS JOIN _kineto_host_tracks AS k
-        ON k.track_id = s.track_id
-      WHERE
-        s.category IN (SELECT category FROM _kineto_host_categories)
-        AND k.upid IS NOT NULL
-        AND s.ts IS NOT NULL
-    ),
-    (SELECT pc.id, pc.ts, pc.dur, pc.upid FROM _kineto_step_pieces AS pc)
-  ),
-  (upid)
-) AS ii
-CROSS JOIN _kineto_step_pieces AS pc
-  ON pc.id = ii.id_1
-CROSS JOIN _kineto_step_ranks AS st
-  ON st.rk = pc.rk
-ORDER BY id;
+SELECT h.id, pc.step
+FROM _kineto_host_step_pieces AS pc
+CROSS JOIN _kineto_host_slice_starts AS h
+  ON h.ts >= pc.ts
+  AND h.ts < pc.ts + pc.dur
+  AND h.upid = pc.upid
+ORDER BY h.id;
 
 -- Every host-side slice (ATen ops and annotations, python frames, runtime calls) once, with its step
 -- and, for runtime calls, the op it was called from: built once per trace (one interval intersection

@@ -1,6 +1,6 @@
--- version: 4
--- locked: 4 ecf3a855d3499f67
--- lib: lib.event_categories@2 lib.host_slices@7 lib.kernels@4 lib.runtime_calls@4 lib.steps@9
+-- version: 5
+-- locked: 5 ffc9bd912c15ec6b
+-- lib: lib.event_categories@2 lib.host_slices@8 lib.kernels@4 lib.runtime_calls@4 lib.steps@9
 --   lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -28,14 +28,18 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_gpu_by_correlation(
 SELECT
   correlation,
   count(*) AS gpu_count,
-  (
-    SELECT k2.id
-    FROM kineto_kernels AS k2
-    WHERE
-      k2.correlation = k.correlation
-    ORDER BY k2.ts, k2.id
-    LIMIT 1
-  ) AS gpu_first_id,
+  -- one activity (the common case): it is the first; only graph launches look theirs up
+  CASE
+    WHEN count(*) = 1 THEN min(id)
+    ELSE (
+      SELECT k2.id
+      FROM kineto_kernels AS k2
+      WHERE
+        k2.correlation = k.correlation
+      ORDER BY k2.ts, k2.id
+      LIMIT 1
+    )
+  END AS gpu_first_id,
   min(ts) AS gpu_ts,
   max(ts + dur) AS gpu_end_ts,
   sum(dur) AS gpu_dur
@@ -44,8 +48,10 @@ WHERE
   correlation IS NOT NULL
 GROUP BY correlation;
 
--- Flow arrows (ac2g, async_cpu_to_gpu, 2021 `async`) whose two ends carry the same correlation id:
--- used only to confirm the correlation link, since v52 can bind a flow to the wrong kernel.
+-- Flow arrows (ac2g, async_cpu_to_gpu, 2021 `async`) from a runtime call to a device activity carrying
+-- the call's correlation id: used only to confirm the correlation link, since v52 can bind a flow to the
+-- wrong kernel. The call is looked up in kineto_runtime_calls by its indexed correlation (its args were
+-- read there once), not by reading the slice's args again.
 CREATE OR REPLACE PERFETTO TABLE _kineto_confirmed_launch_flows(
   -- Slice id of the runtime call the flow leaves.
   launch_id LONG
@@ -54,10 +60,9 @@ SELECT DISTINCT f.slice_out AS launch_id
 FROM flow AS f
 JOIN kineto_kernels AS k
   ON k.id = f.slice_in
-JOIN slice AS r
-  ON r.id = f.slice_out
-WHERE
-  extract_arg(r.arg_set_id, 'args.correlation') = k.correlation
+JOIN kineto_runtime_calls AS r
+  ON r.correlation = k.correlation
+  AND r.id = f.slice_out
 ORDER BY launch_id;
 
 -- Runtime calls that launch device work: the classes launch (cudaLaunchKernel, cuLaunchKernel,
