@@ -1,6 +1,6 @@
 -- version: 1
 -- locked: 1 bded027b34c1b27e
--- lib: lib.cpu_ops@4 lib.event_categories@2 lib.host_slices@8 lib.host_tree@3 lib.kernels@4 lib.launches@5
+-- lib: lib.cpu_ops@4 lib.event_categories@2 lib.host_slices@8 lib.host_tree@3 lib.kernels@5 lib.launches@5
 --   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;

@@ -1,6 +1,6 @@
 -- version: 2
 -- locked: 2 8ab0f90099f261e7
--- lib: lib.event_categories@2 lib.interval_merge@2 lib.kernels@4 lib.stream_busy@3 lib.thread_slices@2
+-- lib: lib.event_categories@2 lib.interval_merge@2 lib.kernels@5 lib.stream_busy@3 lib.thread_slices@2
 --   lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.interval_merge;

@@ -1,6 +1,6 @@
 -- version: 5
 -- locked: 5 ffc9bd912c15ec6b
--- lib: lib.event_categories@2 lib.host_slices@8 lib.kernels@4 lib.runtime_calls@4 lib.steps@9
+-- lib: lib.event_categories@2 lib.host_slices@8 lib.kernels@5 lib.runtime_calls@4 lib.steps@9
 --   lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;

@@ -1,6 +1,6 @@
 -- version: 3
 -- locked: 3 61765d3d91504422
--- lib: lib.event_categories@2 lib.interval_merge@2 lib.kernels@4 lib.thread_slices@2
+-- lib: lib.event_categories@2 lib.interval_merge@2 lib.kernels@5 lib.thread_slices@2
 --   lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
