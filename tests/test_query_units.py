@@ -242,6 +242,53 @@ def test_interval_merge_nested_touching_identical_disjoint_per_partition(load_tr
     assert rows(tp, "SELECT 1", "SELECT sum(dur) FROM kineto_device_busy WHERE device = 0") == [(165 * US,)]
 
 
+_MERGE_EDGES = ("(SELECT column1 AS p, column2 AS ts, column3 AS dur FROM (VALUES "
+                "(1, 0, 10), (1, 10, 0), (1, 10, 5), (1, 20, 0), (1, 20, 3), (1, 30, -1), (1, 40, -1), (1, 40, 2), "
+                "(2, 5, 5), (NULL, 0, 1), (NULL, 1, 1)))")
+
+
+def test_interval_merge_edges_match_the_per_row_groups(load_trace):
+    """Zero-length intervals touching and inside others, two starting together, Perfetto's unfinished dur -1
+    (its end is before its start: it never covers the next start), a one-row partition, a NULL partition.
+    The merge's rows equal the merged groups that _kineto_interval_merge_rows numbers row by row."""
+    tp = load_trace(_merge_trace())
+    got = rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.interval_merge",
+               f"SELECT p, ts, dur, interval_count FROM kineto_interval_merge!({_MERGE_EDGES}, (p)) ORDER BY p, ts, dur")
+    assert got == [(None, 0, 2, 2), (1, 0, 15, 3), (1, 20, 3, 2), (1, 30, -1, 1), (1, 40, -1, 1), (1, 40, 2, 1),
+                   (2, 5, 5, 1)]
+    by_rows = rows(tp, "SELECT 1",
+                   "SELECT p, min(ts), max(_merge_end_ts) - min(ts), count(*) FROM "
+                   f"_kineto_interval_merge_rows!({_MERGE_EDGES}, (p)) GROUP BY p, merge_group ORDER BY 1, 2, 3")
+    assert by_rows == got
+
+
+def _collectives(load_trace, events) -> list[tuple]:
+    return rows(load_trace(KinetoTrace([ProfilerStep(1, ts_us=0, dur_us=1000)] + events)),
+                "INCLUDE PERFETTO MODULE kineto.lib.collectives",
+                "SELECT name, ts, dur, source, device, step FROM kineto_collectives ORDER BY ts")
+
+
+def test_collectives_host_work_items(load_trace):
+    """Without communication kernels or gloo ops: the synchronous backend's collective ops whose direct parent
+    is no collective op (record_param_comms inside c10d::allreduce_ is the same call; nccl:all_reduce under
+    aten::foo or a python frame is a call of its own)."""
+    sync = [CpuOp("c10d::allreduce_", ts_us=10, dur_us=100), CpuOp("record_param_comms", ts_us=20, dur_us=50),
+            CpuOp("aten::foo", ts_us=200, dur_us=100), CpuOp("nccl:all_reduce", ts_us=210, dur_us=30),
+            PythonFrame("train.py(3): sync", ts_us=400, dur_us=100), CpuOp("record_param_comms", ts_us=410, dur_us=20),
+            CpuOp("c10d::barrier", ts_us=600, dur_us=10)]             # no trailing underscore: not a work item
+    assert _collectives(load_trace, sync) == [("c10d::allreduce_", 10 * US, 100 * US, "cpu", None, 1),
+                                              ("nccl:all_reduce", 210 * US, 30 * US, "cpu", None, 1),
+                                              ("record_param_comms", 410 * US, 20 * US, "cpu", None, 1)]
+    # gloo's ops, when there are any, are the work items instead
+    gloo = sync + [CpuOp("gloo:all_reduce", ts_us=50, dur_us=400, tid=2, cat="user_annotation")]
+    assert _collectives(load_trace, gloo) == [("gloo:all_reduce", 50 * US, 400 * US, "cpu", None, 1)]
+    # communication kernels, when there are any, are the only pieces (their step is the launch's)
+    gpu = gloo + [Launch(correlation=1, ts_us=30, dur_us=5),
+                  Kernel(correlation=1, ts_us=100, dur_us=30, name="ncclDevKernel_AllReduce_Sum_f32_RING_LL")]
+    assert _collectives(load_trace, gpu) == [("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 100 * US, 30 * US, "kernel",
+                                              0, 1)]
+
+
 def test_memory_instants_and_malloc_calls(load_trace):
     tp = load_trace(standard_trace())
     got = rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.memory",

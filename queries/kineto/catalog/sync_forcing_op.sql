@@ -27,11 +27,11 @@
 -- catalog_row: major.sync_forcing_op
 -- default min_per_step: 1
 -- locked: 7 30926e1bd4171d20
--- lib: lib.collectives@1 lib.cpu_ops@4 lib.dataloader@4 lib.device_busy@2 lib.enclosing_op@1
---   lib.event_categories@2 lib.gpu_idle@1 lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1
---   lib.interval_merge@2 lib.iterations@4 lib.kernel_classes@2 lib.kernels@5 lib.launches@5 lib.ledger@7
---   lib.python_frames@2 lib.runtime_calls@4 lib.steps@9 lib.stream_busy@3 lib.thread_slices@2
---   lib.thread_track_slices@1 lib.window_of@1
+-- lib: lib.collectives@2 lib.dataloader@4 lib.device_busy@3 lib.enclosing_op@1 lib.event_categories@2
+--   lib.gpu_idle@1 lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3
+--   lib.iterations@5 lib.kernel_classes@2 lib.kernels@5 lib.launches@5 lib.ledger@7 lib.python_frames@2
+--   lib.runtime_calls@4 lib.steps@9 lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1
+--   lib.window_of@1
 -- cases: counts_syncs_per_step=d9f0440e threshold_1=a4c01742 threshold_2=edef7272
 --   cpu_only_host_reads=4e323cc1 internal_read_of_std_is_not_a_sync=7ea2c03e
 --   cause_copy_explicit_and_harness=bca761eb short_sync_claims_only_its_own_wait=d1956957

@@ -6,8 +6,8 @@
 -- needs: gpu
 -- status: stable
 -- locked: 2 d5e517529bef4a28
--- lib: lib.device_busy@2 lib.event_categories@2 lib.gpu_idle@1 lib.interval_merge@2 lib.kernels@5
---   lib.stream_busy@3 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: lib.device_busy@3 lib.event_categories@2 lib.gpu_idle@1 lib.interval_merge@3 lib.kernels@5
+--   lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Kineto writes its own overhead as `Activity Buffer Request` rows (category `overhead`). A device idle
 -- gap (all streams idle) that overlaps one is charged to the profiler, not to the model. The initial

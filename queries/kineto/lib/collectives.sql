@@ -1,13 +1,50 @@
--- version: 1
--- locked: 1 bded027b34c1b27e
--- lib: lib.cpu_ops@4 lib.event_categories@2 lib.host_slices@8 lib.host_tree@3 lib.kernels@5 lib.launches@5
+-- version: 2
+-- locked: 2 3acfe69b17b9c067
+-- lib: lib.event_categories@2 lib.host_slices@8 lib.host_tree@3 lib.kernels@5 lib.launches@5
 --   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
-INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
+INCLUDE PERFETTO MODULE kineto.lib.host_slices;
+INCLUDE PERFETTO MODULE kineto.lib.host_tree;
+
+-- The host ops (kineto.lib.cpu_ops' rows: host slices of class cpu_op) that can be collective work items,
+-- with their parent in torch's tree, in kineto_cpu_ops' order (start, then id). Read from the shared host
+-- tables rather than kineto_cpu_ops: a GPU trace then builds no per-op table for its few host candidates.
+CREATE OR REPLACE PERFETTO TABLE _kineto_collectives_host_ops(
+  -- Slice id.
+  id JOINID(slice.id),
+  -- Start.
+  ts TIMESTAMP,
+  -- Duration.
+  dur DURATION,
+  -- Op name.
+  name STRING,
+  -- Direct parent in torch's tree (kineto_cpu_ops.parent_id), or NULL.
+  parent_id LONG,
+  -- Step (kineto_cpu_ops.step).
+  step LONG
+) AS
+SELECT h.id, h.ts, h.dur, h.name, t.parent_id, h.step
+-- one branch per pattern: a lone GLOB or = on the table is filtered by the engine, an OR of them by SQLite
+-- row by row (ten times the cost)
+FROM (
+  SELECT id, ts, dur, name, step FROM kineto_host_slices WHERE event_class = 'cpu_op' AND name GLOB 'gloo:*'
+  UNION ALL
+  SELECT id, ts, dur, name, step FROM kineto_host_slices WHERE event_class = 'cpu_op' AND name GLOB 'c10d::*_'
+  UNION ALL
+  SELECT id, ts, dur, name, step FROM kineto_host_slices WHERE event_class = 'cpu_op' AND name GLOB 'nccl:*'
+  UNION ALL
+  SELECT id, ts, dur, name, step FROM kineto_host_slices WHERE event_class = 'cpu_op' AND name = 'record_param_comms'
+) AS h
+CROSS JOIN kineto_host_tree AS t
+  ON t.id = h.id
+ORDER BY h.ts, h.id;
+
+-- The parent check below looks ops up by id.
+CREATE OR REPLACE PERFETTO INDEX _kineto_collectives_host_ops_id ON _kineto_collectives_host_ops(id);
 
 -- Collective communication work, one row per piece: communication kernels (NCCL / RCCL / MSCCL, class
 -- `communication` in kineto.lib.kernels) on GPU traces, and on traces without them the host-side
@@ -41,21 +78,21 @@ WITH
   ),
   gloo AS (
     SELECT o.id, o.ts, o.dur, o.name, 'cpu' AS source, NULL AS device, o.step
-    FROM kineto_cpu_ops AS o
+    FROM _kineto_collectives_host_ops AS o
     WHERE
       o.name GLOB 'gloo:*'
       AND NOT EXISTS (SELECT 1 FROM gpu)
   ),
   sync_ops AS (
     SELECT o.id, o.ts, o.dur, o.name, 'cpu' AS source, NULL AS device, o.step
-    FROM kineto_cpu_ops AS o
+    FROM _kineto_collectives_host_ops AS o
     WHERE
       (o.name GLOB 'c10d::*_' OR o.name GLOB 'nccl:*' OR o.name = 'record_param_comms')
       AND NOT EXISTS (SELECT 1 FROM gpu)
       AND NOT EXISTS (SELECT 1 FROM gloo)
       AND NOT EXISTS (
         SELECT 1
-        FROM kineto_cpu_ops AS p
+        FROM _kineto_collectives_host_ops AS p
         WHERE
           p.id = o.parent_id
           AND (p.name GLOB 'c10d::*_' OR p.name GLOB 'nccl:*' OR p.name = 'record_param_comms')

@@ -1,6 +1,6 @@
--- version: 2
--- locked: 2 8ab0f90099f261e7
--- lib: lib.event_categories@2 lib.interval_merge@2 lib.kernels@5 lib.stream_busy@3 lib.thread_slices@2
+-- version: 3
+-- locked: 3 125165d3b6269c5c
+-- lib: lib.event_categories@2 lib.interval_merge@3 lib.kernels@5 lib.stream_busy@4 lib.thread_slices@2
 --   lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
@@ -23,5 +23,5 @@ SELECT
   ts,
   dur,
   interval_count
-FROM kineto_interval_merge!(kineto_stream_busy, (device))
-ORDER BY device, ts;
+-- in (device, ts) order: the merge's last pass emits its rows sorted that way (no sort here)
+FROM kineto_interval_merge!(kineto_stream_busy, (device));

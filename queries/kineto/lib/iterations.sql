@@ -1,5 +1,5 @@
--- version: 4
--- locked: 4 c6951d3c7065093a
+-- version: 5
+-- locked: 5 01249e6432647255
 -- lib: lib.dataloader@4 lib.event_categories@2 lib.host_slices@8 lib.steps@9 lib.thread_slices@2
 --   lib.thread_track_slices@1
 
@@ -266,18 +266,18 @@ WITH
     WHERE
       i.end_ts > i.ts
     UNION ALL
+    -- no FROM: the capture's scan of every slice runs only when this branch is taken
     SELECT
       (SELECT upid FROM main_process),
-      c.ts,
-      c.end_ts - c.ts,
+      (SELECT ts FROM capture),
+      (SELECT end_ts - ts FROM capture),
       1,
       'capture',
       NULL
-    FROM capture AS c
     WHERE
       NOT (SELECT yes FROM has_steps)
       AND NOT EXISTS (SELECT 1 FROM chosen)
-      AND c.end_ts > c.ts
+      AND (SELECT end_ts > ts FROM capture)
   ),
   numbered AS (
     SELECT

@@ -1,6 +1,6 @@
--- version: 3
--- locked: 3 61765d3d91504422
--- lib: lib.event_categories@2 lib.interval_merge@2 lib.kernels@5 lib.thread_slices@2
+-- version: 4
+-- locked: 4 b1add9322752c55f
+-- lib: lib.event_categories@2 lib.interval_merge@3 lib.kernels@5 lib.thread_slices@2
 --   lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
@@ -26,5 +26,5 @@ SELECT
   ts,
   dur,
   interval_count AS activity_count
-FROM kineto_interval_merge!((SELECT device, stream, ts, dur FROM kineto_kernels), (device, stream))
-ORDER BY device, stream, ts;
+-- in (device, stream, ts) order: the merge's last pass emits its rows sorted that way (no sort here)
+FROM kineto_interval_merge!((SELECT device, stream, ts, dur FROM kineto_kernels), (device, stream));
