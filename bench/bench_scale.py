@@ -47,6 +47,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="*", default=[1, 2, 4, 8])
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds per size (median reported)")
     ap.add_argument("--serial", action="store_true", help="also time `diagnose --jobs 1` (one process)")
+    ap.add_argument("--name", default="bench_scale", help="results file name under bench/results/")
     args = ap.parse_args()
     hta = hta_python(args.hta_python)
     if not args.trace.exists():
@@ -91,6 +92,8 @@ def main() -> None:
             row["analyses_over_hta"] = row["k_analyses_s"] / row["hta_analyses_s"]
             row["rss_over_hta"] = row["diagnose_rss_mb"] / row["hta_rss_mb"]
             row["pss_over_hta"] = row["diagnose_pss_mb"] / row["hta_pss_mb"]
+            # rounds are interleaved, so round i of each side ran under the same machine load
+            row["diagnose_over_hta_by_round"] = [d["wall_s"] / h["wall_s"] for d, h in zip(runs["diagnose"], runs["hta"])]
             if args.serial:
                 row["diagnose_serial_s"] = median(runs["diagnose_serial"], "wall_s")
                 row["diagnose_serial_rss_mb"] = median(runs["diagnose_serial"], "peak_rss_mb")
@@ -100,8 +103,9 @@ def main() -> None:
             print(f"{n}x: done: diagnose {row['diagnose_s']:.2f} s, kineto load+4 {row['k_hta4_s']:.2f} s, HTA load+4 "
                   f"{hta_total:.2f} s; diagnose/HTA {row['diagnose_over_hta']:.2f}, kineto 4/HTA 4 "
                   f"{row['k_hta4_over_hta']:.2f}, analyses only {row['analyses_over_hta']:.2f}; kineto load "
-                  f"{row['kineto_load_s']:.2f} s; RSS diag/HTA {row['rss_over_hta']:.2f}", file=sys.stderr, flush=True)
-    out = write_results("bench_scale", rows)
+                  f"{row['kineto_load_s']:.2f} s; RSS diag/HTA {row['rss_over_hta']:.2f}; diagnose/HTA by round "
+                  f"{' '.join(f'{r:.2f}' for r in row['diagnose_over_hta_by_round'])}", file=sys.stderr, flush=True)
+    out = write_results(args.name, rows)
     print(markdown(rows, [
         ("size", "size", ""), ("json_mb", "JSON MB", ".0f"), ("kineto_load_s", "kineto load s", ".2f"),
         ("diagnose_s", "diagnose s", ".2f"), ("k_hta4_s", "kineto load+4 HTA s", ".2f"),
