@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from kineto_sql.loading import ts_fields
+
 # Above this a double cannot hold every nanosecond of a microsecond timestamp with 3 decimals.
 REBASE_ABOVE_US = 10**12
 
@@ -35,12 +37,14 @@ class TimestampSpan:
         if not matches:
             return
         integers = [int(m[1]) for m in matches]
-        low, high = min(integers), max(integers)
-        self.count += len(integers)
+        # Whole microseconds are exact in a double up to 2^53; only a fraction at a large magnitude loses ns.
+        self._add(len(integers), min(integers), max(integers), any(m[2].strip(b".0") for m in matches))
+
+    def _add(self, count: int, low: int, high: int, fractional: bool) -> None:
+        self.count += count
         self.low = low if self.low is None else min(self.low, low)
         self.high = high if self.high is None else max(self.high, high)
-        # Whole microseconds are exact in a double up to 2^53; only a fraction at a large magnitude loses ns.
-        self.fractional = self.fractional or any(m[2].strip(b".0") for m in matches)
+        self.fractional = self.fractional or fractional
 
     def base(self) -> int | None:
         """The microseconds to subtract, or None when every timestamp is exact as it is."""
@@ -86,7 +90,15 @@ def may_need_rebase(text: bytes) -> bool:
 
 
 def shift(text: bytes, base: int) -> bytes:
-    """`text` with `base` subtracted from the integer part of every `ts` field."""
+    """`text` with `base` subtracted from the integer part of every `ts` field. The shifted text is only
+    parsed, never loaded: where it can, the shorter number is written in the place of the old one with
+    spaces before it (ts_fields.rewrite), else the field is rewritten shorter."""
+    fields = ts_fields.read(text) if 0 < base < 2**62 else None
+    if fields is not None:
+        shifted = fields.value - base
+        if not (shifted < 0).any() and not (ts_fields.digits_of(shifted) > fields.end - fields.start).any():
+            return ts_fields.rewrite(text, fields, shifted)
+
     def one(match: re.Match) -> bytes:
         return match.group(1) + str(int(match.group(2)) - base).encode() + (match.group(3) or b"")
 
