@@ -1,6 +1,6 @@
 -- version: 2
 -- locked: 2 2a1c7d22c9458923
--- lib: lib.event_categories@2 lib.kernels@5 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: lib.event_categories@2 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 

@@ -1,5 +1,5 @@
--- version: 5
--- locked: 5 7943271a2ca0ff8c
+-- version: 6
+-- locked: 6 3b080092ec0caf8c
 -- lib: lib.event_categories@2 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -66,40 +66,6 @@ ORDER BY n.name;
 -- By name.
 CREATE OR REPLACE PERFETTO INDEX _kineto_kernel_name_classes_name ON _kineto_kernel_name_classes(name);
 
--- Thread tracks with the thread id and the process (and its pid) they belong to, ordered by track, and the
--- device-activity categories with their kind: kineto_kernels below scans `slice` once in id order
--- (filtered on these categories) and looks its track and category up here, one lookup each, instead of
--- joining thread_track, thread and process per activity.
-CREATE OR REPLACE PERFETTO TABLE _kineto_kernel_tracks(
-  -- Thread track id.
-  track_id LONG,
-  -- Thread id as written (tid): the stream of an activity without args.stream.
-  tid LONG,
-  -- Process of the thread.
-  upid LONG,
-  -- Its pid: the device of an activity without args.device.
-  pid LONG
-) AS
-SELECT tt.id AS track_id, t.tid, t.upid, p.pid
-FROM thread_track AS tt
-JOIN thread AS t
-  USING (utid)
-LEFT JOIN process AS p
-  USING (upid)
-ORDER BY tt.id;
-
--- The device-activity categories (kineto_event_categories of class gpu) with their kind.
-CREATE OR REPLACE PERFETTO TABLE _kineto_kernel_categories(
-  -- Raw category.
-  category STRING,
-  -- kernel, memcpy or memset.
-  gpu_kind STRING
-) AS
-SELECT category, gpu_kind
-FROM kineto_event_categories
-WHERE
-  event_class = 'gpu';
-
 -- Device activities: kernels, memcpys, memsets (and MTIA ccp events), one row each. GPU user
 -- annotations (ProfilerStep#N, nccl:all_reduce... copied onto a stream) are not device work and are
 -- excluded. Device and stream come from `args.device` / `args.stream` (the process pid / thread tid
@@ -140,24 +106,22 @@ WITH
       s.dur,
       s.name,
       s.category,
-      c.gpu_kind AS kind,
-      -- the pid is the device of an activity without args.device
-      coalesce(extract_arg(s.arg_set_id, 'args.device'), k.pid) AS device,
-      coalesce(extract_arg(s.arg_set_id, 'args.stream'), k.tid) AS stream,
+      s.gpu_kind AS kind,
+      coalesce(extract_arg(s.arg_set_id, 'args.device'), p.pid) AS device,
+      coalesce(extract_arg(s.arg_set_id, 'args.stream'), s.tid) AS stream,
       extract_arg(s.arg_set_id, 'args.correlation') AS correlation,
       coalesce(
         extract_arg(s.arg_set_id, 'args.External id'),
         extract_arg(s.arg_set_id, 'args.external id')
       ) AS external_id,
-      k.upid,
+      s.upid,
       s.arg_set_id
-    FROM slice AS s
-    CROSS JOIN _kineto_kernel_tracks AS k
-      ON k.track_id = s.track_id
-    CROSS JOIN _kineto_kernel_categories AS c
-      ON c.category = s.category
+    FROM kineto_thread_slices AS s
+    -- the pid is the device of an activity without args.device
+    LEFT JOIN process AS p
+      USING (upid)
     WHERE
-      s.category IN (SELECT category FROM _kineto_kernel_categories)
+      s.event_class = 'gpu'
   )
 SELECT
   a.id,

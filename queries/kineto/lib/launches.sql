@@ -1,6 +1,6 @@
--- version: 5
--- locked: 5 ffc9bd912c15ec6b
--- lib: lib.event_categories@2 lib.host_slices@8 lib.kernels@5 lib.runtime_calls@4 lib.steps@9
+-- version: 6
+-- locked: 6 b70abc72ee311f1c
+-- lib: lib.event_categories@2 lib.host_slices@8 lib.kernels@6 lib.runtime_calls@4 lib.steps@9
 --   lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -133,7 +133,8 @@ WITH
       hs.op_id,
       hs.step
     FROM launches AS l
-    JOIN kineto_host_slices AS hs
+    -- CROSS JOIN: looked up after the filter above, for the launches only
+    CROSS JOIN kineto_host_slices AS hs
       USING (id)
   )
 SELECT

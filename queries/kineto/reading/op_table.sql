@@ -7,7 +7,7 @@
 -- status: stable
 -- default top_n: 0
 -- locked: 5 f00ce25a1ccde492
--- lib: lib.event_categories@2 lib.host_slices@8 lib.host_tree@3 lib.kernels@5 lib.launches@5
+-- lib: lib.event_categories@2 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.launches@6
 --   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;

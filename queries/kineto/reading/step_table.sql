@@ -9,7 +9,7 @@
 -- default cold_start_factor: 1.5
 -- locked: 3 766dde83d91fde2a
 -- lib: lib.cpu_ops@4 lib.device_busy@3 lib.event_categories@2 lib.host_slices@8 lib.host_tree@3
---   lib.interval_merge@3 lib.kernels@5 lib.steps@9 lib.stream_busy@4 lib.thread_slices@2
+--   lib.interval_merge@3 lib.kernels@6 lib.steps@9 lib.stream_busy@4 lib.thread_slices@2
 --   lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
