@@ -26,7 +26,8 @@ VOLATILE = ("elapsed_s", "version", "query_version", "versions")
 
 
 def traces(extra: list[Path]) -> list[Path]:
-    return sorted(GOLDEN.glob("*.json.gz")) + sorted(CORPUS.glob("*.json.gz")) + sorted(CORPUS.glob("*/*.json.gz")) + extra
+    return (sorted(GOLDEN.glob("*.json.gz")) + sorted(CORPUS.glob("*.json.gz")) + sorted(CORPUS.glob("*/*.json.gz"))
+            + extra)
 
 
 def report(trace: Path, queries: Path | None, out: Path) -> dict | str:
@@ -34,8 +35,8 @@ def report(trace: Path, queries: Path | None, out: Path) -> dict | str:
     if queries is not None:
         env["KINETO_SQL_QUERIES"] = str(queries)
     script = Path(sys.executable).parent / "kineto-sql"
-    done = subprocess.run([str(script), "diagnose", str(trace), "--format", "json", "-o", str(out), "-q", "--jobs", "1"],
-                          env=env, capture_output=True, text=True)
+    command = [str(script), "diagnose", str(trace), "--format", "json", "-o", str(out), "-q", "--jobs", "1"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode:
         return f"exit {done.returncode}: {done.stderr.strip()[-300:]}"
     return _stable(json.loads(out.read_text()))
