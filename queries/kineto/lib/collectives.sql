@@ -1,5 +1,5 @@
--- version: 2
--- locked: 2 3acfe69b17b9c067
+-- version: 3
+-- locked: 3 42d747fee64e6954
 -- lib: lib.event_categories@2 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.launches@6
 --   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
@@ -25,19 +25,26 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_collectives_host_ops(
   -- Direct parent in torch's tree (kineto_cpu_ops.parent_id), or NULL.
   parent_id LONG,
   -- Step (kineto_cpu_ops.step).
-  step LONG
+  step LONG,
+  -- `gloo` (gloo's own work items) or `sync` (the c10d / nccl / record_param_comms ops of a synchronous
+  -- backend): the name patterns are written here only.
+  kind STRING
 ) AS
-SELECT h.id, h.ts, h.dur, h.name, t.parent_id, h.step
+SELECT h.id, h.ts, h.dur, h.name, t.parent_id, h.step, h.kind
 -- one branch per pattern: a lone GLOB or = on the table is filtered by the engine, an OR of them by SQLite
--- row by row (ten times the cost)
+-- row by row (ten times the cost); the patterns never match the same name
 FROM (
-  SELECT id, ts, dur, name, step FROM kineto_host_slices WHERE event_class = 'cpu_op' AND name GLOB 'gloo:*'
+  SELECT id, ts, dur, name, step, 'gloo' AS kind
+  FROM kineto_host_slices
+  WHERE event_class = 'cpu_op' AND name GLOB 'gloo:*'
   UNION ALL
-  SELECT id, ts, dur, name, step FROM kineto_host_slices WHERE event_class = 'cpu_op' AND name GLOB 'c10d::*_'
+  SELECT id, ts, dur, name, step, 'sync' FROM kineto_host_slices WHERE event_class = 'cpu_op' AND name GLOB 'c10d::*_'
   UNION ALL
-  SELECT id, ts, dur, name, step FROM kineto_host_slices WHERE event_class = 'cpu_op' AND name GLOB 'nccl:*'
+  SELECT id, ts, dur, name, step, 'sync' FROM kineto_host_slices WHERE event_class = 'cpu_op' AND name GLOB 'nccl:*'
   UNION ALL
-  SELECT id, ts, dur, name, step FROM kineto_host_slices WHERE event_class = 'cpu_op' AND name = 'record_param_comms'
+  SELECT id, ts, dur, name, step, 'sync'
+  FROM kineto_host_slices
+  WHERE event_class = 'cpu_op' AND name = 'record_param_comms'
 ) AS h
 CROSS JOIN kineto_host_tree AS t
   ON t.id = h.id
@@ -80,14 +87,14 @@ WITH
     SELECT o.id, o.ts, o.dur, o.name, 'cpu' AS source, NULL AS device, o.step
     FROM _kineto_collectives_host_ops AS o
     WHERE
-      o.name GLOB 'gloo:*'
+      o.kind = 'gloo'
       AND NOT EXISTS (SELECT 1 FROM gpu)
   ),
   sync_ops AS (
     SELECT o.id, o.ts, o.dur, o.name, 'cpu' AS source, NULL AS device, o.step
     FROM _kineto_collectives_host_ops AS o
     WHERE
-      (o.name GLOB 'c10d::*_' OR o.name GLOB 'nccl:*' OR o.name = 'record_param_comms')
+      o.kind = 'sync'
       AND NOT EXISTS (SELECT 1 FROM gpu)
       AND NOT EXISTS (SELECT 1 FROM gloo)
       AND NOT EXISTS (
@@ -95,7 +102,7 @@ WITH
         FROM _kineto_collectives_host_ops AS p
         WHERE
           p.id = o.parent_id
-          AND (p.name GLOB 'c10d::*_' OR p.name GLOB 'nccl:*' OR p.name = 'record_param_comms')
+          AND p.kind = 'sync'
       )
   )
 SELECT id, ts, dur, name, source, device, step FROM gpu
