@@ -38,6 +38,24 @@ def test_read_finds_what_the_regex_finds(text):
         assert list(zip(fields.start.tolist(), fields.end.tolist(), fields.value.tolist())) == _regex_fields(text)
 
 
+_FIELD = st.builds(lambda space, sign, digits, fraction, follow: b'"ts"' + space + b":" + space + sign + digits
+                   + fraction + follow,
+                   st.sampled_from([b"", b" ", b"\t", b"  "]), st.sampled_from([b"", b"-"]),
+                   st.from_regex(rb"\A[0-9]{1,18}\Z"), st.sampled_from([b"", b".", b".5", b".000", b".125e3"]),
+                   st.sampled_from([b",", b"}", b" ", b"\n", b"x", b"]", b"."]))
+_JUNK = st.sampled_from([b'"ts"', b'"name": "ts"', b"{", b"}", b",", b":", b'"x"'])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(_FIELD, _JUNK), min_size=1, max_size=30).map(b"".join))
+def test_read_decides_fields_its_window_holds(text):
+    """Where every field fits the window (no long whitespace, at most 18 digits), the array path answers,
+    so the property above is not met by declining."""
+    fields = ts_fields.read(text)
+    assert fields is not None
+    assert list(zip(fields.start.tolist(), fields.end.tolist(), fields.value.tolist())) == _regex_fields(text)
+
+
 def test_read_declines_what_its_window_cannot_decide():
     assert ts_fields.read(b'{"ts":' + b" " * 40 + b"5}") is None  # more whitespace than the window
     assert ts_fields.read(b'{"ts": 1234567890123456789}') is None  # 19 digits: beyond int64 for the arrays
