@@ -41,7 +41,7 @@ def test_read_finds_what_the_regex_finds(text):
 _FIELD = st.builds(lambda space, sign, digits, fraction, follow: b'"ts"' + space + b":" + space + sign + digits
                    + fraction + follow,
                    st.sampled_from([b"", b" ", b"\t", b"  "]), st.sampled_from([b"", b"-"]),
-                   st.from_regex(rb"\A[0-9]{1,18}\Z"), st.sampled_from([b"", b".", b".5", b".000", b".125e3"]),
+                   st.from_regex(rb"\A[0-9]{1,18}\Z"), st.sampled_from([b"", b".", b".5", b".000"]),
                    st.sampled_from([b",", b"}", b" ", b"\n", b"x", b"]", b"."]))
 _JUNK = st.sampled_from([b'"ts"', b'"name": "ts"', b"{", b"}", b",", b":", b'"x"'])
 
@@ -57,6 +57,8 @@ def test_read_decides_fields_its_window_holds(text):
 
 
 def test_read_declines_what_its_window_cannot_decide():
+    assert ts_fields.read(b'{"ts": 1.5e3}') is None  # an exponent: the integer part is not the value
+    assert ts_fields.read(b'{"ts": 15E-1, "dur": 1}') is None
     assert ts_fields.read(b'{"ts":' + b" " * 40 + b"5}") is None  # more whitespace than the window
     assert ts_fields.read(b'{"ts": 1234567890123456789}') is None  # 19 digits: beyond int64 for the arrays
     found = ts_fields.read(b'{"ts": 12.5, "name": "ts", "args": {"ts": -3}, "x": "ts": 4x}')

@@ -11,13 +11,19 @@ those is searched and rewritten exactly as the whole.
 from __future__ import annotations
 
 import re
+from decimal import ROUND_FLOOR, Decimal
 
 from kineto_sql.loading import ts_fields
 
 # Above this a double cannot hold every nanosecond of a microsecond timestamp with 3 decimals.
 REBASE_ABOVE_US = 10**12
 
-_TS_FIELD = re.compile(rb'("ts"\s*:\s*)(-?\d+)(\.\d*)?(?=[,}\s eE])')
+# The integer part and the fraction are rewritten; an exponent after them is captured (group 4) by a
+# lookahead that always succeeds, so the fields found are the same with or without one.
+_TS_FIELD = re.compile(rb'("ts"\s*:\s*)(-?\d+)(\.\d*)?(?=([eE][-+]?\d+)?)(?=[,}\s eE])')
+# The fields whose floor is not their integer part, or whose value is not their digits: a negative one
+# with a fraction (-4999.5 lies below -4999) or one with an exponent.
+TS_NEGATIVE_FRACTION_OR_EXPONENT = re.compile(rb'"ts"\s*:\s*(?:-\d+\.\d*[1-9]|-?\d+(?:\.\d*)?[eE])')
 # What can need the rebase: a negative timestamp, or one of 13+ digits (>= 1e12 us) when some timestamp
 # has a fraction. Searching for these rules it out for most traces without listing every ts.
 TS_NEGATIVE = re.compile(rb'"ts"\s*:\s*-')
@@ -33,12 +39,29 @@ class TimestampSpan:
         self.count, self.low, self.high, self.fractional = 0, None, None, False
 
     def see(self, text: bytes) -> None:
+        fields = ts_fields.read(text)
+        if fields is not None:  # the same answer from arrays (no exponent: the integer parts are the values)
+            if len(fields.value):
+                floors = fields.value - (fields.negative & fields.fractional)
+                self._add(len(floors), int(floors.min()), int(floors.max()), bool(fields.fractional.any()))
+            return
+        self.see_by_regex(text)
+
+    def see_by_regex(self, text: bytes) -> None:
+        """see(), by the regex alone (where the arrays decline, and to test them against)."""
         matches = _TS_FIELD.findall(text)
         if not matches:
             return
         integers = [int(m[1]) for m in matches]
         # Whole microseconds are exact in a double up to 2^53; only a fraction at a large magnitude loses ns.
-        self._add(len(integers), min(integers), max(integers), any(m[2].strip(b".0") for m in matches))
+        fractional = any(m[2].strip(b".0") for m in matches if not m[3])
+        if TS_NEGATIVE_FRACTION_OR_EXPONENT.search(text):
+            for k, m in enumerate(matches):
+                if _exact(m[1], m[2], m[3]):
+                    value = _value(m[1], m[2], m[3])
+                    integers[k] = int(value.to_integral_value(rounding=ROUND_FLOOR))
+                    fractional = fractional or value != integers[k]
+        self._add(len(integers), min(integers), max(integers), fractional)
 
     def _add(self, count: int, low: int, high: int, fractional: bool) -> None:
         self.count += count
@@ -90,9 +113,13 @@ def may_need_rebase(text: bytes) -> bool:
 
 
 def shift(text: bytes, base: int) -> bytes:
-    """`text` with `base` subtracted from the integer part of every `ts` field. The shifted text is only
-    parsed, never loaded: where it can, the shorter number is written in the place of the old one with
-    spaces before it (ts_fields.rewrite), else the field is rewritten shorter."""
+    """`text` with `base` subtracted from every `ts` field. Most fields only need their integer part
+    rewritten; a negative one with a fraction, or one with an exponent, is rewritten as its exact decimal
+    value less the base (see _exact). The shifted text is only parsed, never loaded: where it can, the
+    shorter number is written in the place of the old one with spaces before it (ts_fields.rewrite), else
+    the field is rewritten shorter. A base of 0 (the smallest timestamp is in [0, 1) us) changes nothing."""
+    if base == 0:
+        return text
     fields = ts_fields.read(text) if 0 < base < 2**62 else None
     if fields is not None:
         shifted = fields.value - base
@@ -100,9 +127,30 @@ def shift(text: bytes, base: int) -> bytes:
             return ts_fields.rewrite(text, fields, shifted)
 
     def one(match: re.Match) -> bytes:
-        return match.group(1) + str(int(match.group(2)) - base).encode() + (match.group(3) or b"")
+        head, integer, fraction, exponent = match.group(1), match.group(2), match.group(3) or b"", match.group(4)
+        if _exact(integer, fraction, exponent):
+            # the exponent stays in the text after the match: write the mantissa that, scaled by it, is
+            # the value less the base
+            scale = -int(exponent[1:]) if exponent else 0
+            mantissa = _value(integer, fraction, b"") - Decimal(base).scaleb(scale)
+            return head + format(mantissa, "f").encode()
+        return head + str(int(integer) - base).encode() + fraction
 
     return _TS_FIELD.sub(one, text)
+
+
+def _exact(integer: bytes, fraction: bytes, exponent: bytes | None) -> bool:
+    """Whether a field needs its exact value: subtracting from the integer part alone would be wrong for
+    a negative one with a fraction (-4999.5 + 5000 is 0.5, not 1.5) and for one with an exponent. An
+    exponent of three digits or more is no clock's microseconds (a double reads it as inf, which validation
+    drops, or as 0): such a field keeps the integer-part rule rather than a decimal of that many digits."""
+    if exponent:
+        return len(exponent.lstrip(b"eE+-")) <= 2
+    return integer[:1] == b"-" and bool(fraction.strip(b".0"))
+
+
+def _value(integer: bytes, fraction: bytes, exponent: bytes | None) -> Decimal:
+    return Decimal((integer + fraction + (exponent or b"")).decode())
 
 
 def rebase_text(raw: bytes, report) -> bytes:
