@@ -32,14 +32,19 @@ TS_FRACTION = re.compile(rb'"ts"\s*:\s*-?\d+\.\d*[1-9]')
 TS_NEGATIVE_OR_FRACTION = re.compile(rb'"ts"\s*:\s*(?:-|\d+\.\d*[1-9])')  # one scan rules both out
 
 
+_UNREAD = object()  # ts_fields.read not run yet (its None means it declined)
+
+
 class TimestampSpan:
     """The integer parts of every `ts` field of a text, seen a piece at a time."""
 
     def __init__(self):
         self.count, self.low, self.high, self.fractional = 0, None, None, False
 
-    def see(self, text: bytes) -> None:
-        fields = ts_fields.read(text)
+    def see(self, text: bytes, fields=_UNREAD) -> None:
+        """Adds the `ts` fields of `text`; `fields` is ts_fields.read(text) when the caller has it."""
+        if fields is _UNREAD:
+            fields = ts_fields.read(text)
         if fields is not None:  # the same answer from arrays (no exponent: the integer parts are the values)
             if len(fields.value):
                 floors = fields.value - (fields.negative & fields.fractional)
@@ -112,15 +117,19 @@ def may_need_rebase(text: bytes) -> bool:
     return evidence.may_rebase
 
 
-def shift(text: bytes, base: int) -> bytes:
+def shift(text: bytes, base: int, fields=_UNREAD) -> bytes:
     """`text` with `base` subtracted from every `ts` field. Most fields only need their integer part
     rewritten; a negative one with a fraction, or one with an exponent, is rewritten as its exact decimal
     value less the base (see _exact). The shifted text is only parsed, never loaded: where it can, the
     shorter number is written in the place of the old one with spaces before it (ts_fields.rewrite), else
-    the field is rewritten shorter. A base of 0 (the smallest timestamp is in [0, 1) us) changes nothing."""
+    the field is rewritten shorter. A base of 0 (the smallest timestamp is in [0, 1) us) changes nothing.
+    `fields` is ts_fields.read(text) when the caller has it."""
     if base == 0:
         return text
-    fields = ts_fields.read(text) if 0 < base < 2**62 else None
+    if not 0 < base < 2**62:
+        fields = None
+    elif fields is _UNREAD:
+        fields = ts_fields.read(text)
     if fields is not None:
         shifted = fields.value - base
         if not (shifted < 0).any() and not (ts_fields.digits_of(shifted) > fields.end - fields.start).any():
@@ -157,10 +166,11 @@ def rebase_text(raw: bytes, report) -> bytes:
     """The whole text, rebased when it needs it (the change recorded in `report`)."""
     if not may_need_rebase(raw):
         return raw
+    fields = ts_fields.read(raw)  # read once, for the span and the shift
     span = TimestampSpan()
-    span.see(raw)
+    span.see(raw, fields)
     base = span.base()
     if base is None:
         return raw
     span.report(report)
-    return shift(raw, base)
+    return shift(raw, base, fields)
