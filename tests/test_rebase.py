@@ -61,7 +61,8 @@ def test_negative_fractions_and_exponents_by_hand():
 
 
 _TOKENS = [b'"ts"', b":", b" ", b"-", b"0", b"7", b"12", b".", b".5", b".000", b".0300", b"e3", b",", b"}", b"x",
-           b'"ts": ', b"1419116104507123", b"1419116104507123.456", b"-0.25", b" " * 40, b"12345678901234567890"]
+           b'"ts": ', b"1419116104507123", b"1419116104507123.456", b"-0.25", b" " * 40, b"12345678901234567890",
+           b"{", b'"ph":"M"', b'"ph": "M",', b'"ph":"X"']
 
 
 @settings(max_examples=1000, deadline=None)
@@ -72,3 +73,82 @@ def test_the_span_from_arrays_is_the_span_from_the_regex(text):
     arrays.see(text)
     regex.see_by_regex(text)
     assert vars(arrays) == vars(regex)
+
+
+def _with_metadata(values: list[str], metadata: list[str]) -> bytes:
+    names = ",".join(f'{{"ph":"M","name":"thread_name","pid":1,"tid":{i},"ts":{v},"args":{{"name":"t{i}"}}}}'
+                     for i, v in enumerate(metadata))
+    events = ",".join(f'{{"name":"e{i}","ts":{v},"ph":"X","dur":1}}' for i, v in enumerate(values))
+    return f'{{"traceEvents":[{names},{events}]}}'.encode()
+
+
+def test_metadata_timestamps_do_not_set_the_base():
+    # HTA's MTIA writer puts ts 0.0 on the metadata events; with it in the span the base was 0 and these
+    # epoch timestamps kept only the double's ~0.25 us
+    text = _with_metadata(["1700000000000010.123", "1700000000000020.5"], ["0", "0.0", "1700000000000000"])
+    report = IngestReport("t.json", len(text))
+    out = rebase_text(text, report)
+    assert report.ts_offset_ns == 1700000000000010_000
+    events = orjson.loads(out)["traceEvents"]
+    assert [e["ts"] for e in events] == [0, 0.0, 0, 0.123, 10.5]  # the metadata ones below the base: 0
+    assert {f.kind: f.count for f in report.fixes} == {"timestamps_rebased": 5, "metadata_ts_zeroed": 3}
+
+
+def test_metadata_timestamps_decide_only_when_the_events_need_no_rebase():
+    # a negative metadata timestamp beside small event times still shifts the whole trace, as before
+    text = _with_metadata(["10.5", "20"], ["-5"])
+    report = IngestReport("t.json", len(text))
+    out = rebase_text(text, report)
+    assert report.ts_offset_ns == -5000
+    assert [e["ts"] for e in orjson.loads(out)["traceEvents"]] == [0, 15.5, 25]
+    assert [f.kind for f in report.fixes] == ["timestamps_rebased"]
+
+
+_EPOCH = st.builds(lambda i, f: f"{i}.{f}", st.integers(10**15, 10**15 + 10**9), st.from_regex(r"\A[0-9]{0,2}[1-9]\Z"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_EPOCH, min_size=1, max_size=8), st.lists(st.one_of(_VALUE, _EPOCH), min_size=1, max_size=4))
+def test_event_timestamps_keep_their_exact_value_whatever_the_metadata_says(values, metadata):
+    text = _with_metadata(values, metadata)
+    report = IngestReport("t.json", len(text))
+    out = rebase_text(text, report)
+    offset_us = Decimal(report.ts_offset_ns) / 1000
+    after = _values(out)
+    assert [a + offset_us for a in after[len(metadata):]] == _values(text)[len(metadata):]
+    assert min(after) >= 0 and min(after[len(metadata):]) < 1  # the base is the floor of the events' smallest
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_TOKENS), max_size=60).map(b"".join), st.integers(1, 8))
+def test_a_text_seen_in_blocks_cut_after_a_brace_is_the_whole_text(text, blocks):
+    whole, pieces = TimestampSpan(), TimestampSpan()
+    whole.see(text)
+    cuts = [i + 1 for i, byte in enumerate(text) if byte == ord("}")][::blocks]
+    for start, end in zip([0] + cuts, cuts + [len(text)]):
+        pieces.see(text[start:end])
+    assert vars(pieces) == vars(whole)
+
+
+def test_the_engine_keeps_every_nanosecond_and_every_name_beside_metadata_at_0(tmp_path):
+    from kineto_sql import open_trace
+
+    starts = [f"17000000000{k:05d}.{k % 1000:03d}" for k in range(0, 50000, 997)]
+    names = [{"ph": "M", "name": "process_name", "pid": 7, "tid": 0, "ts": 0, "args": {"name": "trainer"}},
+             {"ph": "M", "name": "thread_name", "pid": 7, "tid": 8, "ts": 0.0, "args": {"name": "main"}}]
+    events = ",".join(f'{{"ph":"X","name":"op{k}","pid":7,"tid":8,"ts":{ts},"dur":0.5}}' for k, ts in enumerate(starts))
+    path = tmp_path / "epoch.json"
+    path.write_text('{"traceEvents":[' + ",".join(orjson.dumps(n).decode() for n in names) + "," + events + "]}")
+    tp = open_trace(path)
+    try:
+        offset = tp.loaded.report.ts_offset_ns
+        rows = tp.rows("SELECT s.name, s.ts, t.name AS thread, p.name AS process FROM slice s "
+                       "JOIN thread_track tt ON s.track_id = tt.id JOIN thread t USING (utid) "
+                       "JOIN process p USING (upid) ORDER BY s.ts").records()
+        dropped = tp.rows("SELECT value FROM stats WHERE name = 'trace_sorter_negative_timestamp_dropped'").records()
+    finally:
+        tp.close()
+    assert offset == 1_700_000_000_000_000_000
+    assert [r["ts"] + offset for r in rows] == [int(Decimal(ts) * 1000) for ts in starts]
+    assert {(r["thread"], r["process"]) for r in rows} == {("main", "trainer")}
+    assert [r["value"] for r in dropped] in ([], [0])

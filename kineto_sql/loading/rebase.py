@@ -4,14 +4,27 @@ A double holds an absolute epoch-microsecond timestamp with 3 decimals only to ~
 drops negative ones; such a trace's `ts` fields get a whole number of microseconds (the smallest integer
 part) subtracted as text, and the offset goes in the report (kineto_metadata.ts_offset_ns adds it back).
 
+The base comes from the timestamps of the events the engine places in time. A metadata event's (ph M:
+process and thread names) places nothing, and writers put anything there: HTA's MTIA trace writes 0.0
+beside events at 3.6e12 us, which made the base 0 and left every other timestamp to the double's
+rounding (1 ns off on about one in six). So a `ts` field is left out of the span when a `"ph": "M"` is a
+field of the same object: both lie in one stretch of text without a `{` or `}` (a field the test cannot
+place counts, as before). Every field is still shifted; a metadata one the base would make negative is
+written as 0 instead (the engine's sorter drops an event with a negative time, names included). Only
+when the other events need no rebase do the metadata timestamps decide it, as they always did (a
+negative one still shifts the whole trace up).
+
 The same reading serves the whole text (`rebase_text`) and a text read in blocks (`TimestampSpan` over the
-blocks, then `shift` on each piece): no `ts` field holds a `,` or a `}`, so a text cut just after one of
-those is searched and rewritten exactly as the whole.
+blocks, then `shift` on each piece): no `ts` field holds a `,` or a `}`, and a text cut just after a `}`
+(or between two whole events) splits no stretch without braces, so it is searched and rewritten exactly
+as the whole.
 """
 from __future__ import annotations
 
 import re
 from decimal import ROUND_FLOOR, Decimal
+
+import numpy as np
 
 from kineto_sql.loading import ts_fields
 
@@ -33,13 +46,51 @@ TS_NEGATIVE_OR_FRACTION = re.compile(rb'"ts"\s*:\s*(?:-|\d+\.\d*[1-9])')  # one 
 
 
 _UNREAD = object()  # ts_fields.read not run yet (its None means it declined)
+_METADATA_PHASE = re.compile(rb'"ph"\s*:\s*"M"')
 
 
-class TimestampSpan:
-    """The integer parts of every `ts` field of a text, seen a piece at a time."""
+def metadata_fields(text: bytes, starts) -> np.ndarray:
+    """For each `ts` field beginning at `starts`, whether it belongs to a ph M event: a `"ph": "M"` lies
+    with it in one stretch of the text without `{` or `}`, so both are fields of one object."""
+    starts = np.asarray(starts, dtype=np.int64)
+    marks = np.fromiter((m.start() for m in _METADATA_PHASE.finditer(text)), dtype=np.int64)
+    if not len(marks) or not len(starts):
+        return np.zeros(len(starts), dtype=bool)
+    data = np.frombuffer(text, dtype=np.uint8)
+    braces = np.flatnonzero((data == 123) | (data == 125))
+    return np.isin(np.searchsorted(braces, starts), np.searchsorted(braces, marks))
+
+
+class _Range:
+    """The smallest and largest integer part (floor) of some timestamps, and whether one has a fraction."""
 
     def __init__(self):
         self.count, self.low, self.high, self.fractional = 0, None, None, False
+
+    def add(self, count: int, low: int, high: int, fractional: bool) -> None:
+        self.count += count
+        self.low = low if self.low is None else min(self.low, low)
+        self.high = high if self.high is None else max(self.high, high)
+        self.fractional = self.fractional or fractional
+
+    def base(self) -> int | None:
+        if not self.count or (self.low >= 0 and (self.high < REBASE_ABOVE_US or not self.fractional)):
+            return None
+        return self.low
+
+    def __eq__(self, other) -> bool:
+        return vars(self) == vars(other)
+
+
+class TimestampSpan:
+    """The integer parts of every `ts` field of a text, seen a piece at a time: of the events' own
+    (`events`) and of every field (`every`, metadata included), with the metadata floors kept to count
+    those the base would make negative."""
+
+    def __init__(self):
+        self.count = 0
+        self.events, self.every = _Range(), _Range()
+        self.metadata_floors: list[int] = []
 
     def see(self, text: bytes, fields=_UNREAD) -> None:
         """Adds the `ts` fields of `text`; `fields` is ts_fields.read(text) when the caller has it."""
@@ -48,46 +99,56 @@ class TimestampSpan:
         if fields is not None:  # the same answer from arrays (no exponent: the integer parts are the values)
             if len(fields.value):
                 floors = fields.value - (fields.negative & fields.fractional)
-                self._add(len(floors), int(floors.min()), int(floors.max()), bool(fields.fractional.any()))
+                self._add(floors, fields.fractional, metadata_fields(text, fields.start))
             return
         self.see_by_regex(text)
 
     def see_by_regex(self, text: bytes) -> None:
         """see(), by the regex alone (where the arrays decline, and to test them against)."""
-        matches = _TS_FIELD.findall(text)
+        matches = list(_TS_FIELD.finditer(text))
         if not matches:
             return
-        integers = [int(m[1]) for m in matches]
+        groups = [m.groups(b"") for m in matches]  # as findall gives them: b"" for a group that is absent
+        floors = [int(g[1]) for g in groups]
         # Whole microseconds are exact in a double up to 2^53; only a fraction at a large magnitude loses ns.
-        fractional = any(m[2].strip(b".0") for m in matches if not m[3])
+        fractional = [bool(g[2].strip(b".0")) and not g[3] for g in groups]
         if TS_NEGATIVE_FRACTION_OR_EXPONENT.search(text):
-            for k, m in enumerate(matches):
-                if _exact(m[1], m[2], m[3]):
-                    value = _value(m[1], m[2], m[3])
-                    integers[k] = int(value.to_integral_value(rounding=ROUND_FLOOR))
-                    fractional = fractional or value != integers[k]
-        self._add(len(integers), min(integers), max(integers), fractional)
+            for k, g in enumerate(groups):
+                if _exact(g[1], g[2], g[3]):
+                    value = _value(g[1], g[2], g[3])
+                    floors[k] = int(value.to_integral_value(rounding=ROUND_FLOOR))
+                    fractional[k] = fractional[k] or value != floors[k]
+        self._add(np.array(floors, dtype=object), np.array(fractional, dtype=bool),
+                  metadata_fields(text, [m.start() for m in matches]))
 
-    def _add(self, count: int, low: int, high: int, fractional: bool) -> None:
-        self.count += count
-        self.low = low if self.low is None else min(self.low, low)
-        self.high = high if self.high is None else max(self.high, high)
-        self.fractional = self.fractional or fractional
+    def _add(self, floors: np.ndarray, fractional: np.ndarray, metadata: np.ndarray) -> None:
+        self.count += len(floors)
+        self.every.add(len(floors), int(floors.min()), int(floors.max()), bool(fractional.any()))
+        events = ~metadata
+        if events.any():
+            own = floors[events]
+            self.events.add(len(own), int(own.min()), int(own.max()), bool(fractional[events].any()))
+        self.metadata_floors.extend(int(v) for v in floors[metadata])
 
     def base(self) -> int | None:
         """The microseconds to subtract, or None when every timestamp is exact as it is."""
-        if not self.count or (self.low >= 0 and (self.high < REBASE_ABOVE_US or not self.fractional)):
-            return None
-        return self.low
+        base = self.events.base()
+        return base if base is not None else self.every.base()
 
     def report(self, report) -> None:
         base = self.base()
         report.ts_offset_ns = base * 1000
         report.add("timestamps_rebased", self.count,
-                   f"timestamps are {'negative' if self.low < 0 else 'absolute epoch microseconds'}: a double "
+                   f"timestamps are {'negative' if base < 0 else 'absolute epoch microseconds'}: a double "
                    f"holds them only to ~0.25 us and Perfetto drops negative ones, so {base} us was subtracted "
                    "as text (kineto_metadata.ts_offset_ns adds it back)",
                    examples=[f"offset {base} us"])
+        clamped = sum(1 for v in self.metadata_floors if v < base)
+        report.add("metadata_ts_zeroed", clamped,
+                   "metadata events (ph M: process and thread names) take no place in time, so their timestamps "
+                   "do not set the rebase; those it would make negative (the engine drops an event with a "
+                   "negative time, its name with it) are written as 0",
+                   examples=[f"ts {v} us" for v in sorted(set(self.metadata_floors))[:3] if v < base])
 
 
 class RebaseEvidence:
@@ -120,9 +181,10 @@ def may_need_rebase(text: bytes) -> bool:
 def shift(text: bytes, base: int, fields=_UNREAD) -> bytes:
     """`text` with `base` subtracted from every `ts` field. Most fields only need their integer part
     rewritten; a negative one with a fraction, or one with an exponent, is rewritten as its exact decimal
-    value less the base (see _exact). The shifted text is only parsed, never loaded: where it can, the
-    shorter number is written in the place of the old one with spaces before it (ts_fields.rewrite), else
-    the field is rewritten shorter. A base of 0 (the smallest timestamp is in [0, 1) us) changes nothing.
+    value less the base (see _exact). A metadata field (metadata_fields) that would turn negative is
+    written as 0. The shifted text is only parsed, never loaded: where it can, the shorter number is
+    written in the place of the old one with spaces before it (ts_fields.rewrite), else the field is
+    rewritten shorter. A base of 0 (the smallest timestamp is in [0, 1) us) changes nothing.
     `fields` is ts_fields.read(text) when the caller has it."""
     if base == 0:
         return text
@@ -132,16 +194,35 @@ def shift(text: bytes, base: int, fields=_UNREAD) -> bytes:
         fields = ts_fields.read(text)
     if fields is not None:
         shifted = fields.value - base
-        if not (shifted < 0).any() and not (ts_fields.digits_of(shifted) > fields.end - fields.start).any():
+        below = shifted < 0
+        if below.any():
+            # a metadata field below the base gets the integer part 0 (its fraction, if any, stays: >= 0)
+            zeroed = below & metadata_fields(text, fields.start)
+            shifted = np.where(zeroed, 0, shifted)
+            below &= ~zeroed
+        if not below.any() and not (ts_fields.digits_of(shifted) > fields.end - fields.start).any():
             return ts_fields.rewrite(text, fields, shifted)
+    metadata = None
+
+    def zeroed(match: re.Match) -> bool:
+        nonlocal metadata
+        if metadata is None:
+            matches = list(_TS_FIELD.finditer(text))
+            flags = metadata_fields(text, [m.start() for m in matches])
+            metadata = {m.start() for m, flag in zip(matches, flags) if flag}
+        return match.start() in metadata
 
     def one(match: re.Match) -> bytes:
         head, integer, fraction, exponent = match.group(1), match.group(2), match.group(3) or b"", match.group(4)
-        if _exact(integer, fraction, exponent):
+        exact = _exact(integer, fraction, exponent)
+        if exact:
             # the exponent stays in the text after the match: write the mantissa that, scaled by it, is
             # the value less the base
             scale = -int(exponent[1:]) if exponent else 0
             mantissa = _value(integer, fraction, b"") - Decimal(base).scaleb(scale)
+        if (mantissa < 0 if exact else int(integer) < base) and zeroed(match):
+            return head + b"0" + fraction  # as the arrays write it: the integer part 0, the rest as written
+        if exact:
             return head + format(mantissa, "f").encode()
         return head + str(int(integer) - base).encode() + fraction
 

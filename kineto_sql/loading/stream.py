@@ -106,12 +106,12 @@ class _NeedsRebase(Exception):
 
 
 def _timestamp_span(path: Path) -> TimestampSpan:
-    """rebase.TimestampSpan of the whole text, read in blocks cut just after a `,` or `}` (no `ts` field
-    holds one, so no field is cut)."""
+    """rebase.TimestampSpan of the whole text, read in blocks cut just after a `}` (no `ts` field holds
+    one, so no field is cut, nor any stretch without braces that tells a metadata event's field)."""
     span, carry = TimestampSpan(), b""
     for block in _blocks(path):
         text = carry + block
-        cut = max(text.rfind(b","), text.rfind(b"}")) + 1
+        cut = text.rfind(b"}") + 1
         span.see(text[:cut])
         carry = text[cut:]
     span.see(carry)
