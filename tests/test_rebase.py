@@ -152,3 +152,18 @@ def test_the_engine_keeps_every_nanosecond_and_every_name_beside_metadata_at_0(t
     assert [r["ts"] + offset for r in rows] == [int(Decimal(ts) * 1000) for ts in starts]
     assert {(r["thread"], r["process"]) for r in rows} == {("main", "trainer")}
     assert [r["value"] for r in dropped] in ([], [0])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_TOKENS + [b" " * 130, b'"ph" : "M"', b"{}"]), max_size=50).map(b"".join))
+def test_metadata_fields_near_a_mark_are_those_of_every_brace(text):
+    import numpy as np
+
+    from kineto_sql.loading import rebase
+
+    starts = np.array([m.start() for m in re.finditer(rb'"ts"', text)], dtype=np.int64)
+    marks = np.array([m.start() for m in re.finditer(rb'"ph"\s*:\s*"M"', text)], dtype=np.int64)
+    data = np.frombuffer(text, dtype=np.uint8)
+    braces = np.flatnonzero((data == 123) | (data == 125))
+    expected = np.isin(np.searchsorted(braces, starts), np.searchsorted(braces, marks))
+    assert rebase.metadata_fields(text, starts).tolist() == expected.tolist()

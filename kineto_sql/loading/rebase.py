@@ -57,8 +57,36 @@ def metadata_fields(text: bytes, starts) -> np.ndarray:
     if not len(marks) or not len(starts):
         return np.zeros(len(starts), dtype=bool)
     data = np.frombuffer(text, dtype=np.uint8)
-    braces = np.flatnonzero((data == 123) | (data == 125))
-    return np.isin(np.searchsorted(braces, starts), np.searchsorted(braces, marks))
+    bounds = _stretches_near(data, marks)
+    if bounds is None:  # a stretch longer than the reach: every brace of the text
+        braces = np.flatnonzero((data == 123) | (data == 125))
+        return np.isin(np.searchsorted(braces, starts), np.searchsorted(braces, marks))
+    low, high = bounds  # the braces around each mark (its stretch is low < position < high), rising
+    k = np.maximum(np.searchsorted(low, starts) - 1, 0)
+    return (low[k] < starts) & (starts < high[k])
+
+
+_REACH = 128  # bytes looked at on either side of a `"ph": "M"` for the braces around it
+_MARKS_AT_ONCE = 32768
+
+
+def _stretches_near(data: np.ndarray, marks: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The positions of the last brace before and the first brace after each mark, looked for within
+    _REACH bytes (the ends of the text count as braces); None when one is farther. A metadata event is
+    a few short fields, so its stretch is found without a pass over every byte of a large text."""
+    brace = np.full(_REACH, 123, dtype=np.uint8)
+    view = np.lib.stride_tricks.sliding_window_view(np.concatenate((brace, data, brace)), _REACH)
+    low, high = np.empty(len(marks), dtype=np.int64), np.empty(len(marks), dtype=np.int64)
+    for first in range(0, len(marks), _MARKS_AT_ONCE):
+        at = marks[first:first + _MARKS_AT_ONCE]
+        before, after = view[at], view[at + _REACH]  # data[at - _REACH:at] and data[at:at + _REACH]
+        before = (before == 123) | (before == 125)
+        after = (after == 123) | (after == 125)
+        if not (before.any(axis=1).all() and after.any(axis=1).all()):
+            return None
+        low[first:first + len(at)] = at - 1 - before[:, ::-1].argmax(axis=1)
+        high[first:first + len(at)] = at + after.argmax(axis=1)
+    return low, high
 
 
 class _Range:
