@@ -11,6 +11,7 @@ import re
 from decimal import Decimal
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -149,6 +150,7 @@ def test_the_engine_keeps_every_nanosecond_and_every_name_beside_metadata_at_0(t
     finally:
         tp.close()
     assert offset == 1_700_000_000_000_000_000
+    assert tp.loaded.report.fix_count("nested_ts_restored") == 0  # only the events' own were shifted
     assert [r["ts"] + offset for r in rows] == [int(Decimal(ts) * 1000) for ts in starts]
     assert {(r["thread"], r["process"]) for r in rows} == {("main", "trainer")}
     assert [r["value"] for r in dropped] in ([], [0])
@@ -167,3 +169,40 @@ def test_metadata_fields_near_a_mark_are_those_of_every_brace(text):
     braces = np.flatnonzero((data == 123) | (data == 125))
     expected = np.isin(np.searchsorted(braces, starts), np.searchsorted(braces, marks))
     assert rebase.metadata_fields(text, starts).tolist() == expected.tolist()
+
+
+def _args_named_ts_trace(tmp_path, listed: int):
+    events = ",".join(
+        f'{{"ph":"X","name":"op{k}","pid":1,"tid":2,"ts":17000000000{k * 10:05d}.25,"dur":1.5,'
+        f'"args":{{"ts":1700000000000123,"nested":{{"ts":1700000000000456.5}},"list":[{{"ts":{listed}}}],"n":{k}}}}}'
+        for k in range(3))
+    path = tmp_path / "args_named_ts.json"
+    path.write_text('{"ts": 1700000000000999, "traceEvents":[' + events + "]}")
+    return path
+
+
+@pytest.mark.parametrize("listed", [1700000000000789, 3])
+def test_fields_named_ts_that_are_not_an_events_own_keep_their_value(tmp_path, listed):
+    from kineto_sql import open_trace
+
+    tp = open_trace(_args_named_ts_trace(tmp_path, listed))
+    try:
+        report, metadata = tp.loaded.report, tp.loaded.metadata
+        args = tp.rows("SELECT key, int_value, real_value FROM args WHERE key GLOB 'args.*ts' "
+                       "GROUP BY 1, 2, 3 ORDER BY 1").records()
+        starts = [r["ts"] + report.ts_offset_ns for r in tp.rows("SELECT ts FROM slice ORDER BY ts").records()]
+    finally:
+        tp.close()
+    assert [(r["key"], r["int_value"], r["real_value"]) for r in args] == [
+        ("args.list[0].ts", listed, None), ("args.nested.ts", None, 1700000000000456.5),
+        ("args.ts", 1700000000000123, None)]
+    assert metadata["ts"] == 1700000000000999
+    assert report.fix_count("nested_ts_restored") == 3 * 3 + 1
+    exact = [1_700_000_000_000_000_250 + k * 10_000 for k in range(3)]
+    if listed > 1700000000000000:  # the events' own times set the base: every nanosecond kept
+        assert report.ts_offset_ns == 1_700_000_000_000_000_000
+        assert starts == exact and report.fix_count("timestamps_not_exact") == 0
+    else:  # an arg set it lower: said in the report, the times as a double holds them
+        assert report.ts_offset_ns == 3000
+        assert report.fix_count("timestamps_not_exact") == 3
+        assert all(abs(a - b) <= 250 for a, b in zip(starts, exact))

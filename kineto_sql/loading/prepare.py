@@ -30,7 +30,7 @@ from kineto_sql.loading.flows import bind_flows
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.scan import TraceScan, scan_events
 from kineto_sql.loading.rawcheck import integer_beyond_int64, null_token
-from kineto_sql.loading.rebase import rebase_text
+from kineto_sql.loading.rebase import REBASE_ABOVE_US, rebase_text
 from kineto_sql.loading.source import parse_trace_probed, read_bytes
 from kineto_sql.loading.stream import check_same_file, parse_file
 from kineto_sql.loading.validate import (DEEP_ARGS_WHY, Survey, cut_deep, validate_and_survey,
@@ -191,8 +191,12 @@ def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: 
     fixes_before = len(report.fixes)
     if isinstance(doc, list):
         events, metadata = doc, {}
+        if report.ts_offset_ns:
+            _restore_nested_ts(events, {}, report)
     elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
         events = doc["traceEvents"]
+        if report.ts_offset_ns:
+            _restore_nested_ts(events, doc, report)
         metadata = validate_metadata({k: v for k, v in doc.items() if k != "traceEvents"}, report)
     else:
         raise TraceInputError(
@@ -240,6 +244,65 @@ def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: 
     del doc
     report.rewritten = True
     return PreparedTrace(None, metadata, report, events)
+
+
+# -- timestamps the rebase should not have moved -----------------------------------------------------
+
+_NUMBER = (int, float)
+
+
+def _restore_nested_ts(events: list, doc: dict, report: IngestReport) -> None:
+    """The rebase rewrites every `"ts": number` of the text, before the parse can tell an event's own
+    timestamp from an arg or a top-level field that happens to be named ts. It rewrote only the events'
+    own when their count is its count (the common case, one pass over the events); otherwise every such
+    field elsewhere gets the offset back (exact for an integer; a fraction as the double the engine would
+    have stored) and the report says how many."""
+    own = sum(1 for e in events if type(e) is dict and type(e.get("ts")) in _NUMBER)
+    if own == report.fix_count("timestamps_rebased"):
+        return
+    base_us = report.ts_offset_ns // 1000
+    restored = [0]
+
+    def walk(value):
+        if type(value) is dict:
+            for key, item in value.items():
+                if key == "ts" and type(item) in _NUMBER:
+                    value[key] = item + base_us
+                    restored[0] += 1
+                elif type(item) is dict or type(item) is list:
+                    walk(item)
+        elif type(value) is list:
+            for item in value:
+                if type(item) is dict or type(item) is list:
+                    walk(item)
+
+    def walk_fields(holder: dict, skip: str) -> None:  # an event's fields but its own ts; the doc's but its events
+        for key, item in holder.items():
+            if key == skip:
+                continue
+            if type(item) is dict or type(item) is list:
+                walk(item)
+            elif key == "ts" and type(item) in _NUMBER:  # only the document's own: an event skips its ts
+                holder[key] = item + base_us
+                restored[0] += 1
+
+    for e in events:
+        if type(e) is dict:
+            walk_fields(e, "ts")
+    walk_fields(doc, "traceEvents")
+    report.add("nested_ts_restored", restored[0],
+               "a field named ts that is not an event's own timestamp (an arg, a top-level field) was shifted "
+               "with the timestamps by the rebase; it has its value back",
+               examples=[f"offset {base_us} us added back"])
+    # Such a field also took part in choosing the base: one below the events' times leaves theirs large,
+    # where a double keeps a fraction only to ~0.25 us. Said, not hidden (the text cannot tell the fields
+    # apart before the parse; the events keep the double's value, as they would without the rebase).
+    rounded = [e.get("name") for e in events if type(e) is dict and e.get("ph") != "M" and type(e.get("ts")) is float
+               and abs(e["ts"]) >= REBASE_ABOVE_US and not e["ts"].is_integer()]
+    report.add("timestamps_not_exact", len(rounded),
+               f"a field named ts outside the events set the rebase base ({base_us} us) below their times, so "
+               "these events' timestamps stay large and keep a double's precision (~0.25 us at epoch "
+               "microseconds), not every nanosecond", examples=[str(name) for name in rounded])
 
 
 # -- pids and tids ---------------------------------------------------------------------------------
