@@ -206,3 +206,24 @@ def test_fields_named_ts_that_are_not_an_events_own_keep_their_value(tmp_path, l
         assert report.ts_offset_ns == 3000
         assert report.fix_count("timestamps_not_exact") == 3
         assert all(abs(a - b) <= 250 for a, b in zip(starts, exact))
+
+
+def test_a_timestamp_written_as_a_string_stays_on_the_clock_of_the_others(tmp_path):
+    from kineto_sql import open_trace
+
+    events = [f'{{"ph":"X","name":"op{k}","pid":1,"tid":2,"ts":17000000000{k * 10:05d}.25,"dur":1.5}}' for k in range(3)]
+    events.append('{"ph":"X","name":"as_text","pid":1,"tid":2,"ts":"1700000000000100.125","dur":1.5}')
+    events.append('{"ph":"M","name":"thread_name","pid":1,"tid":2,"ts":"0","args":{"name":"main"}}')
+    path = tmp_path / "string_ts.json"
+    path.write_text('{"traceEvents":[' + ",".join(events) + "]}")
+    tp = open_trace(path)
+    try:
+        report = tp.loaded.report
+        rows = tp.rows("SELECT s.name, s.ts, t.name AS thread FROM slice s JOIN thread_track tt ON s.track_id = tt.id "
+                       "JOIN thread t USING (utid) ORDER BY s.ts").records()
+    finally:
+        tp.close()
+    assert report.ts_offset_ns == 1_700_000_000_000_000_000
+    assert [(r["name"], r["ts"], r["thread"]) for r in rows] == [
+        ("op0", 250, "main"), ("op1", 10_250, "main"), ("op2", 20_250, "main"), ("as_text", 100_125, "main")]
+    assert report.fix_count("string_ts_rebased") == 2

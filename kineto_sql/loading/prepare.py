@@ -20,6 +20,7 @@ import json
 import re
 import weakref
 from collections import Counter
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import numpy as np
@@ -192,11 +193,11 @@ def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: 
     if isinstance(doc, list):
         events, metadata = doc, {}
         if report.ts_offset_ns:
-            _restore_nested_ts(events, {}, report)
+            _settle_rebase(events, {}, report)
     elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
         events = doc["traceEvents"]
         if report.ts_offset_ns:
-            _restore_nested_ts(events, doc, report)
+            _settle_rebase(events, doc, report)
         metadata = validate_metadata({k: v for k, v in doc.items() if k != "traceEvents"}, report)
     else:
         raise TraceInputError(
@@ -246,21 +247,33 @@ def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: 
     return PreparedTrace(None, metadata, report, events)
 
 
-# -- timestamps the rebase should not have moved -----------------------------------------------------
+# -- what the textual rebase cannot see ----------------------------------------------------------------
 
 _NUMBER = (int, float)
 
 
-def _restore_nested_ts(events: list, doc: dict, report: IngestReport) -> None:
-    """The rebase rewrites every `"ts": number` of the text, before the parse can tell an event's own
-    timestamp from an arg or a top-level field that happens to be named ts. It rewrote only the events'
-    own when their count is its count (the common case, one pass over the events); otherwise every such
-    field elsewhere gets the offset back (exact for an integer; a fraction as the double the engine would
-    have stored) and the report says how many."""
-    own = sum(1 for e in events if type(e) is dict and type(e.get("ts")) in _NUMBER)
+def _settle_rebase(events: list, doc: dict, report: IngestReport) -> None:
+    """The rebase (loading.rebase) rewrites every `"ts": number` of the text, before the parse can tell
+    an event's own timestamp from an arg or a top-level field that happens to be named ts, and it cannot
+    see a timestamp written as a string. After the parse, in one pass over the events:
+
+    - a numeric string ts (validate keeps those, the engine reads them) gets the same base subtracted,
+      exactly, as a decimal string (a metadata event's stays at 0 or above, as rebase.shift writes them);
+    - when the events' own numeric ts are fewer than the fields the rebase rewrote, every other field
+      named ts (in args, nested, in lists, at the top level) gets the offset back (exact for an integer;
+      a fraction as the double the engine would have stored), and the report says how many."""
+    base_us = report.ts_offset_ns // 1000
+    own, strings = 0, []
+    for e in events:
+        if type(e) is dict:
+            kind = type(e.get("ts"))
+            if kind is int or kind is float:
+                own += 1
+            elif kind is str:
+                strings.append(e)
+    _shift_string_ts(strings, base_us, report)
     if own == report.fix_count("timestamps_rebased"):
         return
-    base_us = report.ts_offset_ns // 1000
     restored = [0]
 
     def walk(value):
@@ -303,6 +316,26 @@ def _restore_nested_ts(events: list, doc: dict, report: IngestReport) -> None:
                f"a field named ts outside the events set the rebase base ({base_us} us) below their times, so "
                "these events' timestamps stay large and keep a double's precision (~0.25 us at epoch "
                "microseconds), not every nanosecond", examples=[str(name) for name in rounded])
+
+
+def _shift_string_ts(events: list[dict], base_us: int, report: IngestReport) -> None:
+    shifted = 0
+    for e in events:
+        try:
+            value = Decimal(e["ts"].strip())
+        except InvalidOperation:
+            continue  # not a number: validate drops the event and says why
+        if not value.is_finite():
+            continue
+        value -= base_us
+        if value < 0 and e.get("ph") == "M":
+            value = Decimal(0)
+        e["ts"] = format(value, "f")
+        shifted += 1
+    report.add("string_ts_rebased", shifted,
+               f"a timestamp written as a string is not in the text's number fields the rebase rewrites; the same "
+               f"{base_us} us is subtracted from it exactly, so it stays on the clock of the others",
+               examples=[f"offset {base_us} us"])
 
 
 # -- pids and tids ---------------------------------------------------------------------------------
