@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import math
 import re
 import weakref
 from collections import Counter
@@ -137,19 +138,26 @@ def prepare_path(path: Path, on_size=None) -> PreparedTrace:
     read whole and prepared as prepare() does. `on_size(bytes of JSON)` is called once the size is known,
     before the fixes run."""
     with _collector_paused():
-        streamed = parse_file(path)
-        if streamed is None:
-            holder = [read_bytes(path)]
-            if on_size is not None:
-                on_size(len(holder[0]))
-            return _prepare(holder, path)
+        try:
+            return _prepare_file(path, on_size, None)
+        except _RebaseAgain as again:
+            return _prepare_file(path, None, again.floor)
+
+
+def _prepare_file(path: Path, on_size, floor: int | None) -> PreparedTrace:
+    streamed = parse_file(path, floor)
+    if streamed is None:
+        holder = [read_bytes(path)]
         if on_size is not None:
-            on_size(streamed.size)
-        report = IngestReport(source=str(path), input_bytes=streamed.size)
-        if streamed.rebased is not None:
-            streamed.rebased.report(report)
-        return _prepare_parsed(streamed.doc, streamed.shallow, lambda: streamed.args_may_change, [], report,
-                               path, lambda: _text_again(path, streamed.identity))
+            on_size(len(holder[0]))
+        return _prepare(holder, path, floor)
+    if on_size is not None:
+        on_size(streamed.size)
+    report = IngestReport(source=str(path), input_bytes=streamed.size)
+    if streamed.rebased is not None:
+        streamed.rebased.report(report)
+    return _prepare_parsed(streamed.doc, streamed.shallow, lambda: streamed.args_may_change, [], report,
+                           path, lambda: _text_again(path, streamed.identity), floor)
 
 
 def _text_again(path: Path, identity: tuple) -> bytes:
@@ -173,36 +181,54 @@ def _collector_paused():
             gc.enable()
 
 
-def _prepare(holder: list, path: Path) -> PreparedTrace:
+def _prepare(holder: list, path: Path, floor: int | None = None) -> PreparedTrace:
     raw = holder.pop()
     report = IngestReport(source=str(path), input_bytes=len(raw))
-    raw = rebase_text(raw, report)
-    doc, shallow = parse_trace_probed(raw, path)
-    text = [raw]
+    rebased = rebase_text(raw, report, floor)
+    # the text as written, while the parse may still show the rebase must be chosen again
+    original = [raw] if rebased is not raw and floor is None else []
     del raw
-    return _prepare_parsed(doc, shallow, lambda: null_token(text[0]) or integer_beyond_int64(text[0]), text,
-                           report, path, text.pop)
+    doc, shallow = parse_trace_probed(rebased, path)
+    text = [rebased]
+    del rebased
+    try:
+        return _prepare_parsed(doc, shallow, lambda: null_token(text[0]) or integer_beyond_int64(text[0]), text,
+                               report, path, text.pop, floor, original.clear)
+    except _RebaseAgain as again:
+        del doc, text
+        return _prepare(original, path, again.floor)
+
+
+class _RebaseAgain(Exception):
+    """The rebase must be chosen again, leaving out the fields below `floor` (see _settle_rebase)."""
+
+    def __init__(self, floor: int):
+        super().__init__(floor)
+        self.floor = floor
 
 
 def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: IngestReport, path: Path,
-                    unchanged_text) -> PreparedTrace:
+                    unchanged_text, floor: int | None = None, rebase_settled=lambda: None) -> PreparedTrace:
     """The fixes, on the parsed document. `text` holds the input text while it may still be needed (it is
     emptied once the trace is certain to be rewritten); `text_shows_arg_fix()` says whether the text shows
-    a null or an integer beyond int64; `unchanged_text()` gives the text an unchanged trace is loaded as."""
+    a null or an integer beyond int64; `unchanged_text()` gives the text an unchanged trace is loaded as.
+    `floor`: the one the rebase was chosen with (None the first time); raises _RebaseAgain when the rebase
+    must be chosen again, else calls `rebase_settled()`."""
     fixes_before = len(report.fixes)
     if isinstance(doc, list):
         events, metadata = doc, {}
         if report.ts_offset_ns:
-            _settle_rebase(events, {}, report)
+            _settle_rebase(events, {}, report, floor)
     elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
         events = doc["traceEvents"]
         if report.ts_offset_ns:
-            _settle_rebase(events, doc, report)
+            _settle_rebase(events, doc, report, floor)
         metadata = validate_metadata({k: v for k, v in doc.items() if k != "traceEvents"}, report)
     else:
         raise TraceInputError(
             f"{path} is JSON but not a Kineto / Chrome trace (no traceEvents list); "
             "pass the file torch.profiler exported")
+    rebase_settled()
     if not events:
         raise TraceInputError(f"{path} has an empty event list; the profiler recorded nothing (check its schedule)")
 
@@ -252,7 +278,7 @@ def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: 
 _NUMBER = (int, float)
 
 
-def _settle_rebase(events: list, doc: dict, report: IngestReport) -> None:
+def _settle_rebase(events: list, doc: dict, report: IngestReport, floor: int | None) -> None:
     """The rebase (loading.rebase) rewrites every `"ts": number` of the text, before the parse can tell
     an event's own timestamp from an arg or a top-level field that happens to be named ts, and it cannot
     see a timestamp written as a string. After the parse, in one pass over the events:
@@ -261,7 +287,12 @@ def _settle_rebase(events: list, doc: dict, report: IngestReport) -> None:
       exactly, as a decimal string (a metadata event's stays at 0 or above, as rebase.shift writes them);
     - when the events' own numeric ts are fewer than the fields the rebase rewrote, every other field
       named ts (in args, nested, in lists, at the top level) gets the offset back (exact for an integer;
-      a fraction as the double the engine would have stored), and the report says how many."""
+      a fraction as the double the engine would have stored), and the report says how many;
+    - such a field took part in choosing the base too: one below the events' times leaves theirs large,
+      where a double keeps a fraction only to ~0.25 us. Then the rebase is chosen again (_RebaseAgain)
+      leaving out every field more than 1 us below the events' own smallest time (as parsed, within the
+      double's 0.25 us of the text), so the base is again at most the floor of that time and within 2 us
+      of it; should the second reading still leave them large, the report says so."""
     base_us = report.ts_offset_ns // 1000
     own, strings = 0, []
     for e in events:
@@ -274,6 +305,11 @@ def _settle_rebase(events: list, doc: dict, report: IngestReport) -> None:
     _shift_string_ts(strings, base_us, report)
     if own == report.fix_count("timestamps_rebased"):
         return
+    times = [e["ts"] for e in events if type(e) is dict and e.get("ph") != "M" and type(e.get("ts")) in _NUMBER]
+    rounded = [e.get("name") for e in events if type(e) is dict and e.get("ph") != "M" and type(e.get("ts")) is float
+               and abs(e["ts"]) >= REBASE_ABOVE_US and not e["ts"].is_integer()]
+    if rounded and floor is None:
+        raise _RebaseAgain(math.floor(min(times)) + base_us - 1)
     restored = [0]
 
     def walk(value):
@@ -307,11 +343,6 @@ def _settle_rebase(events: list, doc: dict, report: IngestReport) -> None:
                "a field named ts that is not an event's own timestamp (an arg, a top-level field) was shifted "
                "with the timestamps by the rebase; it has its value back",
                examples=[f"offset {base_us} us added back"])
-    # Such a field also took part in choosing the base: one below the events' times leaves theirs large,
-    # where a double keeps a fraction only to ~0.25 us. Said, not hidden (the text cannot tell the fields
-    # apart before the parse; the events keep the double's value, as they would without the rebase).
-    rounded = [e.get("name") for e in events if type(e) is dict and e.get("ph") != "M" and type(e.get("ts")) is float
-               and abs(e["ts"]) >= REBASE_ABOVE_US and not e["ts"].is_integer()]
     report.add("timestamps_not_exact", len(rounded),
                f"a field named ts outside the events set the rebase base ({base_us} us) below their times, so "
                "these events' timestamps stay large and keep a double's precision (~0.25 us at epoch "

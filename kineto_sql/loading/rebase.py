@@ -12,7 +12,9 @@ field of the same object: both lie in one stretch of text without a `{` or `}` (
 place counts, as before). Every field is still shifted; a metadata one the base would make negative is
 written as 0 instead (the engine's sorter drops an event with a negative time, names included). Only
 when the other events need no rebase do the metadata timestamps decide it, as they always did (a
-negative one still shifts the whole trace up).
+negative one still shifts the whole trace up). A field named ts that is no event's own (an arg) cannot be
+told apart in the text; prepare._settle_rebase finds it after the parse, gives it its value back, and has
+the text read again with a floor (TimestampSpan(floor)) when it set the base below the events' times.
 
 The same reading serves the whole text (`rebase_text`) and a text read in blocks (`TimestampSpan` over the
 blocks, then `shift` on each piece): no `ts` field holds a `,` or a `}`, and a text cut just after a `}`
@@ -115,10 +117,13 @@ class TimestampSpan:
     (`events`) and of every field (`every`, metadata included), with the metadata floors kept to count
     those the base would make negative."""
 
-    def __init__(self):
+    def __init__(self, floor: int | None = None):
         self.count = 0
         self.events, self.every = _Range(), _Range()
         self.metadata_floors: list[int] = []
+        # fields below this are left out of the events' range (a second reading, once the parse showed
+        # fields named ts outside the events below their times: prepare._settle_rebase)
+        self.floor = floor
 
     def see(self, text: bytes, fields=_UNREAD) -> None:
         """Adds the `ts` fields of `text`; `fields` is ts_fields.read(text) when the caller has it."""
@@ -153,6 +158,8 @@ class TimestampSpan:
         self.count += len(floors)
         self.every.add(len(floors), int(floors.min()), int(floors.max()), bool(fractional.any()))
         events = ~metadata
+        if self.floor is not None:
+            events &= (floors >= self.floor).astype(bool)
         if events.any():
             own = floors[events]
             self.events.add(len(own), int(own.min()), int(own.max()), bool(fractional[events].any()))
@@ -271,12 +278,13 @@ def _value(integer: bytes, fraction: bytes, exponent: bytes | None) -> Decimal:
     return Decimal((integer + fraction + (exponent or b"")).decode())
 
 
-def rebase_text(raw: bytes, report) -> bytes:
-    """The whole text, rebased when it needs it (the change recorded in `report`)."""
-    if not may_need_rebase(raw):
+def rebase_text(raw: bytes, report, floor: int | None = None) -> bytes:
+    """The whole text, rebased when it needs it (the change recorded in `report`); `floor` as in
+    TimestampSpan."""
+    if floor is None and not may_need_rebase(raw):
         return raw
     fields = ts_fields.read(raw)  # read once, for the span and the shift
-    span = TimestampSpan()
+    span = TimestampSpan(floor)
     span.see(raw, fields)
     base = span.base()
     if base is None:

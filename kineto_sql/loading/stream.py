@@ -84,16 +84,18 @@ def _blocks(path: Path):
             data = inflate.unused_data if inflate.eof else inflate.unconsumed_tail
 
 
-def parse_file(path: Path) -> StreamedDoc | None:
+def parse_file(path: Path, floor: int | None = None) -> StreamedDoc | None:
     """The parsed trace, read in blocks; None when the whole-text path must read it (see the module doc).
-    The path is one source.read_bytes accepts (it has been checked)."""
+    The path is one source.read_bytes accepts (it has been checked). `floor` as in rebase.TimestampSpan
+    (the rebase is then certain: the text is read for its span first)."""
     try:
         identity = file_identity(path)
-        try:
-            return _parse(path, identity, watch_rebase=True)
-        except _NeedsRebase:
-            pass  # (parsed again below, once this handler has let go of the first parse's frames)
-        span = _timestamp_span(path)  # a first pass over the text: where the timestamps lie
+        if floor is None:
+            try:
+                return _parse(path, identity, watch_rebase=True)
+            except _NeedsRebase:
+                pass  # (parsed again below, once this handler has let go of the first parse's frames)
+        span = _timestamp_span(path, floor)  # a first pass over the text: where the timestamps lie
         return _parse(path, identity, span=span if span.base() is not None else None)
     except _Fallback:
         return None
@@ -105,10 +107,10 @@ class _NeedsRebase(Exception):
     """The text shows timestamps that may need the rebase: the parse so far cannot be used."""
 
 
-def _timestamp_span(path: Path) -> TimestampSpan:
+def _timestamp_span(path: Path, floor: int | None = None) -> TimestampSpan:
     """rebase.TimestampSpan of the whole text, read in blocks cut just after a `}` (no `ts` field holds
     one, so no field is cut, nor any stretch without braces that tells a metadata event's field)."""
-    span, carry = TimestampSpan(), b""
+    span, carry = TimestampSpan(floor), b""
     for block in _blocks(path):
         text = carry + block
         cut = text.rfind(b"}") + 1
