@@ -6,8 +6,9 @@ part) subtracted as text, and the offset goes in the report (kineto_metadata.ts_
 
 The base comes from the timestamps of the events the engine places in time. A metadata event's (ph M:
 process and thread names) places nothing, and writers put anything there: HTA's MTIA trace writes 0.0
-beside events at 3.6e12 us, which made the base 0 and left every other timestamp to the double's
-rounding (1 ns off on about one in six). So a `ts` field is left out of the span when a `"ph": "M"` is a
+beside events at 3.6e12 us, which made the base 0, and the same beside epoch microseconds left every
+timestamp to the double's ~0.25 us (299 of 300 off, by up to 15 ns, in tests/test_rebase.py's kind of
+trace). So a `ts` field is left out of the span when a `"ph": "M"` is a
 field of the same object: both lie in one stretch of text without a `{` or `}` (a field the test cannot
 place counts, as before). Every field is still shifted; a metadata one the base would make negative is
 written as 0 instead (the engine's sorter drops an event with a negative time, names included). Only
