@@ -158,3 +158,23 @@ def test_a_file_that_changes_while_it_is_read_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(stream, "file_identity", identity)
     with pytest.raises(TraceInputError, match="changed while it was being read"):
         prepare_path(path)
+
+
+def test_every_rebase_case_at_once_streams_as_the_whole_text(tmp_path):
+    # metadata at 0, a timestamp as text, args named ts above and below the events (read twice), a list
+    names = [{"ph": "M", "ts": 0, "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}}]
+    events = [{"ph": "X", "name": f"e{i}", "pid": 1, "tid": 1, "ts": 1_700_000_000_000 + 10 * i + 0.125, "dur": 1,
+               "args": {"n": i}} for i in range(200)]
+    events[5]["ts"] = "1700000000050.375"
+    events[9]["args"]["ts"] = 3
+    events[12]["args"]["when"] = [{"ts": 1_700_000_000_555.5}]
+    path = _write(tmp_path, {"traceEvents": names + events}, "gzip")
+    prepared = _same_as_whole(path)
+    report = prepared.report
+    assert report.ts_offset_ns == 1_700_000_000_000_000
+    assert [report.fix_count(k) for k in ("metadata_ts_zeroed", "string_ts_rebased", "nested_ts_restored",
+                                          "timestamps_not_exact")] == [1, 1, 2, 0]
+    out = json.loads(prepared.data, parse_float=lambda text: text)
+    got = {e["name"]: e for e in out["traceEvents"] if e["ph"] == "X"}
+    assert got["e0"]["ts"] == "0.125" and got["e5"]["ts"] == "50.375"
+    assert got["e9"]["args"]["ts"] == 3 and got["e12"]["args"]["when"] == [{"ts": "1700000000555.5"}]

@@ -7,8 +7,10 @@ exponent is not its digits, so the base is the floor of the smallest value and t
 rewritten from their exact decimal value."""
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal
+from pathlib import Path
 
 import orjson
 import pytest
@@ -223,3 +225,46 @@ def test_a_timestamp_written_as_a_string_stays_on_the_clock_of_the_others(tmp_pa
     assert [(r["name"], r["ts"], r["thread"]) for r in rows] == [
         ("op0", 250, "main"), ("op1", 10_250, "main"), ("op2", 20_250, "main"), ("as_text", 100_125, "main")]
     assert report.fix_count("string_ts_rebased") == 2
+
+
+_EVENT_TS = _EPOCH  # one capture's span (1e9 us): a base can make every one small
+_ARG_TS = st.one_of(st.integers(0, 10**16).map(str), _EPOCH)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_EVENT_TS, st.booleans(), st.one_of(st.none(), _ARG_TS)), min_size=1, max_size=6),
+       st.lists(st.one_of(st.just("0"), st.just("0.0"), _EPOCH), max_size=3))
+def test_after_prepare_every_time_is_where_the_file_put_it(events, metadata):
+    """The whole rebase story at once, on prepare()'s own output: events' timestamps (numbers or numeric
+    strings) plus the offset are the file's, to the last digit; args named ts keep their value; metadata
+    timestamps are never negative."""
+    from kineto_sql.loading.prepare import prepare
+
+    names = [f'{{"ph":"M","name":"thread_name","pid":1,"tid":{i},"ts":{v},"args":{{"name":"t{i}"}}}}'
+             for i, v in enumerate(metadata)]
+    written = []
+    for i, (ts, as_text, arg) in enumerate(events):
+        value = f'"{ts}"' if as_text else ts
+        args = f',"args":{{"ts":{arg}}}' if arg is not None else ""
+        written.append(f'{{"ph":"X","name":"e{i}","pid":1,"tid":1,"ts":{value},"dur":1{args}}}')
+    text = ('{"traceEvents":[' + ",".join(names + written) + "]}").encode()
+    prepared = prepare(text, Path("t.json"))
+    parsed = _parse_exact(prepared.data)
+    offset = Decimal(prepared.report.ts_offset_ns) / 1000
+    own = [e for e in parsed["traceEvents"] if e["ph"] == "X"]
+    assert [Decimal(str(e["ts"])) + offset for e in own] == [Decimal(ts) for ts, _, _ in events]
+    for e, (_, _, arg) in zip(own, events):  # an integer exactly; a fraction as the double the engine keeps
+        if arg is None:
+            assert "args" not in e
+        elif "." in arg:
+            assert math.isclose(e["args"]["ts"], float(arg), rel_tol=2**-52)
+        else:
+            assert e["args"]["ts"] == int(arg)
+    assert all(Decimal(str(e.get("ts", 0))) >= 0 for e in parsed["traceEvents"] if e["ph"] == "M")
+    assert prepared.report.fix_count("timestamps_not_exact") == 0
+
+
+def _parse_exact(data: bytes):
+    import json
+
+    return json.loads(data, parse_float=Decimal)

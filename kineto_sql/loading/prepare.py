@@ -186,7 +186,7 @@ def _prepare(holder: list, path: Path, floor: int | None = None) -> PreparedTrac
     report = IngestReport(source=str(path), input_bytes=len(raw))
     rebased = rebase_text(raw, report, floor)
     # the text as written, while the parse may still show the rebase must be chosen again
-    original = [raw] if rebased is not raw and floor is None else []
+    original = [raw] if report.fix_count("timestamps_rebased") and floor is None else []
     del raw
     doc, shallow = parse_trace_probed(rebased, path)
     text = [rebased]
@@ -217,11 +217,11 @@ def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: 
     fixes_before = len(report.fixes)
     if isinstance(doc, list):
         events, metadata = doc, {}
-        if report.ts_offset_ns:
+        if report.fix_count("timestamps_rebased"):  # (a base of 0 too: a field below the events may have set it)
             _settle_rebase(events, {}, report, floor)
     elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
         events = doc["traceEvents"]
-        if report.ts_offset_ns:
+        if report.fix_count("timestamps_rebased"):
             _settle_rebase(events, doc, report, floor)
         metadata = validate_metadata({k: v for k, v in doc.items() if k != "traceEvents"}, report)
     else:
@@ -288,8 +288,8 @@ def _settle_rebase(events: list, doc: dict, report: IngestReport, floor: int | N
     - when the events' own numeric ts are fewer than the fields the rebase rewrote, every other field
       named ts (in args, nested, in lists, at the top level) gets the offset back (exact for an integer;
       a fraction as the double the engine would have stored), and the report says how many;
-    - such a field took part in choosing the base too: one below the events' times leaves theirs large,
-      where a double keeps a fraction only to ~0.25 us. Then the rebase is chosen again (_RebaseAgain)
+    - such a field took part in choosing the base too: one below the events' times leaves theirs large
+      (>= 1e12 us), where a double keeps a fraction only to ~0.25 us. Then the rebase is chosen again (_RebaseAgain)
       leaving out every field more than 1 us below the events' own smallest time (as parsed, within the
       double's 0.25 us of the text), so the base is again at most the floor of that time and within 2 us
       of it; should the second reading still leave them large, the report says so."""
@@ -302,12 +302,14 @@ def _settle_rebase(events: list, doc: dict, report: IngestReport, floor: int | N
                 own += 1
             elif kind is str:
                 strings.append(e)
-    _shift_string_ts(strings, base_us, report)
+    if base_us:
+        _shift_string_ts(strings, base_us, report)
     if own == report.fix_count("timestamps_rebased"):
         return
     times = [e["ts"] for e in events if type(e) is dict and e.get("ph") != "M" and type(e.get("ts")) in _NUMBER]
+    # left large: a fraction there may already be gone in the parse (a double at 1e15 us has no 0.01)
     rounded = [e.get("name") for e in events if type(e) is dict and e.get("ph") != "M" and type(e.get("ts")) is float
-               and abs(e["ts"]) >= REBASE_ABOVE_US and not e["ts"].is_integer()]
+               and abs(e["ts"]) >= REBASE_ABOVE_US]
     if rounded and floor is None:
         raise _RebaseAgain(math.floor(min(times)) + base_us - 1)
     restored = [0]
@@ -335,10 +337,11 @@ def _settle_rebase(events: list, doc: dict, report: IngestReport, floor: int | N
                 holder[key] = item + base_us
                 restored[0] += 1
 
-    for e in events:
-        if type(e) is dict:
-            walk_fields(e, "ts")
-    walk_fields(doc, "traceEvents")
+    if base_us:  # (a base of 0 moved nothing)
+        for e in events:
+            if type(e) is dict:
+                walk_fields(e, "ts")
+        walk_fields(doc, "traceEvents")
     report.add("nested_ts_restored", restored[0],
                "a field named ts that is not an event's own timestamp (an arg, a top-level field) was shifted "
                "with the timestamps by the rebase; it has its value back",

@@ -256,10 +256,15 @@ def shift(text: bytes, base: int, fields=_UNREAD) -> bytes:
             # the value less the base
             scale = -int(exponent[1:]) if exponent else 0
             mantissa = _value(integer, fraction, b"") - Decimal(base).scaleb(scale)
-        if (mantissa < 0 if exact else int(integer) < base) and zeroed(match):
+        below = mantissa < 0 if exact else int(integer) < base
+        if below and zeroed(match):
             return head + b"0" + fraction  # as the arrays write it: the integer part 0, the rest as written
         if exact:
             return head + format(mantissa, "f").encode()
+        if below and fraction.strip(b".0"):
+            # below the base (a field named ts outside the events, read again with a floor): -2 + .1 is
+            # not -2.1, so the exact value
+            return head + format(_value(integer, fraction, b"") - base, "f").encode()
         return head + str(int(integer) - base).encode() + fraction
 
     return _TS_FIELD.sub(one, text)
