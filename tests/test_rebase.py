@@ -227,37 +227,52 @@ def test_a_timestamp_written_as_a_string_stays_on_the_clock_of_the_others(tmp_pa
     assert report.fix_count("string_ts_rebased") == 2
 
 
-_EVENT_TS = _EPOCH  # one capture's span (1e9 us): a base can make every one small
-_ARG_TS = st.one_of(st.integers(0, 10**16).map(str), _EPOCH)
+_FRACTION = st.from_regex(r"\A[0-9]{0,2}[1-9]\Z")
+_ARG_TS = st.one_of(st.integers(-10**16, 10**16).map(str),
+                    st.builds(lambda i, f: f"{i}.{f}", st.integers(-10**16, 10**16), _FRACTION))
+_META_TS = st.one_of(st.just("0"), st.just("0.0"), st.integers(-10**6, 10**16).map(str))
+
+
+@st.composite
+def _mixed_traces(draw):
+    """One capture's events (epoch microseconds, or small ones around 0: a base can make every one small),
+    each a number or a numeric string, some with an arg named ts before or after it, beside metadata."""
+    low = draw(st.sampled_from([10**15, -10**6]))
+    ts = st.builds(lambda i, f: f"{i}.{f}", st.integers(low, low + 2 * 10**6 if low < 0 else low + 10**9), _FRACTION)
+    events = draw(st.lists(st.tuples(ts, st.booleans(), st.one_of(st.none(), _ARG_TS), st.booleans()),
+                           min_size=1, max_size=6))
+    return events, draw(st.lists(_META_TS, max_size=3))
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(_EVENT_TS, st.booleans(), st.one_of(st.none(), _ARG_TS)), min_size=1, max_size=6),
-       st.lists(st.one_of(st.just("0"), st.just("0.0"), _EPOCH), max_size=3))
-def test_after_prepare_every_time_is_where_the_file_put_it(events, metadata):
+@given(_mixed_traces())
+def test_after_prepare_every_time_is_where_the_file_put_it(trace):
     """The whole rebase story at once, on prepare()'s own output: events' timestamps (numbers or numeric
-    strings) plus the offset are the file's, to the last digit; args named ts keep their value; metadata
-    timestamps are never negative."""
+    strings) plus the offset are the file's, to the last digit, and none is negative; args named ts keep
+    their value (an integer exactly, a fraction to a double at its shifted value); metadata timestamps
+    are never negative. (Run with 2000 examples on 6 seeds when written.)"""
     from kineto_sql.loading.prepare import prepare
 
+    events, metadata = trace
     names = [f'{{"ph":"M","name":"thread_name","pid":1,"tid":{i},"ts":{v},"args":{{"name":"t{i}"}}}}'
              for i, v in enumerate(metadata)]
     written = []
-    for i, (ts, as_text, arg) in enumerate(events):
-        value = f'"{ts}"' if as_text else ts
-        args = f',"args":{{"ts":{arg}}}' if arg is not None else ""
-        written.append(f'{{"ph":"X","name":"e{i}","pid":1,"tid":1,"ts":{value},"dur":1{args}}}')
-    text = ('{"traceEvents":[' + ",".join(names + written) + "]}").encode()
-    prepared = prepare(text, Path("t.json"))
+    for i, (ts, as_text, arg, args_first) in enumerate(events):
+        args = f'"args":{{"ts":{arg}}},' if arg is not None else ""
+        written.append(f'{{"ph":"X",{args if args_first else ""}"name":"e{i}","pid":1,"tid":1,'
+                       f'"ts":{chr(34) + ts + chr(34) if as_text else ts},{"" if args_first else args}"dur":1}}')
+    prepared = prepare(('{"traceEvents":[' + ",".join(names + written) + "]}").encode(), Path("t.json"))
     parsed = _parse_exact(prepared.data)
-    offset = Decimal(prepared.report.ts_offset_ns) / 1000
+    offset_us = Decimal(prepared.report.ts_offset_ns) / 1000
     own = [e for e in parsed["traceEvents"] if e["ph"] == "X"]
-    assert [Decimal(str(e["ts"])) + offset for e in own] == [Decimal(ts) for ts, _, _ in events]
-    for e, (_, _, arg) in zip(own, events):  # an integer exactly; a fraction as the double the engine keeps
+    assert [Decimal(str(e["ts"])) + offset_us for e in own] == [Decimal(ts) for ts, *_ in events]
+    assert all(Decimal(str(e["ts"])) >= 0 for e in own)
+    for e, (_, _, arg, _) in zip(own, events):
         if arg is None:
             assert "args" not in e
         elif "." in arg:
-            assert math.isclose(e["args"]["ts"], float(arg), rel_tol=2**-52)
+            shifted = abs(float(arg) - float(offset_us))
+            assert math.isclose(e["args"]["ts"], float(arg), abs_tol=shifted * 2**-51)
         else:
             assert e["args"]["ts"] == int(arg)
     assert all(Decimal(str(e.get("ts", 0))) >= 0 for e in parsed["traceEvents"] if e["ph"] == "M")

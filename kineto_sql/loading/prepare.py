@@ -32,7 +32,7 @@ from kineto_sql.loading.flows import bind_flows
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.scan import TraceScan, scan_events
 from kineto_sql.loading.rawcheck import integer_beyond_int64, null_token
-from kineto_sql.loading.rebase import REBASE_ABOVE_US, rebase_text
+from kineto_sql.loading.rebase import REBASE_ABOVE_US, TS_STRING, Reading, rebase_text
 from kineto_sql.loading.source import parse_trace_probed, read_bytes
 from kineto_sql.loading.stream import check_same_file, parse_file
 from kineto_sql.loading.validate import (DEEP_ARGS_WHY, Survey, cut_deep, validate_and_survey,
@@ -141,23 +141,23 @@ def prepare_path(path: Path, on_size=None) -> PreparedTrace:
         try:
             return _prepare_file(path, on_size, None)
         except _RebaseAgain as again:
-            return _prepare_file(path, None, again.floor)
+            return _prepare_file(path, None, again.reading)
 
 
-def _prepare_file(path: Path, on_size, floor: int | None) -> PreparedTrace:
-    streamed = parse_file(path, floor)
+def _prepare_file(path: Path, on_size, reading: Reading | None) -> PreparedTrace:
+    streamed = parse_file(path, reading)
     if streamed is None:
         holder = [read_bytes(path)]
         if on_size is not None:
             on_size(len(holder[0]))
-        return _prepare(holder, path, floor)
+        return _prepare(holder, path, reading)
     if on_size is not None:
         on_size(streamed.size)
     report = IngestReport(source=str(path), input_bytes=streamed.size)
     if streamed.rebased is not None:
         streamed.rebased.report(report)
     return _prepare_parsed(streamed.doc, streamed.shallow, lambda: streamed.args_may_change, [], report,
-                           path, lambda: _text_again(path, streamed.identity), floor)
+                           path, lambda: _text_again(path, streamed.identity), reading, string_ts=streamed.string_ts)
 
 
 def _text_again(path: Path, identity: tuple) -> bytes:
@@ -181,48 +181,49 @@ def _collector_paused():
             gc.enable()
 
 
-def _prepare(holder: list, path: Path, floor: int | None = None) -> PreparedTrace:
+def _prepare(holder: list, path: Path, reading: Reading | None = None) -> PreparedTrace:
     raw = holder.pop()
     report = IngestReport(source=str(path), input_bytes=len(raw))
-    rebased = rebase_text(raw, report, floor)
+    rebased = rebase_text(raw, report, reading)
     # the text as written, while the parse may still show the rebase must be chosen again
-    original = [raw] if report.fix_count("timestamps_rebased") and floor is None else []
+    string_ts = bool(TS_STRING.search(raw))
+    original = [raw] if (report.fix_count("timestamps_rebased") or string_ts) and reading is None else []
     del raw
     doc, shallow = parse_trace_probed(rebased, path)
     text = [rebased]
     del rebased
     try:
         return _prepare_parsed(doc, shallow, lambda: null_token(text[0]) or integer_beyond_int64(text[0]), text,
-                               report, path, text.pop, floor, original.clear)
+                               report, path, text.pop, reading, original.clear, string_ts)
     except _RebaseAgain as again:
         del doc, text
-        return _prepare(original, path, again.floor)
+        return _prepare(original, path, again.reading)
 
 
 class _RebaseAgain(Exception):
-    """The rebase must be chosen again, leaving out the fields below `floor` (see _settle_rebase)."""
+    """The rebase must be chosen again, within `reading`'s limits (see _settle_rebase)."""
 
-    def __init__(self, floor: int):
-        super().__init__(floor)
-        self.floor = floor
+    def __init__(self, reading: Reading):
+        super().__init__(reading)
+        self.reading = reading
 
 
 def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: IngestReport, path: Path,
-                    unchanged_text, floor: int | None = None, rebase_settled=lambda: None) -> PreparedTrace:
+                    unchanged_text, reading: Reading | None = None, rebase_settled=lambda: None,
+                    string_ts: bool = False) -> PreparedTrace:
     """The fixes, on the parsed document. `text` holds the input text while it may still be needed (it is
     emptied once the trace is certain to be rewritten); `text_shows_arg_fix()` says whether the text shows
     a null or an integer beyond int64; `unchanged_text()` gives the text an unchanged trace is loaded as.
-    `floor`: the one the rebase was chosen with (None the first time); raises _RebaseAgain when the rebase
-    must be chosen again, else calls `rebase_settled()`."""
+    `reading`: the limits the rebase was chosen with (None the first time); raises _RebaseAgain when the rebase
+    must be chosen again, else calls `rebase_settled()`. `string_ts`: the text shows a timestamp written as
+    a string."""
     fixes_before = len(report.fixes)
     if isinstance(doc, list):
         events, metadata = doc, {}
-        if report.fix_count("timestamps_rebased"):  # (a base of 0 too: a field below the events may have set it)
-            _settle_rebase(events, {}, report, floor)
+        _settle_times(events, {}, report, reading, string_ts)
     elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
         events = doc["traceEvents"]
-        if report.fix_count("timestamps_rebased"):
-            _settle_rebase(events, doc, report, floor)
+        _settle_times(events, doc, report, reading, string_ts)
         metadata = validate_metadata({k: v for k, v in doc.items() if k != "traceEvents"}, report)
     else:
         raise TraceInputError(
@@ -278,21 +279,60 @@ def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: 
 _NUMBER = (int, float)
 
 
-def _settle_rebase(events: list, doc: dict, report: IngestReport, floor: int | None) -> None:
+def _settle_times(events: list, doc: dict, report: IngestReport, reading: Reading | None, string_ts: bool) -> None:
+    """_settle_rebase where the text was rebased (a base of 0 too: a field below the events may have set
+    it, or it is a second reading); where it was not, a timestamp written as a string that needs the rebase
+    (negative, or a fraction at >= 1e12 us) has the text read again with the base at or below it, and a
+    metadata event's negative one is written as 0 (the engine drops the event, its name with it)."""
+    if report.fix_count("timestamps_rebased") or report.ts_offset_ns or reading is not None:
+        _settle_rebase(events, doc, report, reading)
+        return
+    if not string_ts:
+        return
+    texts = _string_times([e for e in events if type(e) is dict and type(e.get("ts")) is str])
+    times = [value for e, value in texts if e.get("ph") != "M"]
+    if times and (min(times) < 0 or any(abs(v) >= REBASE_ABOVE_US and v != v.to_integral_value() for v in times)):
+        raise _RebaseAgain(_second_reading(events, 0, texts))
+    zeroed = [e for e, value in texts if e.get("ph") == "M" and value < 0]
+    for e in zeroed:
+        e["ts"] = "0"
+    report.add("metadata_ts_zeroed", len(zeroed), "a metadata event's negative timestamp written as a string "
+               "(the engine drops an event with a negative time, its name with it) is written as 0")
+
+
+def _second_reading(events: list, base_us: int, texts: list[tuple[dict, Decimal]]) -> Reading:
+    """The limits of a second reading: the floor a little below the events' own smallest time (numbers
+    as parsed, less the double's error at their shifted size; strings exactly), and the base at or
+    below the smallest string time."""
+    numbers = [e["ts"] for e in events if type(e) is dict and e.get("ph") != "M" and type(e.get("ts")) in _NUMBER]
+    strings = [value for e, value in texts if e.get("ph") != "M"]
+    lows = []
+    if numbers:
+        smallest = min(numbers)
+        error = math.ulp(max(abs(smallest), abs(max(numbers)))) * 4 if isinstance(smallest, float) else 0
+        lows.append(math.floor(smallest - error) + base_us)
+    if strings:
+        lows.append(math.floor(min(strings)))
+    return Reading(floor=min(lows) - 1 if lows else None, low=math.floor(min(strings)) if strings else None)
+
+
+def _settle_rebase(events: list, doc: dict, report: IngestReport, reading: Reading | None) -> None:
     """The rebase (loading.rebase) rewrites every `"ts": number` of the text, before the parse can tell
-    an event's own timestamp from an arg or a top-level field that happens to be named ts, and it cannot
+    an event's own timestamp from an arg or a top-level field that happens to be named ts, and it does not
     see a timestamp written as a string. After the parse, in one pass over the events:
 
     - a numeric string ts (validate keeps those, the engine reads them) gets the same base subtracted,
       exactly, as a decimal string (a metadata event's stays at 0 or above, as rebase.shift writes them);
     - when the events' own numeric ts are fewer than the fields the rebase rewrote, every other field
       named ts (in args, nested, in lists, at the top level) gets the offset back (exact for an integer;
-      a fraction as the double the engine would have stored), and the report says how many;
-    - such a field took part in choosing the base too: one below the events' times leaves theirs large
-      (>= 1e12 us), where a double keeps a fraction only to ~0.25 us. Then the rebase is chosen again (_RebaseAgain)
-      leaving out every field more than 1 us below the events' own smallest time (as parsed, within the
-      double's 0.25 us of the text), so the base is again at most the floor of that time and within 2 us
-      of it; should the second reading still leave them large, the report says so."""
+      a fraction to the double's precision at its shifted value), and the report says how many.
+
+    The text is read again (_RebaseAgain with a rebase.Reading) when the base is wrong for the events:
+    a string timestamp below it (it would turn negative: the base is kept at or below it), or a field
+    named ts outside the events below their times, which leaves theirs large (>= 1e12 us, where a double
+    keeps a fraction only to ~0.25 us): every field more than 1 us below the events' smallest time (as
+    parsed, within the double's 0.25 us of the text) is left out, so the base is at most the floor of that
+    time and within 2 us of it. Should the second reading still leave them large, the report says so."""
     base_us = report.ts_offset_ns // 1000
     own, strings = 0, []
     for e in events:
@@ -302,16 +342,22 @@ def _settle_rebase(events: list, doc: dict, report: IngestReport, floor: int | N
                 own += 1
             elif kind is str:
                 strings.append(e)
-    if base_us:
-        _shift_string_ts(strings, base_us, report)
-    if own == report.fix_count("timestamps_rebased"):
-        return
-    times = [e["ts"] for e in events if type(e) is dict and e.get("ph") != "M" and type(e.get("ts")) in _NUMBER]
-    # left large: a fraction there may already be gone in the parse (a double at 1e15 us has no 0.01)
+    texts = _string_times(strings)
+    lowest_text = min((value for e, value in texts if e.get("ph") != "M"), default=None)
+    below = lowest_text is not None and lowest_text < base_us
+    mismatch = own != report.fix_count("timestamps_rebased")
+    # left large: a fraction there may already be gone in the parse (a double at 1e15 us has no 0.01), and
+    # the engine reads a string as a double too
     rounded = [e.get("name") for e in events if type(e) is dict and e.get("ph") != "M" and type(e.get("ts")) is float
-               and abs(e["ts"]) >= REBASE_ABOVE_US]
-    if rounded and floor is None:
-        raise _RebaseAgain(math.floor(min(times)) + base_us - 1)
+               and abs(e["ts"]) >= REBASE_ABOVE_US] if mismatch else []
+    if mismatch:
+        rounded += [e.get("name") for e, value in texts if e.get("ph") != "M" and abs(value - base_us) >= REBASE_ABOVE_US]
+    if reading is None and (below or rounded):
+        raise _RebaseAgain(_second_reading(events, base_us, texts))
+    if base_us:
+        _shift_string_ts(texts, base_us, report)
+    if not mismatch:
+        return
     restored = [0]
 
     def walk(value):
@@ -344,7 +390,8 @@ def _settle_rebase(events: list, doc: dict, report: IngestReport, floor: int | N
         walk_fields(doc, "traceEvents")
     report.add("nested_ts_restored", restored[0],
                "a field named ts that is not an event's own timestamp (an arg, a top-level field) was shifted "
-               "with the timestamps by the rebase; it has its value back",
+               "with the timestamps by the rebase; it has its value back (an integer exactly, a fraction to the "
+               "precision of a double at its shifted value)",
                examples=[f"offset {base_us} us added back"])
     report.add("timestamps_not_exact", len(rounded),
                f"a field named ts outside the events set the rebase base ({base_us} us) below their times, so "
@@ -352,21 +399,26 @@ def _settle_rebase(events: list, doc: dict, report: IngestReport, floor: int | N
                "microseconds), not every nanosecond", examples=[str(name) for name in rounded])
 
 
-def _shift_string_ts(events: list[dict], base_us: int, report: IngestReport) -> None:
-    shifted = 0
+def _string_times(events: list[dict]) -> list[tuple[dict, Decimal]]:
+    """The events whose ts is a numeric string, with its exact value (the others: validate says why)."""
+    found = []
     for e in events:
         try:
             value = Decimal(e["ts"].strip())
         except InvalidOperation:
-            continue  # not a number: validate drops the event and says why
-        if not value.is_finite():
             continue
+        if value.is_finite():
+            found.append((e, value))
+    return found
+
+
+def _shift_string_ts(texts: list[tuple[dict, Decimal]], base_us: int, report: IngestReport) -> None:
+    for e, value in texts:
         value -= base_us
         if value < 0 and e.get("ph") == "M":
             value = Decimal(0)
         e["ts"] = format(value, "f")
-        shifted += 1
-    report.add("string_ts_rebased", shifted,
+    report.add("string_ts_rebased", len(texts),
                f"a timestamp written as a string is not in the text's number fields the rebase rewrites; the same "
                f"{base_us} us is subtracted from it exactly, so it stays on the clock of the others",
                examples=[f"offset {base_us} us"])

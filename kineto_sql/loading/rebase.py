@@ -14,8 +14,9 @@ place counts, as before). Every field is still shifted; a metadata one the base 
 written as 0 instead (the engine's sorter drops an event with a negative time, names included). Only
 when the other events need no rebase do the metadata timestamps decide it, as they always did (a
 negative one still shifts the whole trace up). A field named ts that is no event's own (an arg) cannot be
-told apart in the text; prepare._settle_rebase finds it after the parse, gives it its value back, and has
-the text read again with a floor (TimestampSpan(floor)) when it set the base below the events' times.
+told apart in the text, nor a timestamp written as a string seen; prepare._settle_rebase finds both after
+the parse, and has the text read again (a `Reading`) when such a field set the base below the events' times
+or a string timestamp lies below the base.
 
 The same reading serves the whole text (`rebase_text`) and a text read in blocks (`TimestampSpan` over the
 blocks, then `shift` on each piece): no `ts` field holds a `,` or a `}`, and a text cut just after a `}`
@@ -25,6 +26,7 @@ as the whole.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 
 import numpy as np
@@ -45,6 +47,7 @@ TS_NEGATIVE_FRACTION_OR_EXPONENT = re.compile(rb'"ts"\s*:\s*(?:-\d+\.\d*[1-9]|-?
 TS_NEGATIVE = re.compile(rb'"ts"\s*:\s*-')
 TS_13_DIGITS = re.compile(rb'"ts"\s*:\s*\d{13}')
 TS_FRACTION = re.compile(rb'"ts"\s*:\s*-?\d+\.\d*[1-9]')
+TS_STRING = re.compile(rb'"ts"\s*:\s*"')  # a timestamp written as a string: no number field shows it
 TS_NEGATIVE_OR_FRACTION = re.compile(rb'"ts"\s*:\s*(?:-|\d+\.\d*[1-9])')  # one scan rules both out
 
 
@@ -113,18 +116,28 @@ class _Range:
         return vars(self) == vars(other)
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What a second reading of a text is told (prepare._settle_rebase): leave every field below `floor`
+    out of the events' range (a field named ts outside the events set the base below their times), and
+    keep the base at or below `low` (a timestamp written as a string, which no number field shows)."""
+
+    floor: int | None = None
+    low: int | None = None
+
+
 class TimestampSpan:
     """The integer parts of every `ts` field of a text, seen a piece at a time: of the events' own
     (`events`) and of every field (`every`, metadata included), with the metadata floors kept to count
     those the base would make negative."""
 
-    def __init__(self, floor: int | None = None):
+    def __init__(self, reading: Reading | None = None):
         self.count = 0
         self.events, self.every = _Range(), _Range()
         self.metadata_floors: list[int] = []
-        # fields below this are left out of the events' range (a second reading, once the parse showed
-        # fields named ts outside the events below their times: prepare._settle_rebase)
-        self.floor = floor
+        self.floor = reading.floor if reading is not None else None
+        if reading is not None and reading.low is not None:
+            self.events.add(1, reading.low, reading.low, True)
 
     def see(self, text: bytes, fields=_UNREAD) -> None:
         """Adds the `ts` fields of `text`; `fields` is ts_fields.read(text) when the caller has it."""
@@ -157,14 +170,16 @@ class TimestampSpan:
 
     def _add(self, floors: np.ndarray, fractional: np.ndarray, metadata: np.ndarray) -> None:
         self.count += len(floors)
-        self.every.add(len(floors), int(floors.min()), int(floors.max()), bool(fractional.any()))
+        self.metadata_floors.extend(int(v) for v in floors[metadata])
+        if self.floor is not None:  # a second reading: what is no event's and lies below the floor decides nothing
+            kept = (floors >= self.floor).astype(bool) | metadata
+            floors, fractional, metadata = floors[kept], fractional[kept], metadata[kept]
+        if len(floors):
+            self.every.add(len(floors), int(floors.min()), int(floors.max()), bool(fractional.any()))
         events = ~metadata
-        if self.floor is not None:
-            events &= (floors >= self.floor).astype(bool)
         if events.any():
             own = floors[events]
             self.events.add(len(own), int(own.min()), int(own.max()), bool(fractional[events].any()))
-        self.metadata_floors.extend(int(v) for v in floors[metadata])
 
     def base(self) -> int | None:
         """The microseconds to subtract, or None when every timestamp is exact as it is."""
@@ -222,8 +237,8 @@ def shift(text: bytes, base: int, fields=_UNREAD) -> bytes:
     written in the place of the old one with spaces before it (ts_fields.rewrite), else the field is
     rewritten shorter. A base of 0 (the smallest timestamp is in [0, 1) us) changes nothing.
     `fields` is ts_fields.read(text) when the caller has it."""
-    if base == 0:
-        return text
+    if base == 0 and not TS_NEGATIVE.search(text):
+        return text  # (a negative field with a base of 0: a metadata one, which is written as 0 below)
     if not 0 < base < 2**62:
         fields = None
     elif fields is _UNREAD:
@@ -284,13 +299,13 @@ def _value(integer: bytes, fraction: bytes, exponent: bytes | None) -> Decimal:
     return Decimal((integer + fraction + (exponent or b"")).decode())
 
 
-def rebase_text(raw: bytes, report, floor: int | None = None) -> bytes:
-    """The whole text, rebased when it needs it (the change recorded in `report`); `floor` as in
-    TimestampSpan."""
-    if floor is None and not may_need_rebase(raw):
+def rebase_text(raw: bytes, report, reading: Reading | None = None) -> bytes:
+    """The whole text, rebased when it needs it (the change recorded in `report`); `reading`: a second
+    reading's limits (the rebase is then certain)."""
+    if reading is None and not may_need_rebase(raw):
         return raw
     fields = ts_fields.read(raw)  # read once, for the span and the shift
-    span = TimestampSpan(floor)
+    span = TimestampSpan(reading)
     span.see(raw, fields)
     base = span.base()
     if base is None:

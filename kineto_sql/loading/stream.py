@@ -23,7 +23,7 @@ from pathlib import Path
 from kineto_sql.errors import TraceInputError
 from kineto_sql.loading import source
 from kineto_sql.loading.rawcheck import integer_beyond_int64, integer_orjson_rounds, null_token
-from kineto_sql.loading.rebase import RebaseEvidence, TimestampSpan, shift
+from kineto_sql.loading.rebase import TS_STRING, Reading, RebaseEvidence, TimestampSpan, shift
 
 READ_BYTES = 4 << 20  # compressed (or plain) bytes read at a time
 
@@ -36,6 +36,7 @@ class StreamedDoc:
     args_may_change: bool  # the text shows a null or an integer beyond int64
     identity: tuple  # the file's (device, inode, size, mtime) when it was read
     rebased: TimestampSpan | None = None  # the timestamps, when the text was rebased as it was read
+    string_ts: bool = False  # the text shows a `"ts"` written as a string
 
 
 class _Fallback(Exception):
@@ -84,18 +85,18 @@ def _blocks(path: Path):
             data = inflate.unused_data if inflate.eof else inflate.unconsumed_tail
 
 
-def parse_file(path: Path, floor: int | None = None) -> StreamedDoc | None:
+def parse_file(path: Path, reading: Reading | None = None) -> StreamedDoc | None:
     """The parsed trace, read in blocks; None when the whole-text path must read it (see the module doc).
-    The path is one source.read_bytes accepts (it has been checked). `floor` as in rebase.TimestampSpan
-    (the rebase is then certain: the text is read for its span first)."""
+    The path is one source.read_bytes accepts (it has been checked). `reading`: a second reading's limits
+    (rebase.Reading; the rebase is then certain: the text is read for its span first)."""
     try:
         identity = file_identity(path)
-        if floor is None:
+        if reading is None:
             try:
                 return _parse(path, identity, watch_rebase=True)
             except _NeedsRebase:
                 pass  # (parsed again below, once this handler has let go of the first parse's frames)
-        span = _timestamp_span(path, floor)  # a first pass over the text: where the timestamps lie
+        span = _timestamp_span(path, reading)  # a first pass over the text: where the timestamps lie
         return _parse(path, identity, span=span if span.base() is not None else None)
     except _Fallback:
         return None
@@ -107,10 +108,10 @@ class _NeedsRebase(Exception):
     """The text shows timestamps that may need the rebase: the parse so far cannot be used."""
 
 
-def _timestamp_span(path: Path, floor: int | None = None) -> TimestampSpan:
+def _timestamp_span(path: Path, reading: Reading | None = None) -> TimestampSpan:
     """rebase.TimestampSpan of the whole text, read in blocks cut just after a `}` (no `ts` field holds
     one, so no field is cut, nor any stretch without braces that tells a metadata event's field)."""
-    span, carry = TimestampSpan(floor), b""
+    span, carry = TimestampSpan(reading), b""
     for block in _blocks(path):
         text = carry + block
         cut = text.rfind(b"}") + 1
@@ -174,7 +175,7 @@ def _parse(path: Path, identity: tuple, watch_rebase: bool = False, span: Timest
         raise _Fallback
     check_same_file(path, identity)
     doc["traceEvents"] = events
-    return StreamedDoc(doc, probe.bounded, size, text.null or text.huge, identity, span)
+    return StreamedDoc(doc, probe.bounded, size, text.null or text.huge, identity, span, text.string_ts)
 
 
 class _TextFacts:
@@ -183,10 +184,11 @@ class _TextFacts:
 
     def __init__(self, watch_rebase: bool):
         self.rebase = RebaseEvidence() if watch_rebase else None
-        self.null = self.huge = False
+        self.null = self.huge = self.string_ts = False
 
     def see(self, piece: bytes) -> None:
         self.null = self.null or null_token(piece)
+        self.string_ts = self.string_ts or bool(TS_STRING.search(piece))
         if integer_beyond_int64(piece):
             self.huge = True
             if integer_orjson_rounds(piece):
