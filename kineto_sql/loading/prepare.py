@@ -330,9 +330,10 @@ def _settle_rebase(events: list, doc: dict, report: IngestReport, reading: Readi
     The text is read again (_RebaseAgain with a rebase.Reading) when the base is wrong for the events:
     a string timestamp below it (it would turn negative: the base is kept at or below it), or a field
     named ts outside the events below their times, which leaves theirs large (>= 1e12 us, where a double
-    keeps a fraction only to ~0.25 us): every field more than 1 us below the events' smallest time (as
-    parsed, within the double's 0.25 us of the text) is left out, so the base is at most the floor of that
-    time and within 2 us of it. Should the second reading still leave them large, the report says so."""
+    keeps a fraction only to ~0.25 us): every field that is no event's and lies more than 1 us below the
+    events' smallest time (as parsed, less the double's error at its shifted size: _second_reading) is left
+    out, so the base is at most the floor of that time and a few us below it at most. Should the second
+    reading still leave them large, the report says so."""
     base_us = report.ts_offset_ns // 1000
     own, strings = 0, []
     for e in events:
