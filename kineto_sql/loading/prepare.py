@@ -284,7 +284,7 @@ def _settle_times(events: list, doc: dict, report: IngestReport, reading: Readin
     it, or it is a second reading); where it was not, a timestamp written as a string that needs the rebase
     (negative, or a fraction at >= 1e12 us) has the text read again with the base at or below it, and a
     metadata event's negative one is written as 0 (the engine drops the event, its name with it)."""
-    if report.fix_count("timestamps_rebased") or report.ts_offset_ns or reading is not None:
+    if report.fix_count("timestamps_rebased") or reading is not None:
         _settle_rebase(events, doc, report, reading)
         return
     if not string_ts:
@@ -304,7 +304,7 @@ def _second_reading(events: list, base_us: int, texts: list[tuple[dict, Decimal]
     """The limits of a second reading: the floor a little below the events' own smallest time (numbers
     as parsed, less the double's error at their shifted size; strings exactly), and the base at or
     below the smallest string time."""
-    numbers = [e["ts"] for e in events if type(e) is dict and e.get("ph") != "M" and type(e.get("ts")) in _NUMBER]
+    numbers = [e["ts"] for e in _own_numeric(events)]
     strings = [value for e, value in texts if e.get("ph") != "M"]
     lows = []
     if numbers:
@@ -349,9 +349,9 @@ def _settle_rebase(events: list, doc: dict, report: IngestReport, reading: Readi
     mismatch = own != report.fix_count("timestamps_rebased")
     # left large: a fraction there may already be gone in the parse (a double at 1e15 us has no 0.01), and
     # the engine reads a string as a double too
-    rounded = [e.get("name") for e in events if type(e) is dict and e.get("ph") != "M" and type(e.get("ts")) is float
-               and abs(e["ts"]) >= REBASE_ABOVE_US] if mismatch else []
+    rounded = []
     if mismatch:
+        rounded = [e.get("name") for e in _own_numeric(events) if type(e["ts"]) is float and abs(e["ts"]) >= REBASE_ABOVE_US]
         rounded += [e.get("name") for e, value in texts if e.get("ph") != "M" and abs(value - base_us) >= REBASE_ABOVE_US]
     if reading is None and (below or rounded):
         raise _RebaseAgain(_second_reading(events, base_us, texts))
@@ -361,34 +361,23 @@ def _settle_rebase(events: list, doc: dict, report: IngestReport, reading: Readi
         return
     restored = [0]
 
-    def walk(value):
-        if type(value) is dict:
-            for key, item in value.items():
-                if key == "ts" and type(item) in _NUMBER:
-                    value[key] = item + base_us
-                    restored[0] += 1
-                elif type(item) is dict or type(item) is list:
-                    walk(item)
-        elif type(value) is list:
-            for item in value:
-                if type(item) is dict or type(item) is list:
-                    walk(item)
-
-    def walk_fields(holder: dict, skip: str) -> None:  # an event's fields but its own ts; the doc's but its events
-        for key, item in holder.items():
+    def restore(value, skip=None) -> None:
+        """Gives the offset back to every number under a key ts in `value` (but the key `skip`'s)."""
+        items = value.items() if type(value) is dict else enumerate(value)
+        for key, item in items:
             if key == skip:
                 continue
             if type(item) is dict or type(item) is list:
-                walk(item)
-            elif key == "ts" and type(item) in _NUMBER:  # only the document's own: an event skips its ts
-                holder[key] = item + base_us
+                restore(item)
+            elif key == "ts" and type(item) in _NUMBER:
+                value[key] = item + base_us
                 restored[0] += 1
 
     if base_us:  # (a base of 0 moved nothing)
         for e in events:
             if type(e) is dict:
-                walk_fields(e, "ts")
-        walk_fields(doc, "traceEvents")
+                restore(e, skip="ts")  # an event's fields but its own ts
+        restore(doc, skip="traceEvents")  # the document's own fields (its events are done above)
     report.add("nested_ts_restored", restored[0],
                "a field named ts that is not an event's own timestamp (an arg, a top-level field) was shifted "
                "with the timestamps by the rebase; it has its value back (an integer exactly, a fraction to the "
@@ -398,6 +387,11 @@ def _settle_rebase(events: list, doc: dict, report: IngestReport, reading: Readi
                f"a field named ts outside the events set the rebase base ({base_us} us) below their times, so "
                "these events' timestamps stay large and keep a double's precision (~0.25 us at epoch "
                "microseconds), not every nanosecond", examples=[str(name) for name in rounded])
+
+
+def _own_numeric(events: list):
+    """The events (not metadata) whose own ts is a number."""
+    return (e for e in events if type(e) is dict and e.get("ph") != "M" and type(e.get("ts")) in _NUMBER)
 
 
 def _string_times(events: list[dict]) -> list[tuple[dict, Decimal]]:

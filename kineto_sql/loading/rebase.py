@@ -95,11 +95,14 @@ def _stretches_near(data: np.ndarray, marks: np.ndarray) -> tuple[np.ndarray, np
     return low, high
 
 
+@dataclass
 class _Range:
     """The smallest and largest integer part (floor) of some timestamps, and whether one has a fraction."""
 
-    def __init__(self):
-        self.count, self.low, self.high, self.fractional = 0, None, None, False
+    count: int = 0
+    low: int | None = None
+    high: int | None = None
+    fractional: bool = False
 
     def add(self, count: int, low: int, high: int, fractional: bool) -> None:
         self.count += count
@@ -111,9 +114,6 @@ class _Range:
         if not self.count or (self.low >= 0 and (self.high < REBASE_ABOVE_US or not self.fractional)):
             return None
         return self.low
-
-    def __eq__(self, other) -> bool:
-        return vars(self) == vars(other)
 
 
 @dataclass(frozen=True)
