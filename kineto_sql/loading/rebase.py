@@ -49,6 +49,9 @@ TS_13_DIGITS = re.compile(rb'"ts"\s*:\s*\d{13}')
 TS_FRACTION = re.compile(rb'"ts"\s*:\s*-?\d+\.\d*[1-9]')
 TS_STRING = re.compile(rb'"ts"\s*:\s*"')  # a timestamp written as a string: no number field shows it
 TS_NEGATIVE_OR_FRACTION = re.compile(rb'"ts"\s*:\s*(?:-|\d+\.\d*[1-9])')  # one scan rules both out
+# A timestamp that is negative, has a fraction or is written as a string: one scan of a piece rules all
+# three out (the streamed parse's text facts, where most traces show none of them).
+TS_UNUSUAL = re.compile(rb'"ts"\s*:\s*(?:-|"|\d+\.\d*[1-9])')
 
 
 _UNREAD = object()  # ts_fields.read not run yet (its None means it declined)
@@ -209,9 +212,10 @@ class RebaseEvidence:
     def __init__(self):
         self.negative = self.thirteen_digits = self.fraction = False
 
-    def see(self, text: bytes) -> None:
+    def see(self, text: bytes, unusual: bool = True) -> None:
+        """`unusual` False: the caller's TS_UNUSUAL search found nothing in `text` (no negative, no fraction)."""
         self.thirteen_digits = self.thirteen_digits or bool(TS_13_DIGITS.search(text))
-        if not self.negative and TS_NEGATIVE_OR_FRACTION.search(text):  # one scan rules both out
+        if unusual and not self.negative and TS_NEGATIVE_OR_FRACTION.search(text):  # one scan rules both out
             self.negative = bool(TS_NEGATIVE.search(text))
             self.fraction = self.fraction or bool(TS_FRACTION.search(text))
 

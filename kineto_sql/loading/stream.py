@@ -23,9 +23,10 @@ from pathlib import Path
 from kineto_sql.errors import TraceInputError
 from kineto_sql.loading import source
 from kineto_sql.loading.rawcheck import integer_beyond_int64, integer_orjson_rounds, null_token
-from kineto_sql.loading.rebase import TS_STRING, Reading, RebaseEvidence, TimestampSpan, shift
+from kineto_sql.loading.rebase import TS_STRING, TS_UNUSUAL, Reading, RebaseEvidence, TimestampSpan, shift
 
 READ_BYTES = 4 << 20  # compressed (or plain) bytes read at a time
+_REFILL_PIECES = 4  # the text held for the cuts is refilled to this many pieces
 
 
 @dataclass
@@ -139,32 +140,37 @@ def _parse(path: Path, identity: tuple, watch_rebase: bool = False, span: Timest
     else:
         raise _Fallback
     head = fix(bytes(buffer[:key.start()]))
-    del buffer[:key.end()]
-    probe, events, text = source._DepthProbe(), [], _TextFacts(watch_rebase)
-    text.see(head)
-    exhausted = False
-    while not exhausted:
-        while len(buffer) < 2 * source.PIECE_BYTES:
-            block = next(blocks, None)
-            if block is None:
-                exhausted = True
-                break
-            buffer += block
-            size += len(block)
-        if exhausted:
-            break
-        found = source.first_events(bytes(buffer), 0, probe, fix)  # the regexes need an immutable text
+    text, at = bytes(buffer), key.end()  # the events' text from `at` on
+    del buffer
+    probe, events, facts = source._DepthProbe(), [], _TextFacts(watch_rebase)
+    facts.see(head)
+    while True:
+        if len(text) - at < 2 * source.PIECE_BYTES:
+            # Refilled to several pieces at once: the tail carried over is copied once per refill, not once
+            # per piece (the regexes need an immutable text, so it is bytes, joined).
+            parts, have = [memoryview(text)[at:]], len(text) - at
+            while have < _REFILL_PIECES * source.PIECE_BYTES:
+                block = next(blocks, None)
+                if block is None:
+                    break
+                parts.append(block)
+                have += len(block)
+                size += len(block)
+            text, at = b"".join(parts), 0
+            del parts
+            if have < 2 * source.PIECE_BYTES:
+                break  # the file is read: what is left ends the event list
+        found = source.first_events(text, at, probe, fix)
         if found is None:
             raise _Fallback
-        part, piece, end = found
-        text.see(piece)
+        part, piece, at = found
+        facts.see(piece)
         events.extend(part)
-        del buffer[:end]
     if size <= 2 * source.PIECE_BYTES:
         raise _Fallback  # small: the whole-text parse is the one used for these
-    rest = fix(bytes(buffer))
-    del buffer
-    text.see(rest)
+    rest = fix(text[at:])
+    del text
+    facts.see(rest)
     found = source.last_events(rest, 0, probe)
     if found is None:
         raise _Fallback
@@ -175,7 +181,7 @@ def _parse(path: Path, identity: tuple, watch_rebase: bool = False, span: Timest
         raise _Fallback
     check_same_file(path, identity)
     doc["traceEvents"] = events
-    return StreamedDoc(doc, probe.bounded, size, text.null or text.huge, identity, span, text.string_ts)
+    return StreamedDoc(doc, probe.bounded, size, facts.null or facts.huge, identity, span, facts.string_ts)
 
 
 class _TextFacts:
@@ -188,12 +194,14 @@ class _TextFacts:
 
     def see(self, piece: bytes) -> None:
         self.null = self.null or null_token(piece)
-        self.string_ts = self.string_ts or bool(TS_STRING.search(piece))
+        unusual = TS_UNUSUAL.search(piece)  # (a string timestamp is one; none is found before the first)
+        if unusual is not None and not self.string_ts:
+            self.string_ts = bool(TS_STRING.search(piece, unusual.start()))
         if integer_beyond_int64(piece):
             self.huge = True
             if integer_orjson_rounds(piece):
                 raise _Fallback  # orjson read an integer of it as a float: the whole text is parsed exactly
         if self.rebase is not None:
-            self.rebase.see(piece)
+            self.rebase.see(piece, unusual is not None)
             if self.rebase.may_rebase:
                 raise _NeedsRebase
