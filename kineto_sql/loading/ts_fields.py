@@ -97,7 +97,8 @@ def read(text: bytes) -> TsFields | None:
     # most fields have the same layout (`: ` then 16 digits): one product of a digit block by the powers
     # of ten per layout
     layouts = digits_at * (WINDOW + 1) + (digits_end - digits_at)
-    for layout in np.unique(layouts).tolist():
+    ordered = np.sort(layouts)  # (np.unique would import numpy.ma: 13 ms on the way to the engine)
+    for layout in ordered[np.flatnonzero(np.diff(ordered, prepend=-1))].tolist():
         begin, size = divmod(layout, WINDOW + 1)
         same = np.flatnonzero(layouts == layout)
         block = window[same, begin:begin + size].astype(np.int64) - 48
