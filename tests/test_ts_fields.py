@@ -46,6 +46,13 @@ _FIELD = st.builds(lambda space, sign, digits, fraction, follow: b'"ts"' + space
 _JUNK = st.sampled_from([b'"ts"', b'"name": "ts"', b"{", b"}", b",", b":", b'"x"'])
 
 
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from([b'"ts"', b'"', b"t", b"s", b'"ts', b'ts"', b"x", b" "]), max_size=40).map(b"".join))
+def test_quoted_ts_are_the_regex_matches(text):
+    # the word comparison at four alignments, against the literal regex's left-to-right matches (overlaps too)
+    assert ts_fields._quoted_ts(text).tolist() == [m.start() for m in re.finditer(rb'"ts"', text)]
+
+
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.one_of(_FIELD, _JUNK), min_size=1, max_size=30).map(b"".join))
 def test_read_decides_fields_its_window_holds(text):
