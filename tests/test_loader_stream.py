@@ -12,11 +12,12 @@ import gzip
 import json
 from pathlib import Path
 
+import numpy as np
 import orjson
 import pytest
 
 from kineto_sql.errors import TraceInputError
-from kineto_sql.loading import source, stream
+from kineto_sql.loading import source, stream, ts_fields
 from kineto_sql.loading.prepare import prepare, prepare_path
 from kineto_sql.loading.source import read_bytes
 from tests.kineto_builder import Kernel, KinetoTrace, Launch, ProfilerStep
@@ -178,3 +179,36 @@ def test_every_rebase_case_at_once_streams_as_the_whole_text(tmp_path):
     got = {e["name"]: e for e in out["traceEvents"] if e["ph"] == "X"}
     assert got["e0"]["ts"] == "0.125" and got["e5"]["ts"] == "50.375"
     assert got["e9"]["args"]["ts"] == 3 and got["e12"]["args"]["when"] == [{"ts": "1700000000555.5"}]
+
+
+@pytest.mark.parametrize("declined", [False, True])
+def test_each_piece_is_shifted_with_the_fields_the_span_pass_read(tmp_path, monkeypatch, declined):
+    # the fields handed to the shift of a piece are exactly what reading the piece gives; a block whose
+    # fields the arrays decline (a timestamp with an exponent) leaves its pieces to read their own
+    doc = _trace(60, False)
+    for e in doc["traceEvents"]:
+        if "ts" in e:
+            e["ts"] = 1_700_000_000_000 + e["ts"] + 0.125
+    path = _write(tmp_path, doc, "gzip")
+    if declined:
+        text = read_bytes(path).replace(b'"ts": 1700000000010.125', b'"ts": 1.700000000010125e12', 1)
+        assert b"e12" in text
+        path.write_bytes(gzip.compress(text))
+    handed, read_here, real = [], [], stream.shift
+
+    def checked(piece, base, *fields):
+        if fields:
+            mine = ts_fields.read(piece)
+            assert mine is not None and all(np.array_equal(getattr(fields[0], k), getattr(mine, k))
+                                            for k in ("start", "end", "value", "negative", "fractional"))
+            handed.append(len(mine.start))
+        else:
+            read_here.append(piece)
+        return real(piece, base, *fields)
+
+    monkeypatch.setattr(stream, "shift", checked)
+    assert stream.parse_file(path).rebased is not None
+    monkeypatch.undo()
+    events = len([e for e in doc["traceEvents"] if "ts" in e])
+    assert (sum(handed) == events) is not declined and bool(read_here) is declined  # every field, or all but a block's
+    assert _same_as_whole(path).report.ts_offset_ns == 1_700_000_000_000_000

@@ -201,8 +201,8 @@ def _parse_in_pieces(raw: bytes, probe: _DepthProbe | None = None):
 def first_events(text: bytes, start: int, probe: _DepthProbe | None, fix=None):
     """The first run of whole events of `text` from `start` (the `{` of an event) that is at least
     PIECE_BYTES long: (its events, the piece parsed, the index of the `{` that follows it), or None when
-    no cut within _TRIES tries parses. `fix(piece)`, when given, is the text parsed instead of the piece
-    (the streamed parse rebases each piece before its parse)."""
+    no cut within _TRIES tries parses. `fix(piece, start)`, when given, is the text parsed instead of the
+    piece (the streamed parse rebases each piece before its parse)."""
     search_from = start + PIECE_BYTES
     for _ in range(_TRIES):
         cut = _BETWEEN_EVENTS.search(text, search_from)
@@ -210,7 +210,7 @@ def first_events(text: bytes, start: int, probe: _DepthProbe | None, fix=None):
             return None
         piece = text[start:cut.start() + 1]
         if fix is not None:
-            piece = fix(piece)
+            piece = fix(piece, start)
         part = _items(piece, probe)
         if part is not None:
             return part, piece, cut.end() - 1

@@ -20,8 +20,10 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from kineto_sql.errors import TraceInputError
-from kineto_sql.loading import source
+from kineto_sql.loading import source, ts_fields
 from kineto_sql.loading.rawcheck import integer_beyond_int64, integer_orjson_rounds, null_token
 from kineto_sql.loading.rebase import TS_STRING, TS_UNUSUAL, Reading, RebaseEvidence, TimestampSpan, shift
 
@@ -97,8 +99,10 @@ def parse_file(path: Path, reading: Reading | None = None) -> StreamedDoc | None
                 return _parse(path, identity, watch_rebase=True)
             except _NeedsRebase:
                 pass  # (parsed again below, once this handler has let go of the first parse's frames)
-        span = _timestamp_span(path, reading)  # a first pass over the text: where the timestamps lie
-        return _parse(path, identity, span=span if span.base() is not None else None)
+        span, fields = _timestamp_span(path, reading)  # a first pass over the text: where the timestamps lie
+        if span.base() is None:
+            return _parse(path, identity)
+        return _parse(path, identity, span=span, fields=fields)
     except _Fallback:
         return None
     except OSError:
@@ -109,24 +113,77 @@ class _NeedsRebase(Exception):
     """The text shows timestamps that may need the rebase: the parse so far cannot be used."""
 
 
-def _timestamp_span(path: Path, reading: Reading | None = None) -> TimestampSpan:
+def _timestamp_span(path: Path, reading: Reading | None = None) -> tuple[TimestampSpan, _FieldsRead]:
     """rebase.TimestampSpan of the whole text, read in blocks cut just after a `}` (no `ts` field holds
-    one, so no field is cut, nor any stretch without braces that tells a metadata event's field)."""
-    span, carry = TimestampSpan(reading), b""
+    one, so no field is cut, nor any stretch without braces that tells a metadata event's field), and the
+    fields it read, for the shift of each piece (_FieldsRead)."""
+    span, carry, kept, at = TimestampSpan(reading), b"", _FieldsRead(), 0
     for block in _blocks(path):
         text = carry + block
         cut = text.rfind(b"}") + 1
-        span.see(text[:cut])
+        kept.see(span, text[:cut], at)
         carry = text[cut:]
-    span.see(carry)
-    return span
+        at += cut
+    kept.see(span, carry, at)
+    return span, kept
 
 
-def _parse(path: Path, identity: tuple, watch_rebase: bool = False, span: TimestampSpan | None = None) -> StreamedDoc:
+class _FieldsRead:
+    """The `ts` fields (ts_fields.TsFields) of the span pass's blocks, by where they lie in the whole text,
+    so that the shift of a piece of the parse need not read its fields again (a third of a rebased trace's
+    shift). Blocks and pieces are both cut just after a `}`, which no field holds, and a field's reading
+    depends only on the bytes from its `"ts"` to the `}` after it: a piece's fields are those of the blocks
+    that lie in its range. A range that meets a block the arrays declined gives None (the shift reads it)."""
+
+    def __init__(self):
+        self._parts: list[tuple[int, ts_fields.TsFields]] = []
+        self._declined: list[tuple[int, int]] = []
+        self._whole: ts_fields.TsFields | None = None
+
+    def see(self, span: TimestampSpan, text: bytes, at: int) -> None:
+        fields = ts_fields.read(text)
+        span.see(text, fields)
+        if fields is None:
+            self._declined.append((at, at + len(text)))
+        elif len(fields.start):
+            self._parts.append((at, fields))
+
+    def of(self, start: int, size: int) -> ts_fields.TsFields | None:
+        """The fields of the text's bytes start..start+size, positioned from `start`; None where not known."""
+        end = start + size
+        if any(low < end and start < high for low, high in self._declined):
+            return None
+        whole = self._joined()
+        first, stop = np.searchsorted(whole.start, [start, end]).tolist()
+        return ts_fields.TsFields(whole.start[first:stop] - start, whole.end[first:stop] - start,
+                                  whole.value[first:stop], whole.negative[first:stop], whole.fractional[first:stop])
+
+    def _joined(self) -> ts_fields.TsFields:
+        if self._whole is None:
+            parts = self._parts
+            self._whole = ts_fields.TsFields(*(
+                np.concatenate([getattr(f, name) + (at if name in ("start", "end") else 0) for at, f in parts])
+                if parts else np.zeros(0, dtype=bool if name in ("negative", "fractional") else np.int64)
+                for name in ("start", "end", "value", "negative", "fractional")))
+            self._parts = []
+        return self._whole
+
+
+def _parse(path: Path, identity: tuple, watch_rebase: bool = False, span: TimestampSpan | None = None,
+           fields: _FieldsRead | None = None) -> StreamedDoc:
     """The streamed parse; `watch_rebase` stops it (_NeedsRebase) as soon as the text may need the rebase,
-    `span` (of a text that needs it) rebases each piece before it is parsed."""
+    `span` (of a text that needs it) rebases each piece before it is parsed, with the `fields` the span
+    pass read."""
     base = span.base() if span is not None else None
-    fix = (lambda text: shift(text, base)) if base is not None else (lambda text: text)
+    text_at = [0]  # where the text the pieces are cut from begins in the whole text
+
+    def fix(piece: bytes, start: int = 0) -> bytes:
+        """The piece that begins at `start` of the current text, rebased."""
+        if base is None:
+            return piece
+        known = fields.of(text_at[0] + start, len(piece)) if fields is not None else None
+        return shift(piece, base) if known is None else shift(piece, base, known)
+
     blocks = _blocks(path)
     buffer, size = bytearray(), 0
     for block in blocks:  # the head: up to and including `"traceEvents": [`
@@ -156,6 +213,7 @@ def _parse(path: Path, identity: tuple, watch_rebase: bool = False, span: Timest
                 parts.append(block)
                 have += len(block)
                 size += len(block)
+            text_at[0] += at
             text, at = b"".join(parts), 0
             del parts
             if have < 2 * source.PIECE_BYTES:
@@ -168,7 +226,7 @@ def _parse(path: Path, identity: tuple, watch_rebase: bool = False, span: Timest
         events.extend(part)
     if size <= 2 * source.PIECE_BYTES:
         raise _Fallback  # small: the whole-text parse is the one used for these
-    rest = fix(text[at:])
+    rest = fix(text[at:], at)
     del text
     facts.see(rest)
     found = source.last_events(rest, 0, probe)
