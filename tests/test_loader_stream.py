@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from kineto_sql.errors import TraceInputError
-from kineto_sql.loading import source, stream, ts_fields
+from kineto_sql.loading import rebase, source, stream, ts_fields
 from kineto_sql.loading.prepare import prepare, prepare_path
 from kineto_sql.loading.source import read_bytes
 from tests.kineto_builder import Kernel, KinetoTrace, Launch, ProfilerStep
@@ -200,7 +200,9 @@ def test_each_piece_is_shifted_with_the_fields_the_span_pass_read(tmp_path, monk
         if fields:
             mine = ts_fields.read(piece)
             assert mine is not None and all(np.array_equal(getattr(fields[0], k), getattr(mine, k))
+                                            and getattr(fields[0], k).dtype == getattr(mine, k).dtype
                                             for k in ("start", "end", "value", "negative", "fractional"))
+            assert np.array_equal(fields[0].metadata, rebase.metadata_fields(piece, mine.start))
             handed.append(len(mine.start))
         else:
             read_here.append(piece)

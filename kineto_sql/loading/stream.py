@@ -129,9 +129,9 @@ def _timestamp_span(path: Path, reading: Reading | None = None) -> tuple[Timesta
 
 
 class _FieldsRead:
-    """The `ts` fields (ts_fields.TsFields) of the span pass's blocks, by where they lie in the whole text,
-    so that the shift of a piece of the parse need not read its fields again (a third of a rebased trace's
-    shift). Blocks and pieces are both cut just after a `}`, which no field holds, and a field's reading
+    """The `ts` fields (ts_fields.TsFields, with which are metadata's) of the span pass's blocks, by where
+    they lie in the whole text, so that the shift of a piece of the parse need not read them again (a third
+    of a rebased trace's shift). Blocks and pieces are both cut just after a `}`, which no field holds, and a field's reading
     depends only on the bytes from its `"ts"` to the `}` after it: a piece's fields are those of the blocks
     that lie in its range. A range that meets a block the arrays declined gives None (the shift reads it)."""
 
@@ -156,15 +156,16 @@ class _FieldsRead:
         whole = self._joined()
         first, stop = np.searchsorted(whole.start, [start, end]).tolist()
         return ts_fields.TsFields(whole.start[first:stop] - start, whole.end[first:stop] - start,
-                                  whole.value[first:stop], whole.negative[first:stop], whole.fractional[first:stop])
+                                  whole.value[first:stop], whole.negative[first:stop], whole.fractional[first:stop],
+                                  whole.metadata[first:stop])
 
     def _joined(self) -> ts_fields.TsFields:
         if self._whole is None:
             parts = self._parts
             self._whole = ts_fields.TsFields(*(
-                np.concatenate([getattr(f, name) + (at if name in ("start", "end") else 0) for at, f in parts])
-                if parts else np.zeros(0, dtype=bool if name in ("negative", "fractional") else np.int64)
-                for name in ("start", "end", "value", "negative", "fractional")))
+                np.concatenate([getattr(f, name) + at if name in ("start", "end") else getattr(f, name) for at, f in parts])
+                if parts else np.zeros(0, dtype=np.int64 if name in ("start", "end", "value") else bool)
+                for name in ("start", "end", "value", "negative", "fractional", "metadata")))
             self._parts = []
         return self._whole
 

@@ -33,6 +33,8 @@ class TsFields:
     value: np.ndarray  # the integer part, int64
     negative: np.ndarray  # written with a `-` (-0.5 too, whose integer part is 0)
     fractional: np.ndarray  # a fraction with a digit other than 0 follows
+    # whether each is a ph M event's field (rebase.metadata_fields), once the rebase has asked
+    metadata: np.ndarray | None = None
 
 
 def _first(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
