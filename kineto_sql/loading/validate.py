@@ -108,7 +108,8 @@ def validate_and_survey(entries: list, report: IngestReport) -> tuple[list[dict]
             continue
         if ph != "M":
             ts = e.get("ts")
-            if type(ts) is not int or not -MAX_US <= ts <= MAX_US:
+            kind = type(ts)  # (a float too: a rebased trace's are; NaN fails the range, _bad_time says why)
+            if not ((kind is int or kind is float) and -MAX_US <= ts <= MAX_US):
                 reason = _bad_time(ts)
                 if reason:
                     drops[f"ts {reason}"].append(index)
