@@ -133,9 +133,10 @@ def _timestamp_span(path: Path, reading: Reading | None = None) -> tuple[Timesta
 class _FieldsRead:
     """The `ts` fields (ts_fields.TsFields, with which are metadata's) of the span pass's blocks, by where
     they lie in the whole text, so that the shift of a piece of the parse need not read them again (a third
-    of a rebased trace's shift). Blocks and pieces are both cut just after a `}`, which no field holds, and a field's reading
-    depends only on the bytes from its `"ts"` to the `}` after it: a piece's fields are those of the blocks
-    that lie in its range. A range that meets a block the arrays declined gives None (the shift reads it)."""
+    of a rebased trace's shift). Blocks and pieces are both cut just after a `}`, which no field holds, and
+    a field's reading depends only on the bytes from its `"ts"` to the `}` after it: a piece's fields are
+    those of the blocks in its range. A range that meets a block the arrays declined gives None (the
+    shift reads it)."""
 
     def __init__(self):
         self._parts: list[tuple[int, ts_fields.TsFields]] = []
@@ -165,7 +166,8 @@ class _FieldsRead:
         if self._whole is None:
             parts = self._parts
             self._whole = ts_fields.TsFields(*(
-                np.concatenate([getattr(f, name) + at if name in ("start", "end") else getattr(f, name) for at, f in parts])
+                np.concatenate([getattr(f, name) + at if name in ("start", "end") else getattr(f, name)
+                                for at, f in parts])
                 if parts else np.zeros(0, dtype=np.int64 if name in ("start", "end", "value") else bool)
                 for name in ("start", "end", "value", "negative", "fractional", "metadata")))
             self._parts = []

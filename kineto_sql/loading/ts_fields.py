@@ -59,7 +59,8 @@ def _quoted_ts(text: bytes) -> np.ndarray:
     for offset in range(4):
         words = (len(data) - offset) // 4
         if words > 0:
-            found.append(np.flatnonzero(data[offset:offset + 4 * words].view(np.uint32) == _QUOTED_TS_WORD) * 4 + offset)
+            same = data[offset:offset + 4 * words].view(np.uint32) == _QUOTED_TS_WORD
+            found.append(np.flatnonzero(same) * 4 + offset)
     at = np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
     if len(at) > 1 and (np.diff(at) < 4).any():
         return np.fromiter((m.start() for m in _QUOTED_TS.finditer(text)), dtype=np.int64)
