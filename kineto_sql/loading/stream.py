@@ -16,7 +16,6 @@ the result never depends on which path ran.
 from __future__ import annotations
 
 import os
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,7 +67,7 @@ def _blocks(path: Path):
                 yield data
                 data = f.read(READ_BYTES)
             return
-        inflate = zlib.decompressobj(wbits=31)
+        inflate = source.inflate_module.decompressobj(wbits=31)
         while True:
             if len(data) < 2:
                 more = f.read(READ_BYTES)
@@ -80,10 +79,10 @@ def _blocks(path: Path):
             if inflate.eof:  # another member follows
                 if data[:2] != b"\x1f\x8b":
                     raise _Fallback
-                inflate = zlib.decompressobj(wbits=31)
+                inflate = source.inflate_module.decompressobj(wbits=31)
             try:
                 out = inflate.decompress(data, READ_BYTES)
-            except zlib.error:
+            except source.INFLATE_ERRORS:
                 raise _Fallback from None
             if out:
                 yield out
