@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -146,6 +147,28 @@ def test_a_corrupt_gzip_gets_the_whole_read_sentence(tmp_path):
     assert stream.parse_file(path) is None
     with pytest.raises(TraceInputError, match="corrupt or truncated gzip"):
         prepare_path(path)
+
+
+@pytest.mark.parametrize("how", ["gzip", "gzip members", "corrupt"])
+def test_zlib_stands_in_for_isal_with_the_same_bytes_and_sentences(tmp_path, monkeypatch, how):
+    # Where ISA-L has no wheel the loader inflates with gzip/zlib: the same prepared bytes, the same refusal.
+    path = _write(tmp_path, _trace(60, True), "gzip members" if how == "gzip members" else "gzip")
+    if how == "corrupt":
+        path.write_bytes(path.read_bytes()[:-200])
+        with pytest.raises(TraceInputError, match="corrupt or truncated gzip") as with_isal:
+            prepare_path(path)
+    else:
+        with_isal = prepare_path(path)
+    monkeypatch.setattr(source, "_gzip", gzip)
+    monkeypatch.setattr(source, "inflate_module", zlib)
+    if how == "corrupt":
+        with pytest.raises(TraceInputError) as with_zlib:
+            prepare_path(path)
+        assert str(with_zlib.value) == str(with_isal.value)
+        return
+    with_zlib = _same_as_whole(path)
+    assert with_zlib.data == with_isal.data
+    assert dataclasses.asdict(with_zlib.report) == dataclasses.asdict(with_isal.report)
 
 
 def test_a_file_that_changes_while_it_is_read_is_refused(tmp_path, monkeypatch):
