@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import os
 import zlib
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import orjson
 import pytest
 
 from kineto_sql.errors import TraceInputError
-from kineto_sql.loading import rebase, source, stream, ts_fields
+from kineto_sql.loading import rebase, source, stream, text_facts, ts_fields
 from kineto_sql.loading.prepare import prepare, prepare_path
 from kineto_sql.loading.source import read_bytes
 from tests.kineto_builder import Kernel, KinetoTrace, Launch, ProfilerStep
@@ -62,11 +63,14 @@ def _write(tmp_path: Path, doc, how: str) -> Path:
 
 
 def _same_as_whole(path: Path):
-    streamed = prepare_path(path)
+    """prepare_path of the file, with its text facts searched in the parse and by the helper process,
+    against prepare() of the whole text."""
     whole = prepare(read_bytes(path), path)
-    assert dataclasses.asdict(streamed.report) == dataclasses.asdict(whole.report)
-    assert streamed.metadata == whole.metadata
-    assert streamed.data == whole.data
+    for facts_helper in (False, True):
+        streamed = prepare_path(path, facts_helper=facts_helper)
+        assert dataclasses.asdict(streamed.report) == dataclasses.asdict(whole.report)
+        assert streamed.metadata == whole.metadata
+        assert streamed.data == whole.data
     return streamed
 
 
@@ -100,6 +104,60 @@ def test_the_text_checks_are_answered_from_the_pieces(tmp_path):
     assert _same_as_whole(path).report.fix_count("null_arg_not_stored") == 1
     clean = stream.parse_file(_write(tmp_path, _trace(60, False), "plain"))
     assert not clean.args_may_change
+
+
+def _facts(streamed: stream.StreamedDoc | None):
+    if streamed is None:
+        return None
+    return streamed.args_may_change, streamed.string_ts, streamed.shallow, streamed.rebased is not None
+
+
+def _no_child_left():
+    with pytest.raises(ChildProcessError):  # every helper was waited for: no process of ours is left
+        os.waitpid(-1, os.WNOHANG)
+
+
+@pytest.mark.parametrize("how", ["plain", "a null arg", "an integer beyond int64", "a timestamp as text",
+                                 "epoch microseconds with a fraction", "negative", "an integer orjson rounds",
+                                 "'[null' opens the events"])
+def test_the_helper_process_finds_the_facts_the_pieces_show(tmp_path, how):
+    doc = _trace(60, False)
+    args = doc["traceEvents"][70].setdefault("args", {})
+    events = doc["traceEvents"]
+    if how == "a null arg":
+        args["note"] = None
+    elif how == "an integer beyond int64":
+        args["big"] = 2**63 + 5
+    elif how == "a timestamp as text":
+        events[70]["ts"] = str(events[70]["ts"])
+    elif how == "an integer orjson rounds":
+        args["big"] = 10**30 + 1
+    elif how in ("epoch microseconds with a fraction", "negative"):
+        for e in events:
+            if "ts" in e:
+                e["ts"] = (1_700_000_000_000 + e["ts"] + 0.125) if how.startswith("epoch") else e["ts"] - 5000
+    path = _write(tmp_path, doc, "gzip")
+    if how == "'[null' opens the events":  # outside the pieces: the helper says maybe, the args pass finds none
+        path.write_bytes(gzip.compress(read_bytes(path).replace(b'"traceEvents": [', b'"traceEvents": [null, ', 1)))
+    inline, helped = stream.parse_file(path), stream.parse_file(path, facts_helper=True)
+    _no_child_left()
+    if how == "'[null' opens the events":
+        assert not inline.args_may_change and helped.args_may_change
+        assert _facts(inline)[1:] == _facts(helped)[1:]
+    else:
+        assert _facts(helped) == _facts(inline)
+    assert (inline is None) is (how == "an integer orjson rounds")
+    prepared = _same_as_whole(path)
+    if how == "'[null' opens the events":
+        assert prepared.report.dropped_count == 1 and prepared.report.fix_count("null_arg_not_stored") == 0
+
+
+def test_a_helper_that_ends_without_an_answer_leaves_the_whole_text_to_say(tmp_path, monkeypatch):
+    path = _write(tmp_path, _trace(60, True), "gzip")
+    monkeypatch.setattr(text_facts, "_helper", lambda blocks, writer: os._exit(1))
+    assert stream.parse_file(path, facts_helper=True) is None
+    _no_child_left()
+    _same_as_whole(path)
 
 
 @pytest.mark.parametrize("how", ["epoch microseconds with a fraction", "negative", "epoch, metadata at 0",

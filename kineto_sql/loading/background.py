@@ -168,7 +168,7 @@ def _child(path: Path, writer) -> None:
         def sized(size: int) -> None:
             control("size", size, f"read {path.name}: {size / 1e6:.1f} MB of JSON")
 
-        prepared = prepare_path(path, on_size=sized)
+        prepared = prepare_path(path, on_size=sized, facts_helper=True)
         report = prepared.report
         said = (f"prepared {path.name}: {sum(report.events_by_phase.values())} events, {len(report.fixes)} kinds of "
                 f"change, {report.dropped_count} dropped ({time.perf_counter() - started:.1f}s, in a child process)")

@@ -132,20 +132,20 @@ def prepare(raw: bytes, path: Path) -> PreparedTrace:
         return _prepare(holder, path)
 
 
-def prepare_path(path: Path, on_size=None) -> PreparedTrace:
+def prepare_path(path: Path, on_size=None, facts_helper: bool = False) -> PreparedTrace:
     """prepare() of the trace file at `path`, read as it is parsed (loading.stream) so that its whole text
     is never held beside the parsed events; where that cannot stand for the whole-text parse, the file is
     read whole and prepared as prepare() does. `on_size(bytes of JSON)` is called once the size is known,
-    before the fixes run."""
+    before the fixes run. `facts_helper`: the text's searches run in a helper process (stream.parse_file)."""
     with _collector_paused():
         try:
-            return _prepare_file(path, on_size, None)
+            return _prepare_file(path, on_size, None, facts_helper)
         except _RebaseAgain as again:
             return _prepare_file(path, None, again.reading)
 
 
-def _prepare_file(path: Path, on_size, reading: Reading | None) -> PreparedTrace:
-    streamed = parse_file(path, reading)
+def _prepare_file(path: Path, on_size, reading: Reading | None, facts_helper: bool = False) -> PreparedTrace:
+    streamed = parse_file(path, reading, facts_helper)
     if streamed is None:
         holder = [read_bytes(path)]
         if on_size is not None:

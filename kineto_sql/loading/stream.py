@@ -23,8 +23,8 @@ import numpy as np
 
 from kineto_sql.errors import TraceInputError
 from kineto_sql.loading import source, ts_fields
-from kineto_sql.loading.rawcheck import integer_beyond_int64, integer_orjson_rounds, null_token
-from kineto_sql.loading.rebase import TS_STRING, TS_UNUSUAL, Reading, RebaseEvidence, TimestampSpan, shift
+from kineto_sql.loading.rebase import Reading, TimestampSpan, shift
+from kineto_sql.loading.text_facts import FactsHelper, Fallback, NeedsRebase, TextFacts
 
 READ_BYTES = 4 << 20  # compressed (or plain) bytes read at a time
 # The text held for the cuts is refilled to this many pieces. More copies less (4: 13 ms less on a 35 MB
@@ -41,10 +41,6 @@ class StreamedDoc:
     identity: tuple  # the file's (device, inode, size, mtime) when it was read
     rebased: TimestampSpan | None = None  # the timestamps, when the text was rebased as it was read
     string_ts: bool = False  # the text shows a `"ts"` written as a string
-
-
-class _Fallback(Exception):
-    """The streamed parse cannot stand for the whole-text one here; read the file whole."""
 
 
 def file_identity(path: Path) -> tuple:
@@ -73,45 +69,47 @@ def _blocks(path: Path):
                 more = f.read(READ_BYTES)
                 if not more and not data:
                     if not inflate.eof:
-                        raise _Fallback  # truncated: the whole-file read says so, in its words
+                        raise Fallback  # truncated: the whole-file read says so, in its words
                     return
                 data += more
             if inflate.eof:  # another member follows
                 if data[:2] != b"\x1f\x8b":
-                    raise _Fallback
+                    raise Fallback
                 inflate = source.inflate_module.decompressobj(wbits=31)
             try:
                 out = inflate.decompress(data, READ_BYTES)
             except source.INFLATE_ERRORS:
-                raise _Fallback from None
+                raise Fallback from None
             if out:
                 yield out
             data = inflate.unused_data if inflate.eof else inflate.unconsumed_tail
 
 
-def parse_file(path: Path, reading: Reading | None = None) -> StreamedDoc | None:
+def parse_file(path: Path, reading: Reading | None = None, facts_helper: bool = False) -> StreamedDoc | None:
     """The parsed trace, read in blocks; None when the whole-text path must read it (see the module doc).
     The path is one source.read_bytes accepts (it has been checked). `reading`: a second reading's limits
-    (rebase.Reading; the rebase is then certain: the text is read for its span first)."""
+    (rebase.Reading; the rebase is then certain: the text is read for its span first). `facts_helper`: the
+    first parse's text facts are searched by a helper process (text_facts.FactsHelper; where forking is
+    safe and a second core is there to run it)."""
     try:
         identity = file_identity(path)
         if reading is None:
             try:
-                return _parse(path, identity, watch_rebase=True)
-            except _NeedsRebase:
+                facts = FactsHelper(lambda: _blocks(path)) if facts_helper else TextFacts(watch_rebase=True)
+                try:
+                    return _parse(path, identity, facts)
+                finally:
+                    facts.close()
+            except NeedsRebase:
                 pass  # (parsed again below, once this handler has let go of the first parse's frames)
         span, fields = _timestamp_span(path, reading)  # a first pass over the text: where the timestamps lie
         if span.base() is None:
-            return _parse(path, identity)
-        return _parse(path, identity, span=span, fields=fields)
-    except _Fallback:
+            return _parse(path, identity, TextFacts(watch_rebase=False))
+        return _parse(path, identity, TextFacts(watch_rebase=False), span=span, fields=fields)
+    except Fallback:
         return None
     except OSError:
         return None  # read_bytes gives the sentence
-
-
-class _NeedsRebase(Exception):
-    """The text shows timestamps that may need the rebase: the parse so far cannot be used."""
 
 
 def _timestamp_span(path: Path, reading: Reading | None = None) -> tuple[TimestampSpan, _FieldsRead]:
@@ -173,11 +171,11 @@ class _FieldsRead:
         return self._whole
 
 
-def _parse(path: Path, identity: tuple, watch_rebase: bool = False, span: TimestampSpan | None = None,
+def _parse(path: Path, identity: tuple, facts: TextFacts | FactsHelper, span: TimestampSpan | None = None,
            fields: _FieldsRead | None = None) -> StreamedDoc:
-    """The streamed parse; `watch_rebase` stops it (_NeedsRebase) as soon as the text may need the rebase,
-    `span` (of a text that needs it) rebases each piece before it is parsed, with the `fields` the span
-    pass read."""
+    """The streamed parse, shown to `facts` piece by piece (one watching the rebase stops it with
+    NeedsRebase as soon as the text may need it); `span` (of a text that needs the rebase) rebases each
+    piece before it is parsed, with the `fields` the span pass read."""
     base = span.base() if span is not None else None
     text_at = [0]  # where the text the pieces are cut from begins in the whole text
 
@@ -197,13 +195,13 @@ def _parse(path: Path, identity: tuple, watch_rebase: bool = False, span: Timest
         if key is not None:
             break
         if size > 2 * source.PIECE_BYTES:
-            raise _Fallback  # no event list near the top: not the shape pieces are cut from
+            raise Fallback  # no event list near the top: not the shape pieces are cut from
     else:
-        raise _Fallback
+        raise Fallback
     head = fix(bytes(buffer[:key.start()]))
     text, at = bytes(buffer), key.end()  # the events' text from `at` on
     del buffer
-    probe, events, facts = source._DepthProbe(), [], _TextFacts(watch_rebase)
+    probe, events = source._DepthProbe(), []
     facts.see(head)
     while True:
         if len(text) - at < 2 * source.PIECE_BYTES:
@@ -224,46 +222,24 @@ def _parse(path: Path, identity: tuple, watch_rebase: bool = False, span: Timest
                 break  # the file is read: what is left ends the event list
         found = source.first_events(text, at, probe, fix)
         if found is None:
-            raise _Fallback
+            raise Fallback
         part, piece, at = found
         facts.see(piece)
         events.extend(part)
     if size <= 2 * source.PIECE_BYTES:
-        raise _Fallback  # small: the whole-text parse is the one used for these
+        raise Fallback  # small: the whole-text parse is the one used for these
     rest = fix(text[at:], at)
     del text
     facts.see(rest)
     found = source.last_events(rest, 0, probe)
     if found is None:
-        raise _Fallback
+        raise Fallback
     last, after = found
     events.extend(last)
     doc = source._loads_list(head + b'"traceEvents":[]' + rest[after:])
     if type(doc) is not dict or doc.get("traceEvents") != []:
-        raise _Fallback
+        raise Fallback
+    facts.finish()
     check_same_file(path, identity)
     doc["traceEvents"] = events
     return StreamedDoc(doc, probe.bounded, size, facts.null or facts.huge, identity, span, facts.string_ts)
-
-
-class _TextFacts:
-    """What prepare asks of the whole text, gathered piece by piece (a piece is whole events, so no
-    token is cut): a null, an integer beyond int64, and whether the timestamp rebase may apply."""
-
-    def __init__(self, watch_rebase: bool):
-        self.rebase = RebaseEvidence() if watch_rebase else None
-        self.null = self.huge = self.string_ts = False
-
-    def see(self, piece: bytes) -> None:
-        self.null = self.null or null_token(piece)
-        unusual = TS_UNUSUAL.search(piece)  # (a string timestamp is one; none is found before the first)
-        if unusual is not None and not self.string_ts:
-            self.string_ts = bool(TS_STRING.search(piece, unusual.start()))
-        if integer_beyond_int64(piece):
-            self.huge = True
-            if integer_orjson_rounds(piece):
-                raise _Fallback  # orjson read an integer of it as a float: the whole text is parsed exactly
-        if self.rebase is not None:
-            self.rebase.see(piece, unusual is not None)
-            if self.rebase.may_rebase:
-                raise _NeedsRebase
