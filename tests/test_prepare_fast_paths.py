@@ -227,7 +227,7 @@ def test_tid_zero_alone_or_only_on_metadata_is_left_as_it_is():
     (b'{"y": "}], [{"}', [{"y": "}], [{"}]),
 ])
 def test_a_wrapped_piece_is_taken_only_when_it_is_the_plain_parse(piece, items):
-    probe = source._DepthProbe()
+    probe = source.DepthProbe()
     assert probe.wrap == 1024 - 1 - source.EVENT_DEPTH  # orjson 3's depth limit is 1024
     assert probe.loads_items(piece) == items
     assert probe.bounded

@@ -79,7 +79,7 @@ def read_bytes(path: Path) -> bytes:
 # the whole input (about 2x the text) before it makes the Python objects, and on a whole trace that
 # transient is the peak of the load. Pieces of this size bound it to a few MB.
 PIECE_BYTES = 4 << 20
-_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BETWEEN_EVENTS = re.compile(rb'\}\s*,\s*\{')
 _AFTER_LAST_EVENT = re.compile(rb'\}\s*\]')
 _TRIES = 16
@@ -96,7 +96,7 @@ def parse_trace_probed(raw: bytes, path: Path) -> tuple[object, bool]:
     if integer_orjson_rounds(raw):
         return parse_exact(raw, path), False
     if len(raw) > 2 * PIECE_BYTES:
-        probe = _DepthProbe()
+        probe = DepthProbe()
         doc = _parse_in_pieces(raw, probe)
         if doc is not None:
             return doc, probe.bounded
@@ -127,7 +127,7 @@ def _parse_depth_limit() -> int | None:
     return low
 
 
-class _DepthProbe:
+class DepthProbe:
     """Bounds the depth of the events while the pieces are parsed, at no extra cost: a piece parsed as
     `[` * (WRAP + 1) + piece + `]` * (WRAP + 1) within orjson's depth limit has no event deeper than
     limit - WRAP - 1 = EVENT_DEPTH levels. A piece that fails so is parsed as it is (and `bounded` is
@@ -138,11 +138,11 @@ class _DepthProbe:
     _measured = False
 
     def __init__(self):
-        if not _DepthProbe._measured:
+        if not DepthProbe._measured:
             limit = _parse_depth_limit()
-            _DepthProbe._wrap = None if limit is None or limit - 1 - EVENT_DEPTH < 0 else limit - 1 - EVENT_DEPTH
-            _DepthProbe._measured = True
-        self.wrap = _DepthProbe._wrap
+            DepthProbe._wrap = None if limit is None or limit - 1 - EVENT_DEPTH < 0 else limit - 1 - EVENT_DEPTH
+            DepthProbe._measured = True
+        self.wrap = DepthProbe._wrap
         self.bounded = self.wrap is not None
         if self.bounded:
             self._open, self._close = b"[" * (self.wrap + 1), b"]" * (self.wrap + 1)
@@ -162,13 +162,13 @@ class _DepthProbe:
                     value = value[0]
                 if type(value) is list:
                     return value
-        items = _loads_list(b"[" + piece + b"]")
+        items = loads_list(b"[" + piece + b"]")
         if items is not None:
             self.bounded = False
         return items
 
 
-def _loads_list(text: bytes):
+def loads_list(text: bytes):
     """The values of `text` as a JSON array's items, or None when it is not a sequence of whole values."""
     try:
         return orjson.loads(text)
@@ -176,7 +176,7 @@ def _loads_list(text: bytes):
         return None
 
 
-def _parse_in_pieces(raw: bytes, probe: _DepthProbe | None = None):
+def _parse_in_pieces(raw: bytes, probe: DepthProbe | None = None):
     """{...,"traceEvents": [events], ...} parsed as its events' pieces plus the rest; None when the text
     does not split cleanly (then the caller parses it whole, and reports any error as parse_json does).
 
@@ -184,7 +184,7 @@ def _parse_in_pieces(raw: bytes, probe: _DepthProbe | None = None):
     whole events of the array (a cut inside an event leaves an object or a string open). The rest of the
     document, with the array emptied, must parse to an object whose traceEvents is that empty array, so
     the array really was the document's own traceEvents."""
-    key = _EVENTS_KEY.search(raw)
+    key = EVENTS_KEY.search(raw)
     if key is None:
         return None
     events, pos, size = [], key.end(), len(raw)
@@ -198,7 +198,7 @@ def _parse_in_pieces(raw: bytes, probe: _DepthProbe | None = None):
     if found is None:
         return None
     part, after = found
-    rest = _loads_list(raw[:key.start()] + b'"traceEvents":[]' + raw[after:])
+    rest = loads_list(raw[:key.start()] + b'"traceEvents":[]' + raw[after:])
     if type(rest) is not dict or rest.get("traceEvents") != []:
         return None
     events.extend(part)
@@ -206,7 +206,7 @@ def _parse_in_pieces(raw: bytes, probe: _DepthProbe | None = None):
     return rest
 
 
-def first_events(text: bytes, start: int, probe: _DepthProbe | None, fix=None):
+def first_events(text: bytes, start: int, probe: DepthProbe | None, fix=None):
     """The first run of whole events of `text` from `start` (the `{` of an event) that is at least
     PIECE_BYTES long: (its events, the piece parsed, the index of the `{` that follows it), or None when
     no cut within _TRIES tries parses. `fix(piece, start)`, when given, is the text parsed instead of the
@@ -226,7 +226,7 @@ def first_events(text: bytes, start: int, probe: _DepthProbe | None, fix=None):
     return None
 
 
-def last_events(text: bytes, start: int, probe: _DepthProbe | None):
+def last_events(text: bytes, start: int, probe: DepthProbe | None):
     """The events from `start` up to the `]` that closes the event list: (the events, the index just
     after that `]`), or None when no `]` within _TRIES tries ends a run of whole events."""
     search_from = start
@@ -241,8 +241,8 @@ def last_events(text: bytes, start: int, probe: _DepthProbe | None):
     return None
 
 
-def _items(piece: bytes, probe: _DepthProbe | None):
-    return _loads_list(b"[" + piece + b"]") if probe is None else probe.loads_items(piece)
+def _items(piece: bytes, probe: DepthProbe | None):
+    return loads_list(b"[" + piece + b"]") if probe is None else probe.loads_items(piece)
 
 
 def _refuse_constant(name: str):

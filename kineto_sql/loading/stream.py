@@ -5,7 +5,8 @@ trace that is 112 MB on top of ~470 MB of events, at the moment the loader peaks
 and decompressed in blocks, each run of whole events is parsed as soon as it is complete (the same cuts,
 probe and checks as source._parse_in_pieces), and only the text around the event list is kept (Kineto's
 top-level fields). What prepare reads from the text (whether a timestamp may need rebasing, a null, an
-integer beyond int64) is answered from each piece as it passes.
+integer beyond int64) is answered from each piece as it passes, or, in the loader's child, by a helper
+process that searches the file beside the parse (loading.text_facts).
 
 A text whose timestamps need the rebase (loading.rebase) is read twice: once for where its timestamps
 lie, then parsed with each piece rebased before its parse, as the whole text would have been. Anything
@@ -191,7 +192,7 @@ def _parse(path: Path, identity: tuple, facts: TextFacts | FactsHelper, span: Ti
     for block in blocks:  # the head: up to and including `"traceEvents": [`
         buffer += block
         size += len(block)
-        key = source._EVENTS_KEY.search(buffer)
+        key = source.EVENTS_KEY.search(buffer)
         if key is not None:
             break
         if size > 2 * source.PIECE_BYTES:
@@ -201,7 +202,7 @@ def _parse(path: Path, identity: tuple, facts: TextFacts | FactsHelper, span: Ti
     head = fix(bytes(buffer[:key.start()]))
     text, at = bytes(buffer), key.end()  # the events' text from `at` on
     del buffer
-    probe, events = source._DepthProbe(), []
+    probe, events = source.DepthProbe(), []
     facts.see(head)
     while True:
         if len(text) - at < 2 * source.PIECE_BYTES:
@@ -236,7 +237,7 @@ def _parse(path: Path, identity: tuple, facts: TextFacts | FactsHelper, span: Ti
         raise Fallback
     last, after = found
     events.extend(last)
-    doc = source._loads_list(head + b'"traceEvents":[]' + rest[after:])
+    doc = source.loads_list(head + b'"traceEvents":[]' + rest[after:])
     if type(doc) is not dict or doc.get("traceEvents") != []:
         raise Fallback
     facts.finish()
