@@ -11,6 +11,7 @@ import dataclasses
 import gzip
 import json
 import os
+import time
 import zlib
 from pathlib import Path
 
@@ -112,15 +113,32 @@ def _facts(streamed: stream.StreamedDoc | None):
     return streamed.args_may_change, streamed.string_ts, streamed.shallow, streamed.rebased is not None
 
 
-def _no_child_left():
-    with pytest.raises(ChildProcessError):  # every helper was waited for: no process of ours is left
-        os.waitpid(-1, os.WNOHANG)
+@pytest.fixture
+def helpers(monkeypatch):
+    """The pids of the facts helpers started while a test runs."""
+    started, real_fork = [], os.fork
+
+    def fork():
+        pid = real_fork()
+        if pid:
+            started.append(pid)
+        return pid
+
+    monkeypatch.setattr(text_facts.os, "fork", fork)
+    return started
+
+
+def _all_waited_for(pids: list[int]):
+    assert pids
+    for pid in pids:
+        with pytest.raises(ChildProcessError):  # waited for already: no such child is left
+            os.waitpid(pid, os.WNOHANG)
 
 
 @pytest.mark.parametrize("how", ["plain", "a null arg", "an integer beyond int64", "a timestamp as text",
                                  "epoch microseconds with a fraction", "negative", "an integer orjson rounds",
                                  "'[null' opens the events"])
-def test_the_helper_process_finds_the_facts_the_pieces_show(tmp_path, how):
+def test_the_helper_process_finds_the_facts_the_pieces_show(tmp_path, how, helpers):
     doc = _trace(60, False)
     args = doc["traceEvents"][70].setdefault("args", {})
     events = doc["traceEvents"]
@@ -140,7 +158,7 @@ def test_the_helper_process_finds_the_facts_the_pieces_show(tmp_path, how):
     if how == "'[null' opens the events":  # outside the pieces: the helper says maybe, the args pass finds none
         path.write_bytes(gzip.compress(read_bytes(path).replace(b'"traceEvents": [', b'"traceEvents": [null, ', 1)))
     inline, helped = stream.parse_file(path), stream.parse_file(path, facts_helper=True)
-    _no_child_left()
+    _all_waited_for(helpers)
     if how == "'[null' opens the events":
         assert not inline.args_may_change and helped.args_may_change
         assert _facts(inline)[1:] == _facts(helped)[1:]
@@ -152,12 +170,21 @@ def test_the_helper_process_finds_the_facts_the_pieces_show(tmp_path, how):
         assert prepared.report.dropped_count == 1 and prepared.report.fix_count("null_arg_not_stored") == 0
 
 
-def test_a_helper_that_ends_without_an_answer_leaves_the_whole_text_to_say(tmp_path, monkeypatch):
+def test_a_helper_that_ends_without_an_answer_leaves_the_whole_text_to_say(tmp_path, monkeypatch, helpers):
     path = _write(tmp_path, _trace(60, True), "gzip")
     monkeypatch.setattr(text_facts, "_helper", lambda blocks, writer: os._exit(1))
     assert stream.parse_file(path, facts_helper=True) is None
-    _no_child_left()
+    _all_waited_for(helpers)
     _same_as_whole(path)
+
+
+def test_a_parse_that_steps_aside_first_ends_its_helper(tmp_path, monkeypatch, helpers):
+    path = _write(tmp_path, _trace(1, False), "gzip")  # small: the whole-text parse is the one used
+    monkeypatch.setattr(text_facts, "_helper", lambda blocks, writer: (time.sleep(60), os._exit(0)))
+    started = time.perf_counter()
+    assert stream.parse_file(path, facts_helper=True) is None
+    assert time.perf_counter() - started < 30  # not waited for: killed
+    _all_waited_for(helpers)
 
 
 @pytest.mark.parametrize("how", ["epoch microseconds with a fraction", "negative", "epoch, metadata at 0",
