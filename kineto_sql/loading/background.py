@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import multiprocessing
 import os
 import pickle
-import signal
 import time
 from pathlib import Path
 
 from kineto_sql.errors import KinetoSqlError
+from kineto_sql.loading import forked
 from kineto_sql.loading.prepare import prepare_path
 
 log = logging.getLogger("kineto_sql.load")
@@ -44,13 +43,7 @@ class StreamedPrepared:
 
     def __init__(self, path: Path):
         self.path = path
-        reader, writer = multiprocessing.get_context("fork").Pipe(duplex=False)
-        self._pid = os.fork()
-        if self._pid == 0:
-            reader.close()
-            _child(path, writer)  # never returns
-        writer.close()
-        self._reader = reader
+        self._pid, self._reader = forked.start(_child, path)
         self._size = None
         self._head = None
         self._consumed = False
@@ -126,12 +119,8 @@ class StreamedPrepared:
             return "already closed"
         self._reader.close()
         pid, self._pid = self._pid, None
-        try:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if not done:
-                os.kill(pid, signal.SIGKILL)
-                done, status = os.waitpid(pid, 0)
-        except ChildProcessError:
+        status = forked.end(pid)
+        if status is None:
             return "it was already reaped"
         if os.WIFSIGNALED(status):
             return f"killed by signal {os.WTERMSIG(status)}"

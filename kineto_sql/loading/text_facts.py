@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import multiprocessing
 import os
 import signal
 
+from kineto_sql.loading import forked
 from kineto_sql.loading.rawcheck import integer_beyond_int64, integer_orjson_rounds, null_token
 from kineto_sql.loading.rebase import TS_STRING, TS_UNUSUAL, RebaseEvidence
 
@@ -68,13 +68,7 @@ class FactsHelper:
     one gives Fallback (the whole-text path searches the text itself)."""
 
     def __init__(self, blocks):
-        reader, writer = multiprocessing.get_context("fork").Pipe(duplex=False)
-        self._pid = os.fork()
-        if self._pid == 0:
-            reader.close()
-            _helper(blocks, writer)  # never returns
-        writer.close()
-        self._reader = reader
+        self._pid, self._reader = forked.start(_helper, blocks)
         self._answered = False
         self.null = self.huge = self.string_ts = False
 
@@ -104,11 +98,7 @@ class FactsHelper:
             return
         self._reader.close()
         pid, self._pid = self._pid, None
-        with contextlib.suppress(ChildProcessError):
-            done, _ = os.waitpid(pid, os.WNOHANG)
-            if not done:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
+        forked.end(pid)
 
 
 def _helper(blocks, writer) -> None:
