@@ -11,6 +11,9 @@ engine's process leaves idle. The helper searches the whole text, cut into block
 match of any search holds a `}`, nor does a search look at a byte before its match that a cut could
 hide but a `}` (null_token's `:` `,` `[`, the sign and dot of a digit run), so its facts are those of
 the parse's pieces, plus at most the `"traceEvents": [` the pieces leave out (`[null` there: a maybe).
+Measured with bench/profile_load.py (medians of 7 fresh CLI-style loads of that trace): the child's parse
+ends at 335 ms instead of 415, the engine's first piece comes at 601 ms instead of 688, the load is done at
+1173 ms instead of 1257; on its 4x replica (112 MB) the first piece comes 300 ms sooner.
 """
 from __future__ import annotations
 
