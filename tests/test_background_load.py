@@ -48,9 +48,9 @@ def test_a_child_prepared_load_is_the_one_process_load(tmp_path, monkeypatch, un
         monkeypatch.setattr(stream, "READ_BYTES", 777)
         real_helper = text_facts._helper
 
-        def helper(blocks, writer):
+        def helper(parts, writer):
             helped.touch()
-            real_helper(blocks, writer)
+            real_helper(parts, writer)
 
         monkeypatch.setattr(text_facts, "_helper", helper)
     with open_trace(path) as tp:

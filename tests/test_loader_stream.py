@@ -172,7 +172,7 @@ def test_the_helper_process_finds_the_facts_the_pieces_show(tmp_path, how, helpe
 
 def test_a_helper_that_ends_without_an_answer_leaves_the_whole_text_to_say(tmp_path, monkeypatch, helpers):
     path = _write(tmp_path, _trace(60, True), "gzip")
-    monkeypatch.setattr(text_facts, "_helper", lambda blocks, writer: os._exit(1))
+    monkeypatch.setattr(text_facts, "_helper", lambda parts, writer: os._exit(1))
     assert stream.parse_file(path, facts_helper=True) is None
     _all_waited_for(helpers)
     _same_as_whole(path)
@@ -180,7 +180,7 @@ def test_a_helper_that_ends_without_an_answer_leaves_the_whole_text_to_say(tmp_p
 
 def test_a_parse_that_steps_aside_first_ends_its_helper(tmp_path, monkeypatch, helpers):
     path = _write(tmp_path, _trace(1, False), "gzip")  # small: the whole-text parse is the one used
-    monkeypatch.setattr(text_facts, "_helper", lambda blocks, writer: (time.sleep(60), os._exit(0)))
+    monkeypatch.setattr(text_facts, "_helper", lambda parts, writer: (time.sleep(60), os._exit(0)))
     started = time.perf_counter()
     assert stream.parse_file(path, facts_helper=True) is None
     assert time.perf_counter() - started < 30  # not waited for: killed

@@ -96,7 +96,7 @@ def parse_file(path: Path, reading: Reading | None = None, facts_helper: bool = 
         identity = file_identity(path)
         if reading is None:
             try:
-                facts = FactsHelper(lambda: _blocks(path)) if facts_helper else TextFacts(watch_rebase=True)
+                facts = FactsHelper(lambda: _cut_after_braces(path)) if facts_helper else TextFacts(watch_rebase=True)
                 try:
                     return _parse(path, identity, facts)
                 finally:
@@ -117,15 +117,22 @@ def _timestamp_span(path: Path, reading: Reading | None = None) -> tuple[Timesta
     """rebase.TimestampSpan of the whole text, read in blocks cut just after a `}` (no `ts` field holds
     one, so no field is cut, nor any stretch without braces that tells a metadata event's field), and the
     fields it read, for the shift of each piece (_FieldsRead)."""
-    span, carry, kept, at = TimestampSpan(reading), b"", _FieldsRead(), 0
+    span, kept = TimestampSpan(reading), _FieldsRead()
+    for text, at in _cut_after_braces(path):
+        kept.see(span, text, at)
+    return span, kept
+
+
+def _cut_after_braces(path: Path):
+    """The file's text in parts cut just after a `}` (the last of each block), with where each begins."""
+    carry, at = b"", 0
     for block in _blocks(path):
         text = carry + block
         cut = text.rfind(b"}") + 1
-        kept.see(span, text[:cut], at)
+        yield text[:cut], at
         carry = text[cut:]
         at += cut
-    kept.see(span, carry, at)
-    return span, kept
+    yield carry, at
 
 
 class _FieldsRead:

@@ -65,13 +65,14 @@ class TextFacts:
 
 
 class FactsHelper:
-    """TextFacts(watch_rebase=True) of the whole text that `blocks()` reads (called in the helper), for
-    a parse that shows it every piece and calls finish() at its end: `see` raises what the helper has
+    """TextFacts(watch_rebase=True) of the whole text, which `parts()` gives in the helper as (text, where
+    it begins), cut just after a `}` as stream's span pass reads it; for a parse that shows it every piece
+    and calls finish() at its end: `see` raises what the helper has
     answered so far (NeedsRebase, Fallback), `finish` waits for its answer. A helper that ends without
     one gives Fallback (the whole-text path searches the text itself)."""
 
-    def __init__(self, blocks):
-        self._pid, self._reader = forked.start(_helper, blocks)
+    def __init__(self, parts):
+        self._pid, self._reader = forked.start(_helper, parts)
         self._answered = False
         self.null = self.huge = self.string_ts = False
 
@@ -104,20 +105,16 @@ class FactsHelper:
         forked.end(pid)
 
 
-def _helper(blocks, writer) -> None:
+def _helper(parts, writer) -> None:
     status = 0
     try:
         _end_with_parent()
         with contextlib.suppress(OSError):
             os.nice(19)  # the parse and the engine's process come first; this fills an idle core
-        facts, carry = TextFacts(watch_rebase=True), b""
+        facts = TextFacts(watch_rebase=True)
         try:
-            for block in blocks():
-                text = carry + block
-                cut = text.rfind(b"}") + 1
-                facts.see(text[:cut])
-                carry = text[cut:]
-            facts.see(carry)
+            for text, _ in parts():
+                facts.see(text)
             answer = (facts.null, facts.huge, facts.string_ts)
         except NeedsRebase:
             answer = "rebase"
