@@ -78,10 +78,15 @@ def tree_pss_kb(pid: int) -> int:
     return total
 
 
+# `python -c` puts the working directory first on sys.path: run from the checkout, every side would import
+# this checkout's kineto_sql, whatever its python (a --before-python side would measure today's code).
+_NO_CWD_IMPORTS = "import sys\nif sys.path and sys.path[0] == '':\n    del sys.path[0]\n"
+
+
 def run_child(python: str, code: str, *args: str, timeout: float = 1800) -> dict:
-    """Runs `python -c code args...`; returns its last stdout line as JSON plus the whole-process figures
-    (run_process)."""
-    answer, stdout = run_process([python, "-c", code, *args], timeout)
+    """Runs `python -c code args...` (imports from its own environment, not the working directory);
+    returns its last stdout line as JSON plus the whole-process figures (run_process)."""
+    answer, stdout = run_process([python, "-c", _NO_CWD_IMPORTS + code, *args], timeout)
     answer.update(json.loads(stdout.strip().splitlines()[-1]))
     answer["peak_rss_mb"] = max(answer["peak_rss_mb"], answer.get("children_rss_kb", 0) / 1024)
     return answer

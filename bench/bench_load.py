@@ -83,6 +83,7 @@ def measure(label: str, f: Path, args, hta: str, tmp: Path) -> dict:
              "hta": (hta, HTA_LOAD, str(hta_dir_for([f], tmp)))}
     if args.before_python:
         sides["before"] = (args.before_python, KINETO_LOAD, str(f))
+        sides["before2"] = (args.before_python, KINETO_LOAD_2, str(f))
     runs = interleaved(sides, args.repeat)
     k, b, h = ({key: median(runs[side], key) for key in ("load_s", "wall_s", "peak_rss_mb")}
                for side in ("kineto", "bare", "hta"))
@@ -106,6 +107,9 @@ def measure(label: str, f: Path, args, hta: str, tmp: Path) -> dict:
         for key in ("load_s", "prepare_s", "ingest_s", "load_rss_mb"):
             row[f"before_{key}"] = median(runs["before"], key)
         row["before_overhead_pct"] = 100 * (row["before_load_s"] - row["bare_s"]) / row["bare_s"]
+        row["before2_wall_s"] = median(runs["before2"], "wall_s")
+        row["before2_pss_mb"] = median(runs["before2"], "peak_tree_pss_mb")
+        row["before2_overhead_wall_pct"] = 100 * (row["before2_wall_s"] - b["wall_s"]) / b["wall_s"]
         row["before_rss_over_hta"] = row["before_load_rss_mb"] / row["hta_rss_mb"]
     return row
 
@@ -119,8 +123,10 @@ def main() -> None:
     ap.add_argument("--trace", type=Path, help="one trace, replicated --sizes times (replaces --sets)")
     ap.add_argument("--sizes", type=int, nargs="*", default=[1, 2, 4])
     ap.add_argument("--name", default="bench_load", help="results file name under bench/results/")
-    ap.add_argument("--before-python", help="a python that imports an earlier kineto-sql (e.g. a wrapper setting "
-                    "PYTHONPATH to an exported older commit): measured as a fourth interleaved side, 'before'")
+    ap.add_argument("--before-python", help="a python that imports an earlier kineto-sql (the python of a venv "
+                    "with an older commit installed: git worktree add /tmp/old REV && python3 -m venv /tmp/oldvenv "
+                    "&& /tmp/oldvenv/bin/pip install /tmp/old): measured as two more interleaved sides, 'before' "
+                    "(in-process) and 'before2' (the CLI's two processes)")
     args = ap.parse_args()
     hta = hta_python(args.hta_python)
     rows = []
@@ -159,6 +165,11 @@ def main() -> None:
             ("before_load_s", "load s", ".2f"), ("bare_s", "bare s", ".2f"),
             ("before_overhead_pct", "overhead % of bare", ".0f"), ("before_load_rss_mb", "load RSS MB", ".0f"),
             ("hta_rss_mb", "HTA RSS MB", ".0f"), ("before_rss_over_hta", "RSS load/HTA", ".2f")]))
+        print("\nbefore, the CLI's load on 2+ cores, same rounds:\n" + markdown(rows, [
+            ("trace", "trace", ""), ("before2_wall_s", "load, 2 processes s", ".2f"), ("kineto2_wall_s", "now s", ".2f"),
+            ("bare_wall_s", "bare s", ".2f"), ("before2_overhead_wall_pct", "overhead % of bare", ".0f"),
+            ("kineto2_overhead_wall_pct", "now %", ".0f"), ("before2_pss_mb", "tree PSS MB", ".0f"),
+            ("kineto2_pss_mb", "now PSS MB", ".0f")]))
     print(f"\nWall seconds in-process, medians of {args.repeat} interleaved rounds; RSS is each process's peak. "
           f"(results: {path})")
 
