@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,46 @@ def test_a_child_that_dies_is_named(tmp_path, monkeypatch):
     monkeypatch.setattr(background, "prepare_path", die)
     with pytest.raises(background.LoaderDied, match="killed by signal 9.*--jobs 1"):
         open_trace(_overlapping(tmp_path), jobs=2)
+
+
+def _reading_threads() -> list:
+    return [t for t in threading.enumerate() if t.name == "kineto-sql loader pipe"]
+
+
+def test_the_pieces_are_read_ahead_on_a_thread_that_ends_with_the_load(tmp_path, monkeypatch):
+    monkeypatch.setattr(background, "SLICE_BYTES", 4096)
+    seen = []
+    real_next = background._ReadAhead.next
+
+    def next_message(self):
+        seen.append(threading.current_thread() is threading.main_thread() and len(_reading_threads()))
+        return real_next(self)
+
+    monkeypatch.setattr(background._ReadAhead, "next", next_message)
+    with open_trace(_overlapping(tmp_path, n=300), jobs=2) as tp:
+        assert tp.df(COUNTS).slices[0] == 601
+        assert _reading_threads() == []  # the thread has ended with the last message
+    # many pieces, each taken on this thread while the reader ran (it may have ended before the end mark is taken)
+    assert len(seen) > 10 and all(seen[:-1])
+
+
+def test_a_child_that_dies_after_its_pieces_is_named(tmp_path, monkeypatch):
+    monkeypatch.setattr(background, "SLICE_BYTES", 4096)
+    # in the child, once its first chunk (here its only one, in many slices) is written, before the end mark
+    monkeypatch.setattr(background, "_give_back_freed_memory", lambda: os.kill(os.getpid(), signal.SIGKILL))
+    with pytest.raises(background.LoaderDied, match="killed by signal 9"):
+        open_trace(_overlapping(tmp_path, n=300), jobs=2)
+    assert _reading_threads() == []
+
+
+def test_a_reader_that_stops_early_ends_the_child_and_the_thread(tmp_path, monkeypatch):
+    monkeypatch.setattr(background, "SLICE_BYTES", 4096)
+    streamed = background.StreamedPrepared(_overlapping(tmp_path, n=300))
+    pieces = streamed.chunks()
+    assert next(pieces)
+    pieces.close()
+    assert streamed.close() == "already closed"
+    assert _reading_threads() == []
 
 
 def test_an_early_start_is_taken_only_for_the_same_file(tmp_path):
