@@ -7,8 +7,9 @@ creates the engine (as soon as the child has said how large the file is) and fee
 arrives. The events never exist in the process that holds the engine, and the two cores work at once.
 
 The child sends, in order: the input size, then the metadata and ingest report, then the pieces (read
-here one ahead, on a thread, while the engine parses the one before: _ReadAhead), then an end mark; or, at any point, the error that stopped it (the same one-sentence TraceInputError a serial
-load raises). A child that dies without an end mark is reported as such; nothing half-read is used.
+here one ahead, on a thread, while the engine parses the one before: _ReadAhead), then an end mark; or,
+at any point, the error that stopped it (the same one-sentence TraceInputError a serial load raises). A
+child that dies without an end mark is reported as such; nothing half-read is used.
 """
 from __future__ import annotations
 
