@@ -115,6 +115,18 @@ def test_a_child_that_dies_after_its_pieces_is_named(tmp_path, monkeypatch):
     assert _reading_threads() == []
 
 
+def test_an_error_in_the_child_between_pieces_is_its_sentence(tmp_path, monkeypatch):
+    monkeypatch.setattr(background, "SLICE_BYTES", 4096)
+
+    def fail_after_one_chunk():
+        raise ValueError("a writer bug")
+
+    monkeypatch.setattr(background, "_give_back_freed_memory", fail_after_one_chunk)  # (in the child)
+    with pytest.raises(background.LoaderDied, match="preparing the trace failed: ValueError: a writer bug"):
+        open_trace(_overlapping(tmp_path, n=300), jobs=2)
+    assert _reading_threads() == []
+
+
 def test_a_reader_that_stops_early_ends_the_child_and_the_thread(tmp_path, monkeypatch):
     monkeypatch.setattr(background, "SLICE_BYTES", 4096)
     streamed = background.StreamedPrepared(_overlapping(tmp_path, n=300))
