@@ -1,5 +1,5 @@
 -- id: catalog.gc_gil_stall
--- version: 6
+-- version: 7
 -- kind: detector
 -- title: GC / GIL stall: Python garbage collection pausing every thread inside steps
 -- source: seed 000 section 3, major fault "GC / GIL stall"
@@ -20,7 +20,7 @@
 -- default min_gc: 1ms
 -- default min_gap: 5ms
 -- default gaps_without_gc: FALSE
--- locked: 6 3edd59e32fdabc7a
+-- locked: 7 69ec8bdcd1c91d97
 -- lib: lib.event_categories@2 lib.host_slices@8 lib.python_gc@5 lib.steps@9 lib.thread_slices@2
 --   lib.thread_track_slices@1
 -- cases: at_threshold_1=a9d81d9b at_threshold_2=b71ae947 gap_without_gc_only_on_request_1=32766a18
@@ -36,48 +36,51 @@ INCLUDE PERFETTO MODULE kineto.lib.steps;
 -- excluded). An activity slice inside another one (its parent on the same track) adds nothing to
 -- their union, so only the outermost ones are swept: the gap before each is its start minus the
 -- latest end of all that started earlier, one sorted pass.
-CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_host_gaps(
-  -- Process.
-  upid LONG,
-  -- Gap start (end of the activity before it).
-  ts TIMESTAMP,
-  -- Gap length (> 0).
-  dur DURATION
-) AS
-WITH
-  acts AS (
-    SELECT h.upid, h.ts, h.dur
-    FROM kineto_host_slices AS h
-    JOIN kineto_event_categories AS hc
-      ON hc.category = h.category
-    LEFT JOIN slice AS p
-      ON p.id = h.parent_id
-    LEFT JOIN kineto_event_categories AS pc
-      ON pc.category = p.category
-    WHERE
-      (hc.event_class = 'runtime' OR (hc.event_class = 'cpu_op' AND NOT hc.is_annotation))
-      AND NOT h.name GLOB 'ProfilerStep#*'
-      AND NOT coalesce(
-        (pc.event_class = 'runtime' OR (pc.event_class = 'cpu_op' AND NOT pc.is_annotation))
-          AND NOT p.name GLOB 'ProfilerStep#*',
-        FALSE
-      )
-  ),
-  edges AS (
-    SELECT
-      upid,
-      ts,
-      max(ts + dur) OVER (
-        PARTITION BY upid
-        ORDER BY ts, ts + dur
-        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-      ) AS prev_end
-    FROM acts
-  )
-SELECT upid, prev_end AS ts, ts - prev_end AS dur
-FROM edges
-WHERE
-  ts > prev_end;
+-- `wanted` is a condition on nothing but the call's arguments: false, the scan of the host slices
+-- stops before its first row and no gap is computed (tested at the scan: SQLite evaluates a constant
+-- term once there, but a subquery in FROM with a window is built whole before the outer WHERE runs).
+CREATE OR REPLACE PERFETTO MACRO _kineto_catalog_host_gaps(
+  -- A constant condition: whether the gaps are needed at all.
+  wanted Expr
+)
+RETURNS TableOrSubquery AS
+(
+  WITH
+    acts AS (
+      SELECT h.upid, h.ts, h.dur
+      FROM kineto_host_slices AS h
+      JOIN kineto_event_categories AS hc
+        ON hc.category = h.category
+      LEFT JOIN slice AS p
+        ON p.id = h.parent_id
+      LEFT JOIN kineto_event_categories AS pc
+        ON pc.category = p.category
+      WHERE
+        ($wanted)
+        AND (hc.event_class = 'runtime' OR (hc.event_class = 'cpu_op' AND NOT hc.is_annotation))
+        AND NOT h.name GLOB 'ProfilerStep#*'
+        AND NOT coalesce(
+          (pc.event_class = 'runtime' OR (pc.event_class = 'cpu_op' AND NOT pc.is_annotation))
+            AND NOT p.name GLOB 'ProfilerStep#*',
+          FALSE
+        )
+    ),
+    edges AS (
+      SELECT
+        upid,
+        ts,
+        max(ts + dur) OVER (
+          PARTITION BY upid
+          ORDER BY ts, ts + dur
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ) AS prev_end
+      FROM acts
+    )
+  SELECT upid, prev_end AS ts, ts - prev_end AS dur
+  FROM edges
+  WHERE
+    ts > prev_end
+);
 
 -- One row per step with GC stalls (or, with gaps_without_gc, long all-thread gaps).
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_gc_gil_stall(
@@ -122,9 +125,14 @@ WITH
     FROM gc_in_step
     GROUP BY step
   ),
+  -- The gaps only matter to a step that fires: one with at least min_gc of GC time, or any step with
+  -- gaps_without_gc. On a trace without a GC event (most: record_python_gc_info is off by default) and a
+  -- positive min_gc none fires, so its gaps, a sorted pass over every host slice, are not computed.
   gaps_numbered AS (
     SELECT row_number() OVER () AS id, g.upid, g.ts, g.dur
-    FROM _kineto_catalog_host_gaps AS g
+    FROM _kineto_catalog_host_gaps!(
+      $gaps_without_gc OR $min_gc <= 0 OR EXISTS (SELECT 1 FROM kineto_python_gc)
+    ) AS g
   ),
   gap_steps AS (
     SELECT id, step FROM _kineto_steps_of!(gaps_numbered)
