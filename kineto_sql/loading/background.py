@@ -115,14 +115,12 @@ class StreamedPrepared:
         try:
             while True:
                 kind, body = self._receive(ahead.next)
-                if kind == _PIECE:
-                    yield body
-                else:
+                if kind != _PIECE:
                     assert kind == "end", kind
-                    self.close()
                     return
+                yield body
         finally:
-            self.close()  # (a consumer that stopped early: the child is ended, so the reading thread ends)
+            self.close()  # (also for a consumer that stopped early: the child ends, so the reading thread ends)
             ahead.stop()
 
     @property
@@ -157,7 +155,7 @@ class _ReadAhead:
 
     def __init__(self, read):
         self._read = read
-        self._ready: queue.Queue = queue.Queue(maxsize=2)
+        self._ready: queue.SimpleQueue = queue.SimpleQueue()  # (bounded by the slot)
         self._slot = threading.Semaphore(1)
         self._thread = threading.Thread(target=self._run, name="kineto-sql loader pipe", daemon=True)
         self._thread.start()
