@@ -120,7 +120,8 @@ class StreamedPrepared:
                     return
                 yield body
         finally:
-            self.close()  # (also for a consumer that stopped early: the child ends, so the reading thread ends)
+            # (also for a consumer that stopped early: the child ends, so the reading thread ends)
+            self.close()
             ahead.stop()
 
     @property

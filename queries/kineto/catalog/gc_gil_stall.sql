@@ -36,9 +36,10 @@ INCLUDE PERFETTO MODULE kineto.lib.steps;
 -- excluded). An activity slice inside another one (its parent on the same track) adds nothing to
 -- their union, so only the outermost ones are swept: the gap before each is its start minus the
 -- latest end of all that started earlier, one sorted pass.
--- `wanted` is a condition on none of the scanned rows (a constant for the call): false, the scan of the host slices
--- stops before its first row and no gap is computed (tested at the scan: SQLite evaluates a constant
--- term once there, but a subquery in FROM with a window is built whole before the outer WHERE runs).
+-- `wanted` is a condition on none of the scanned rows (a constant for the call): false, the scan of the
+-- host slices stops before its first row and no gap is computed (tested at the scan: SQLite evaluates a
+-- constant term once there, but a subquery in FROM with a window is built whole before the outer WHERE
+-- runs).
 CREATE OR REPLACE PERFETTO MACRO _kineto_catalog_host_gaps(
   -- A constant condition: whether the gaps are needed at all.
   wanted Expr
