@@ -31,7 +31,7 @@
 -- default min_tail_launches: 10
 -- default skew_pct: 5
 -- locked: 3 157b3697d74733fc
--- lib: lib.dataloader@4 lib.event_categories@2 lib.host_slices@8 lib.iterations@5 lib.kernels@6
+-- lib: lib.dataloader@4 lib.event_categories@3 lib.host_slices@8 lib.iterations@5 lib.kernels@6
 --   lib.launches@6 lib.runtime_calls@4 lib.steady_sample@1 lib.steps@9 lib.thread_slices@2
 --   lib.thread_track_slices@1
 -- cases: launches_without_kernels=ba4f7417 one_trailing_launch_is_valid=153e66c0 counter_replay=2cae4b47

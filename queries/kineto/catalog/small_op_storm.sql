@@ -1,5 +1,5 @@
 -- id: catalog.small_op_storm
--- version: 5
+-- version: 6
 -- kind: detector
 -- title: Launch-bound step (eager small-op storm): the device runs dry between tiny kernels the host issues one by one
 -- source: seed 000 section 3, major fault "Eager small-op storm"
@@ -32,16 +32,18 @@
 -- default min_launch_pct: 10
 -- default max_queue: 100us
 -- default max_kernel: 50us
--- locked: 5 3a9fc1ac1e9cdcc6
--- lib: lib.collectives@3 lib.cpu_ops@4 lib.dataloader@4 lib.device_busy@3 lib.event_categories@2
---   lib.gpu_idle@1 lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3
---   lib.iterations@5 lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@7 lib.runtime_calls@4
---   lib.steps@9 lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
+-- locked: 6 f025e884c55846d5
+-- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
+--   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
+--   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@7 lib.runtime_calls@4 lib.steps@9
+--   lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
 -- cases: at_threshold_1=efec92ec at_threshold_2=a904a466 compute_bound_gpu_is_silent=4dba9e0d
 --   small_model_launch_bound=6e178a19 full_queue_is_not_launch_bound=1dd4c0da
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
-INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
+INCLUDE PERFETTO MODULE kineto.lib.host_slices;
+INCLUDE PERFETTO MODULE kineto.lib.host_tree;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 INCLUDE PERFETTO MODULE kineto.lib.iterations;
@@ -193,25 +195,37 @@ WITH
       AND device IS NOT NULL
     GROUP BY window_id
   ),
-  queue_ranked AS (
+  -- read twice below (kernel medians, delay medians): built once
+  queue_ranked AS MATERIALIZED (
     SELECT
       window_id,
       kernel_dur,
       kernel_ts - launch_ts AS delay,
       is_first,
-      row_number() OVER (PARTITION BY window_id ORDER BY kernel_dur) AS k_rn,
-      count(*) OVER (PARTITION BY window_id) AS k_n
+      -- one sort per window for both (the count's frame is the whole partition)
+      row_number() OVER by_dur AS k_rn,
+      count(*) OVER (by_dur ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS k_n
     FROM _kineto_catalog_small_op_storm_queue
+    WINDOW by_dur AS (PARTITION BY window_id ORDER BY kernel_dur)
   ),
   delay_ranked AS (
     SELECT
       window_id,
       delay,
-      row_number() OVER (PARTITION BY window_id ORDER BY delay) AS d_rn,
-      count(*) OVER (PARTITION BY window_id) AS d_n
+      row_number() OVER by_delay AS d_rn,
+      count(*) OVER (by_delay ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS d_n
     FROM queue_ranked
     WHERE
       is_first
+    WINDOW by_delay AS (PARTITION BY window_id ORDER BY delay)
+  ),
+  -- one pass for every window's median delay (a subquery per window would rank the delays again each time)
+  delay_median AS (
+    SELECT window_id, avg(delay) AS median_queue_dur
+    FROM delay_ranked
+    WHERE
+      d_rn IN ((d_n + 1) / 2, (d_n + 2) / 2)
+    GROUP BY window_id
   ),
   queue AS (
     SELECT
@@ -219,14 +233,10 @@ WITH
       max(q.k_n) AS kernel_count,
       avg(CASE WHEN q.k_rn IN ((q.k_n + 1) / 2, (q.k_n + 2) / 2) THEN q.kernel_dur END) AS median_kernel_dur,
       avg(q.kernel_dur < 10000) AS under_10us_fraction,
-      (
-        SELECT avg(d.delay)
-        FROM delay_ranked AS d
-        WHERE
-          d.window_id = q.window_id
-          AND d.d_rn IN ((d.d_n + 1) / 2, (d.d_n + 2) / 2)
-      ) AS median_queue_dur
+      max(dm.median_queue_dur) AS median_queue_dur
     FROM queue_ranked AS q
+    LEFT JOIN delay_median AS dm
+      USING (window_id)
     GROUP BY q.window_id
   ),
   launch_time AS (
@@ -273,19 +283,26 @@ WITH
       AND q.median_queue_dur <= $max_queue
       AND q.median_kernel_dur < $max_kernel
   ),
-  -- CPU-only captures: small ops per ProfilerStep
+  -- CPU-only captures: small ops per ProfilerStep. The ATen ops are read from the shared host tables
+  -- (what kineto_cpu_ops is made of), so a device trace, where this branch is empty, never builds the
+  -- op table for it.
   ops AS (
     SELECT
-      o.step,
+      h.step,
       count(*) AS op_count,
-      sum(o.dur < $max_op) AS small_op_count,
-      sum(CASE WHEN o.dur < $max_op THEN max(o.self_dur, 0) ELSE 0 END) AS small_op_self_dur
-    FROM kineto_cpu_ops AS o
+      sum(h.dur < $max_op) AS small_op_count,
+      sum(CASE WHEN h.dur < $max_op THEN max(t.self_dur, 0) ELSE 0 END) AS small_op_self_dur
+    -- has_gpu outermost: on a device trace the check fails once, before any slice is read
+    FROM has_gpu AS g
+    CROSS JOIN kineto_host_slices AS h
+    CROSS JOIN kineto_host_tree AS t
+      ON t.id = h.id
     WHERE
-      NOT o.is_annotation
-      AND o.step IS NOT NULL
-      AND NOT (SELECT yes FROM has_gpu)
-    GROUP BY o.step
+      NOT g.yes
+      AND h.event_class = 'cpu_op'
+      AND NOT _kineto_is_host_annotation!(h.category, h.name)
+      AND h.step IS NOT NULL
+    GROUP BY h.step
   ),
   host_rows AS (
     SELECT

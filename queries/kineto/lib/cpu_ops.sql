@@ -1,6 +1,6 @@
--- version: 4
--- locked: 4 35df3a1720d82a36
--- lib: lib.event_categories@2 lib.host_slices@8 lib.host_tree@3 lib.steps@9 lib.thread_slices@2
+-- version: 5
+-- locked: 5 df4020fc39f7ac62
+-- lib: lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.steps@9 lib.thread_slices@2
 --   lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -50,7 +50,7 @@ SELECT
   t.self_dur,
   h.name,
   h.category,
-  (h.category = 'user_annotation' OR h.name GLOB 'ProfilerStep#[0-9]*') AS is_annotation,
+  _kineto_is_host_annotation!(h.category, h.name) AS is_annotation,
   h.depth,
   t.parent_id,
   h.utid,

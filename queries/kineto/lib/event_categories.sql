@@ -1,5 +1,5 @@
--- version: 2
--- locked: 2 5b7a5e2fcdf8aa32
+-- version: 3
+-- locked: 3 7f18bbff164581b4
 
 -- The one place that maps raw Kineto event categories to what they are. Kineto changed its category
 -- names over time (2021 `Operator`/`Runtime`/`Kernel`/`Memcpy`/`Memset`, later `cpu_op`/`cuda_runtime`/
@@ -55,3 +55,14 @@ SELECT
   gpu_kind,
   is_annotation
 FROM rows;
+
+-- Whether a host slice is a record_function / user annotation rather than an ATen op: its category says
+-- so (`user_annotation`), or it is a ProfilerStep#N (which older Kineto versions write as a `cpu_op`).
+CREATE OR REPLACE PERFETTO MACRO _kineto_is_host_annotation(
+  -- The slice's raw category.
+  category Expr,
+  -- The slice's name.
+  name Expr
+)
+RETURNS Expr AS
+($category = 'user_annotation' OR $name GLOB 'ProfilerStep#[0-9]*');
