@@ -6,8 +6,7 @@ byte: after that the load runs at the engine's speed. This runs the load as the 
 prints the median time from process start at which each stage ends, in the process that runs it: the
 child's fork, its parse and each fix, the parent's imports and engine start, the first and last piece the
 engine gets, the load done. Then the engine alone, started and fed the trace in 8 MB pieces, the file's
-own text and the prepared text (as written, in time order, and in file order, as before time_order.py):
-its feed (tokenizing) and its end-of-file pass (sort, parse, args).
+own text and the prepared text: its feed (tokenizing) and its end-of-file pass (sort, parse, args).
 
     python bench/profile_load.py TRACE [--repeat 7] [--json OUT.json]
 """
@@ -84,14 +83,12 @@ ENGINE_ALONE = r"""
 import gzip, json, sys, time
 from pathlib import Path
 from kineto_sql.engine.processor import EngineChoice, KinetoTraceProcessor
-from kineto_sql.loading import prepare
+from kineto_sql.loading.prepare import prepare_path
 from kineto_sql.sql_package import package_dir, package_modules
 path = Path(sys.argv[1])
 raw = path.read_bytes()
 raw = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
-texts = {"the file's text": raw, "the prepared text": b"".join(prepare.prepare_path(path).chunks())}
-prepare.time_order = lambda events, ts_ns, phases: None
-texts["the prepared text in file order"] = b"".join(prepare.prepare_path(path).chunks())
+texts = {"the file's text": raw, "the prepared text": b"".join(prepare_path(path).chunks())}
 out = {}
 for label, data in texts.items():
     tp = KinetoTraceProcessor(EngineChoice().resolve(len(data)), sql_package=("kineto", package_modules()),

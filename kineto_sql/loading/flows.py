@@ -118,10 +118,13 @@ def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], re
     rebound, unresolved, drop, late = _rebind_explicitly(events, touched, to_rebind, intended_of)
     reorder |= late
     if drop or reorder:
-        # The scan's times follow their events (time_order reads them after this pass).
-        ts_ns.extend([None] * (len(events) - len(ts_ns)))
-        for column in (events, ts_ns):
-            column[:] = _rearranged(column, drop, reorder)
+        tail = [events[i] for i in sorted(reorder - drop)]
+        kept, previous = [], 0
+        for i in sorted(drop | reorder):
+            kept += events[previous:i]
+            previous = i + 1
+        kept += events[previous:]
+        events[:] = kept + tail
     report.add("flow_followed_lane", moved,
                "flow events bound to a slice moved to an overlap lane were moved with it")
     report.add("flow_bound_explicitly", rebound,
@@ -295,16 +298,6 @@ def _intended_slice(events: list[dict], candidates, ts: int) -> int | None:
                 return i
             best = i
     return best
-
-
-def _rearranged(column: list, drop: set[int], last: set[int]) -> list:
-    """`column` without the items at `drop`, the items at `last` (but those dropped) moved to its end."""
-    kept, previous = [], 0
-    for i in sorted(drop | last):
-        kept += column[previous:i]
-        previous = i + 1
-    kept += column[previous:]
-    return kept + [column[i] for i in sorted(last - drop)]
 
 
 def to_rebind_partners(pairs: dict[tuple, list[int]], to_rebind: set[int], intended_of: dict[int, int],

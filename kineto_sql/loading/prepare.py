@@ -35,7 +35,6 @@ from kineto_sql.loading.rawcheck import integer_beyond_int64, null_token
 from kineto_sql.loading.rebase import REBASE_ABOVE_US, TS_STRING, Reading, rebase_text
 from kineto_sql.loading.source import parse_trace_probed, read_bytes
 from kineto_sql.loading.stream import check_same_file, parse_file
-from kineto_sql.loading.time_order import time_order
 from kineto_sql.loading.validate import (DEEP_ARGS_WHY, Survey, cut_deep, validate_and_survey,
                                          validate_metadata)
 
@@ -56,18 +55,15 @@ CHUNK_EVENTS = 16384
 class PreparedTrace:
     """What the engine will ingest, the top-level metadata Perfetto ignores, and the report of changes.
 
-    An unchanged trace is its own input bytes. A rewritten one is held as its events and written out, in
-    time order (time_order.py), piece by piece (`chunks()`) while the engine ingests, each piece's events
-    released as it is written, so the parsed events, the output text and the engine's heap never all peak
-    at once. `data` writes the whole text instead (the UI serves it; it is kept), and is the same bytes as
-    the pieces joined.
+    An unchanged trace is its own input bytes. A rewritten one is held as its events and written out
+    piece by piece (`chunks()`) while the engine ingests, each piece's events released as it is written,
+    so the parsed events, the output text and the engine's heap never all peak at once. `data` writes
+    the whole text instead (the UI serves it; it is kept), and is the same bytes as the pieces joined.
     """
 
-    def __init__(self, data: bytes | None, metadata: dict, report: IngestReport, events: list | None = None,
-                 order: np.ndarray | None = None):
+    def __init__(self, data: bytes | None, metadata: dict, report: IngestReport, events: list | None = None):
         self._data = data
         self._events = events
-        self._order = order  # the indices of `events` in the order they are written (None: as they are)
         self.metadata = metadata
         self.report = report
         if events is not None:
@@ -98,18 +94,11 @@ class PreparedTrace:
         if events is None:
             raise RuntimeError("this prepared trace was already written out once")
         self._events = None
-        order, self._order = self._order, None
         try:
             yield b'{"traceEvents":['
             for start in range(0, len(events), CHUNK_EVENTS):
-                if order is None:
-                    piece = events[start:start + CHUNK_EVENTS]
-                    events[start:start + CHUNK_EVENTS] = [None] * len(piece)
-                else:
-                    at = order[start:start + CHUNK_EVENTS].tolist()
-                    piece = [events[i] for i in at]
-                    for i in at:
-                        events[i] = None
+                piece = events[start:start + CHUNK_EVENTS]
+                events[start:start + CHUNK_EVENTS] = [None] * len(piece)
                 try:
                     text = orjson.dumps(piece)
                 except orjson.JSONEncodeError:  # an arg of 252-254 levels: writable alone, not in a list
@@ -273,17 +262,16 @@ def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: 
     if args_may_change:
         changed |= _scan_args(events, report)
 
+    del scan
     if not changed:
-        del events, doc, scan
+        del events, doc
         return PreparedTrace(unchanged_text(), metadata, report)
     # Peak memory is the parsed events plus the text on either side: let the input text go first, and
     # write the output only while the engine reads it (PreparedTrace.chunks).
     text.clear()
     del doc
     report.rewritten = True
-    order = time_order(events, scan.ts_ns, report.events_by_phase)
-    del scan
-    return PreparedTrace(None, metadata, report, events, order)
+    return PreparedTrace(None, metadata, report, events)
 
 
 # -- what the textual rebase cannot see ----------------------------------------------------------------

@@ -26,8 +26,7 @@ class TraceScan:
     tracks: list
     # (pid, tid) as written -> track number, for the slice-pushing and flow events.
     track_of: dict
-    # event index -> its ts in ns, for the slice-pushing and flow events (None for the others); bind_flows
-    # keeps it aligned with the events when it drops or moves some, for time_order.
+    # event index -> its ts in ns, for the slice-pushing and flow events (None for the others).
     ts_ns: list
     # The slice-pushing events (X, thread-scoped i/I) that have a timestamp, in file order (numpy columns):
     # event index, track number, ts ns, -dur ns (0 for instants and an X without dur), and whether it is
