@@ -7,6 +7,8 @@ nanosecond conversion inlined for the int/float timestamps Kineto writes) into f
 and grouping then happen in numpy, so no per-event tuple or dict is built for events that need no fix.
 
 It runs after the pid/tid fixes (remap, tid 0), so the threads it records are the importer's threads.
+The loop is also compiled (_cscan.c, the same steps through the C API), which scan_events uses when it
+was built; tests/test_scan_compiled.py holds the two to the same columns.
 """
 from __future__ import annotations
 
@@ -16,6 +18,11 @@ from math import floor
 import numpy as np
 
 from kineto_sql.loading.events import ns
+
+try:  # the loop below, compiled (pyproject's ext-modules); absent where no C compiler built it
+    from kineto_sql.loading import _cscan
+except ImportError:
+    _cscan = None
 
 FLOW_PHASES = frozenset(("s", "t", "f"))
 
@@ -67,6 +74,15 @@ def fast_ns(value):
 
 
 def scan_events(events: list[dict]) -> TraceScan:
+    if _cscan is not None:
+        columns = _cscan.scan(events, fast_ns)
+        if columns is not None:
+            return _scan_of(*columns)
+    return scan_events_python(events)
+
+
+def scan_events_python(events: list[dict]) -> TraceScan:
+    """The loop _cscan.c compiles, and what it falls back to for events of another shape."""
     tracks: list = []
     numbers: dict = {}  # (pid, engine tid) -> track number
     track_of: dict = {}
@@ -128,6 +144,12 @@ def scan_events(events: list[dict]) -> TraceScan:
         p_ts.append(ts)
         p_negdur.append(negdur)
         p_placed.append(placed)
+    return _scan_of(tracks, track_of, ts_ns, p_index, p_track, p_ts, p_negdur, p_placed, by_correlation,
+                    flow_indices, flow_tracks)
+
+
+def _scan_of(tracks, track_of, ts_ns, p_index, p_track, p_ts, p_negdur, p_placed, by_correlation, flow_indices,
+             flow_tracks) -> TraceScan:
     return TraceScan(tracks, track_of, ts_ns, np.array(p_index, dtype=np.int64),
                      np.array(p_track, dtype=np.int64), _column(p_ts), _column(p_negdur),
                      np.array(p_placed, dtype=bool), by_correlation, flow_indices, flow_tracks)
