@@ -1,11 +1,12 @@
-/* scan.scan_events's loop, compiled: the same columns from the same events, ~5x faster.
+/* scan.scan_events's loop, compiled: the same columns from the same events, in about half the time.
 
    The loop reads six fields of every slice-pushing and flow event and appends them to flat lists: in
-   Python that is ~1 us per event, the largest single cost on the loader's way to the engine's first byte
-   after validation. Here every step is the C API call the Python statement makes (dict lookups, tuple
-   keys, int multiplication, truthiness), so the results are the same objects in the same order. Anything
-   outside the shapes validate leaves (an event that is not a dict, a ph or s that is not a str, args that
-   are not a dict) returns None and the caller runs the Python loop, which defines the behaviour.
+   Python ~100 ms for the 109k events of hta_trace_diff_control, here ~51 ms (what is left is mostly the
+   walk over 109k dicts scattered in memory, which no compiled loop avoids). Every step is the C API
+   call the Python statement makes (dict lookups, tuple keys, int multiplication, truthiness), so the
+   results are the same objects in the same order. Anything outside the shapes validate leaves (an event
+   that is not a dict, a ph or s that is not a str, args that are not a dict) returns None and the caller
+   runs the Python loop, which defines the behaviour.
    Built when a C compiler is there (pyproject's ext-modules, optional); scan.py falls back without it. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

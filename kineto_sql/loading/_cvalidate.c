@@ -1,0 +1,251 @@
+/* validate._validate_loop's common case, compiled: an event whose every field already has the type and
+   range the loop checks for is kept and surveyed here, with the same steps through the C API (the same
+   dict writes, in the same order, so the kept events, their shared strings and ids and the Survey come
+   out the same); every other entry is handed to the Python loop (`fallback(index, entry)`), which
+   defines what is dropped or repaired and reports it. A time too close to the int64-nanosecond limit for
+   a double comparison to be exact also goes to Python. Built when a C compiler is there (pyproject's
+   ext-modules, optional); validate.py runs its loop alone without it. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+
+#define MAX_US 9223372036854775LL /* (2**63 - 1) // 1000: validate.MAX_US */
+#define EXACT_DOUBLE 9007199254740992.0 /* 2**53: below it a double compares with MAX_US exactly */
+
+static PyObject *K_PH, *K_TS, *K_DUR, *K_ID, *K_PID, *K_TID, *K_NAME, *K_CAT, *K_ARGS, *K_S, *K_BP;
+
+/* A number's value as both an int64 (when it is an int) and a double; 0 when it is not an exact int or
+   float whose value the checks below can compare exactly. */
+typedef struct {
+    int is_int;
+    long long i;
+    double d;
+} number;
+
+static int read_number(PyObject *v, number *out) {
+    if (PyLong_CheckExact(v)) {
+        int overflow = 0;
+        long long i = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || (i == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        out->is_int = 1;
+        out->i = i;
+        out->d = (double)i;
+        return 1;
+    }
+    if (PyFloat_CheckExact(v)) {
+        out->is_int = 0;
+        out->d = PyFloat_AS_DOUBLE(v);
+        return 1;
+    }
+    return 0;
+}
+
+static int in_range(const number *n) { /* -MAX_US <= ts <= MAX_US, for sure (0: not sure, or not) */
+    if (n->is_int)
+        return n->i >= -MAX_US && n->i <= MAX_US;
+    return n->d > -EXACT_DOUBLE && n->d < EXACT_DOUBLE; /* NaN fails both */
+}
+
+static int end_in_range(const number *ts, const number *dur) { /* ts + dur <= MAX_US, for sure */
+    if (ts->is_int && dur->is_int) {
+        long long end;
+        return !__builtin_add_overflow(ts->i, dur->i, &end) && end <= MAX_US;
+    }
+    double end = ts->d + dur->d; /* int + float is a float addition in Python too */
+    return end < EXACT_DOUBLE;
+}
+
+static int exact_str_or_absent(PyObject *e, PyObject *key) {
+    PyObject *v = PyDict_GetItemWithError(e, key);
+    return v == NULL ? !PyErr_Occurred() : PyUnicode_CheckExact(v);
+}
+
+/* Whether the Python loop would keep `e` with no drop and no repair. */
+static int clean(PyObject *e, PyObject *ph) {
+    Py_ssize_t len = PyUnicode_GET_LENGTH(ph);
+    Py_UCS4 c = len == 1 ? PyUnicode_READ_CHAR(ph, 0) : 0;
+    number ts, dur;
+    if (c != 'M') {
+        PyObject *v = PyDict_GetItemWithError(e, K_TS);
+        if (v == NULL || !read_number(v, &ts) || !in_range(&ts))
+            return 0;
+    }
+    if (c == 'X') {
+        PyObject *v = PyDict_GetItemWithError(e, K_DUR);
+        if (v == NULL || !read_number(v, &dur) || !(dur.is_int ? dur.i >= 0 : dur.d >= 0) ||
+            !end_in_range(&ts, &dur))
+            return 0;
+    } else if (c == 's' || c == 't' || c == 'f') {
+        PyObject *v = PyDict_GetItemWithError(e, K_ID);
+        if (v == NULL || !(PyLong_CheckExact(v) || PyUnicode_CheckExact(v)))
+            return 0;
+    }
+    PyObject *keys_id[2] = {K_PID, K_TID}, *keys_text[2] = {K_NAME, K_CAT};
+    for (int k = 0; k < 2; k++) {
+        PyObject *v = PyDict_GetItemWithError(e, keys_id[k]);
+        if (v != NULL && v != Py_None && !PyLong_CheckExact(v) && !PyUnicode_CheckExact(v))
+            return 0;
+        v = PyDict_GetItemWithError(e, keys_text[k]);
+        if (v != NULL && v != Py_None && !PyUnicode_CheckExact(v))
+            return 0;
+    }
+    PyObject *args = PyDict_GetItemWithError(e, K_ARGS);
+    if (args != NULL && args != Py_None && !PyDict_CheckExact(args))
+        return 0;
+    if (c != 'X' && !(exact_str_or_absent(e, K_S) && exact_str_or_absent(e, K_BP)))
+        return 0;
+    return !PyErr_Occurred();
+}
+
+/* e[key] = shared.setdefault(value, value), where e[key] is `value`. */
+static int share(PyObject *e, PyObject *key, PyObject *value, PyObject *shared) {
+    PyObject *one = PyDict_SetDefault(shared, value, value);
+    return one == NULL ? -1 : PyDict_SetItem(e, key, one);
+}
+
+static PyObject *ZERO_TID_PHASES, *ONE;
+
+static int is_int_zero(PyObject *v) { /* an exact int equal to 0 (`v == 0` for the ids kept here) */
+    if (!PyLong_CheckExact(v))
+        return 0;
+    int overflow = 0;
+    return PyLong_AsLongLongAndOverflow(v, &overflow) == 0 && !overflow;
+}
+
+/* The Python loop's steps for a kept event (after its checks): metadata_at, kept, phases, the shared
+   strings and ids, pids, tids, zero_tid_pids. */
+static int keep(PyObject *e, PyObject *ph, PyObject *kept, PyObject *phases, PyObject *pids, PyObject *tids,
+                PyObject *zero_tid_pids, PyObject *metadata_at, PyObject *shared, PyObject *shared_ids) {
+    PyObject *pid = PyDict_GetItemWithError(e, K_PID), *tid = PyDict_GetItemWithError(e, K_TID);
+    PyObject *name = PyDict_GetItemWithError(e, K_NAME), *cat = PyDict_GetItemWithError(e, K_CAT);
+    int has_pid = pid != NULL, has_tid = tid != NULL;
+    if (PyErr_Occurred())
+        return -1;
+    pid = has_pid ? pid : Py_None;
+    tid = has_tid ? tid : Py_None;
+    Py_INCREF(ph); Py_INCREF(pid); Py_INCREF(tid); /* held while e's values are replaced */
+    int rc = -1;
+    if (PyUnicode_GET_LENGTH(ph) == 1 && PyUnicode_READ_CHAR(ph, 0) == 'M') {
+        PyObject *at = PyLong_FromSsize_t(PyList_GET_SIZE(kept));
+        if (at == NULL || PyList_Append(metadata_at, at) < 0) {
+            Py_XDECREF(at);
+            goto done;
+        }
+        Py_DECREF(at);
+    }
+    if (PyList_Append(kept, e) < 0)
+        goto done;
+    PyObject *count = PyDict_GetItemWithError(phases, ph);
+    if (count == NULL && PyErr_Occurred())
+        goto done;
+    PyObject *next = count == NULL ? PyLong_FromLong(1) : PyNumber_Add(count, ONE);
+    if (next == NULL || PyDict_SetItem(phases, ph, next) < 0) {
+        Py_XDECREF(next);
+        goto done;
+    }
+    Py_DECREF(next);
+    if (share(e, K_PH, ph, shared) < 0)
+        goto done;
+    if (name != NULL && PyUnicode_CheckExact(name) && share(e, K_NAME, name, shared) < 0)
+        goto done;
+    if (cat != NULL && PyUnicode_CheckExact(cat) && share(e, K_CAT, cat, shared) < 0)
+        goto done;
+    if (PyLong_CheckExact(pid)) {
+        PyObject *one = PyDict_SetDefault(shared_ids, pid, pid);
+        if (one == NULL || PyDict_SetItem(e, K_PID, one) < 0)
+            goto done;
+        Py_INCREF(one);
+        Py_SETREF(pid, one);
+    }
+    if (PyLong_CheckExact(tid)) {
+        PyObject *one = PyDict_SetDefault(shared_ids, tid, tid);
+        if (one == NULL || PyDict_SetItem(e, K_TID, one) < 0)
+            goto done;
+        Py_INCREF(one);
+        Py_SETREF(tid, one);
+    }
+    if ((pid != Py_None || has_pid) && PyDict_SetItem(pids, pid, Py_None) < 0)
+        goto done;
+    if (tid != Py_None || has_tid) {
+        if (PyDict_SetItem(tids, tid, Py_None) < 0)
+            goto done;
+        /* tid == 0 and ph in _ZERO_TID_PHASES and pid != 0 and pid is not None */
+        if (is_int_zero(tid) && PySet_Contains(ZERO_TID_PHASES, ph) == 1 && pid != Py_None &&
+            !is_int_zero(pid) && PySet_Add(zero_tid_pids, pid) < 0)
+            goto done;
+    }
+    rc = 0;
+done:
+    Py_DECREF(ph); Py_DECREF(pid); Py_DECREF(tid);
+    return rc;
+}
+
+/* validate(entries, fallback, kept, phases, pids, tids, zero_tid_pids, metadata_at, shared, shared_ids) */
+static PyObject *validate(PyObject *self, PyObject *args) {
+    PyObject *entries, *fallback, *kept, *phases, *pids, *tids, *zero_tid_pids, *metadata_at, *shared,
+        *shared_ids;
+    if (!PyArg_ParseTuple(args, "O!OO!O!O!O!O!O!O!O!", &PyList_Type, &entries, &fallback, &PyList_Type, &kept,
+                          &PyDict_Type, &phases, &PyDict_Type, &pids, &PyDict_Type, &tids, &PySet_Type,
+                          &zero_tid_pids, &PyList_Type, &metadata_at, &PyDict_Type, &shared, &PyDict_Type,
+                          &shared_ids))
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries); i++) {
+        PyObject *e = PyList_GET_ITEM(entries, i);
+        Py_INCREF(e);
+        int done = 0;
+        if (PyDict_CheckExact(e)) {
+            PyObject *ph = PyDict_GetItemWithError(e, K_PH);
+            if (ph != NULL && PyUnicode_CheckExact(ph) && clean(e, ph)) {
+                if (keep(e, ph, kept, phases, pids, tids, zero_tid_pids, metadata_at, shared, shared_ids) < 0) {
+                    Py_DECREF(e);
+                    return NULL;
+                }
+                done = 1;
+            }
+            if (PyErr_Occurred()) {
+                Py_DECREF(e);
+                return NULL;
+            }
+        }
+        if (!done) {
+            PyObject *index = PyLong_FromSsize_t(i);
+            PyObject *r = index == NULL ? NULL : PyObject_CallFunctionObjArgs(fallback, index, e, NULL);
+            Py_XDECREF(index);
+            if (r == NULL) {
+                Py_DECREF(e);
+                return NULL;
+            }
+            Py_DECREF(r);
+        }
+        Py_DECREF(e);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"validate", validate, METH_VARARGS, "validate._validate_loop's common case; the rest to fallback."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cvalidate", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__cvalidate(void) {
+    const char *names[] = {"ph", "ts", "dur", "id", "pid", "tid", "name", "cat", "args", "s", "bp"};
+    PyObject **keys[] = {&K_PH, &K_TS, &K_DUR, &K_ID, &K_PID, &K_TID, &K_NAME, &K_CAT, &K_ARGS, &K_S, &K_BP};
+    for (int k = 0; k < 11; k++)
+        if ((*keys[k] = PyUnicode_InternFromString(names[k])) == NULL)
+            return NULL;
+    if ((ONE = PyLong_FromLong(1)) == NULL)
+        return NULL;
+    ZERO_TID_PHASES = Py_BuildValue("{ssssssssssss}", "X", "", "i", "", "I", "", "s", "", "t", "", "f", "");
+    if (ZERO_TID_PHASES == NULL)
+        return NULL;
+    PyObject *as_set = PySet_New(ZERO_TID_PHASES);
+    Py_DECREF(ZERO_TID_PHASES);
+    if ((ZERO_TID_PHASES = as_set) == NULL)
+        return NULL;
+    return PyModule_Create(&module);
+}
