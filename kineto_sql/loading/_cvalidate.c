@@ -106,6 +106,19 @@ static int share(PyObject *e, PyObject *key, PyObject *value, PyObject *shared) 
     return one == NULL ? -1 : PyDict_SetItem(e, key, one);
 }
 
+/* For an exact int *id (a held reference): e[key] = shared_ids.setdefault(*id, *id), and *id becomes that
+   shared int (`e["pid"] = pid = share_id(pid, pid)`). */
+static int share_id(PyObject *e, PyObject *key, PyObject **id, PyObject *shared_ids) {
+    if (!PyLong_CheckExact(*id))
+        return 0;
+    PyObject *one = PyDict_SetDefault(shared_ids, *id, *id);
+    if (one == NULL || PyDict_SetItem(e, key, one) < 0)
+        return -1;
+    Py_INCREF(one);
+    Py_SETREF(*id, one);
+    return 0;
+}
+
 static PyObject *ZERO_TID_PHASES, *ONE;
 
 static int is_int_zero(PyObject *v) { /* an exact int equal to 0 (`v == 0` for the ids kept here) */
@@ -153,20 +166,8 @@ static int keep(PyObject *e, PyObject *ph, PyObject *kept, PyObject *phases, PyO
         goto done;
     if (cat != NULL && PyUnicode_CheckExact(cat) && share(e, K_CAT, cat, shared) < 0)
         goto done;
-    if (PyLong_CheckExact(pid)) {
-        PyObject *one = PyDict_SetDefault(shared_ids, pid, pid);
-        if (one == NULL || PyDict_SetItem(e, K_PID, one) < 0)
-            goto done;
-        Py_INCREF(one);
-        Py_SETREF(pid, one);
-    }
-    if (PyLong_CheckExact(tid)) {
-        PyObject *one = PyDict_SetDefault(shared_ids, tid, tid);
-        if (one == NULL || PyDict_SetItem(e, K_TID, one) < 0)
-            goto done;
-        Py_INCREF(one);
-        Py_SETREF(tid, one);
-    }
+    if (share_id(e, K_PID, &pid, shared_ids) < 0 || share_id(e, K_TID, &tid, shared_ids) < 0)
+        goto done;
     if ((pid != Py_None || has_pid) && PyDict_SetItem(pids, pid, Py_None) < 0)
         goto done;
     if (tid != Py_None || has_tid) {
