@@ -63,6 +63,7 @@ def test_the_same_columns_on_real_traces(monkeypatch, path):
     (events,) = seen
     compiled = _compiled(events)
     assert compiled is not None  # validated events are all of the shapes it reads
+    assert len(compiled.push_index) > 0
     _assert_same(compiled, scan.scan_events_python(events))
 
 

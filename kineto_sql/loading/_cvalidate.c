@@ -7,7 +7,6 @@
    ext-modules, optional); validate.py runs its loop alone without it. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <math.h>
 
 #define MAX_US 9223372036854775LL /* (2**63 - 1) // 1000: validate.MAX_US */
 #define EXACT_DOUBLE 9007199254740992.0 /* 2**53: below it a double compares with MAX_US exactly */
