@@ -22,6 +22,11 @@ from kineto_sql.loading.events import engine_tid, ns, pushes_slice, sort_key
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.scan import TraceScan
 
+try:  # the three loops over every flow event, compiled (pyproject's ext-modules); absent without a C compiler
+    from kineto_sql.loading import _cflows
+except ImportError:
+    _cflows = None
+
 FLOW_PHASES = ("s", "t", "f")
 # Explicit (v2) flow ids live in their own id space in the importer; start high for readability.
 V2_BIND_BASE = 7_000_000_000
@@ -75,37 +80,8 @@ def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], re
     # A flow end sorted before its start (same timestamp, written first) is dropped by the importer
     # (stat flow_end_without_start, severity info only). Equal-time events that are not X keep file
     # order, so moving the end to the end of the file fixes it without touching any timestamp.
-    # An arrow's events share id, cat and name (after validate_events an id is an int or a str).
-    reorder, halves = set(), 0
-    pairs: dict[tuple, list[int]] = {}
-    for j in flow_indices:
-        if ts_ns[j] is None:
-            continue
-        e = events[j]
-        key = (e["id"], e.get("cat"), e.get("name"))
-        members = pairs.get(key)
-        if members is None:
-            pairs[key] = [j]
-        else:
-            members.append(j)
-    for members in pairs.values():
-        if len(members) == 1:  # half an arrow: the common case on GPU traces (flow ends without starts)
-            halves += 1
-            continue
-        if len(members) == 2:
-            a, b = members
-            phases = events[a]["ph"] + events[b]["ph"]
-            if phases == "sf" or phases == "fs":  # the common case: one start, one end
-                start, end = (a, b) if phases == "sf" else (b, a)
-                if (ts_ns[end], end) < (ts_ns[start], start):
-                    reorder.add(end)
-                continue
-        starts = [j for j in members if events[j]["ph"] == "s"]
-        ends = [j for j in members if events[j]["ph"] == "f"]
-        if len(starts) == 1 and len(ends) == 1 and (ts_ns[ends[0]], ends[0]) < (ts_ns[starts[0]], starts[0]):
-            reorder.add(ends[0])
-        if not starts or not ends:
-            halves += len(members)
+    pairs = _arrows(events, flow_indices, ts_ns)
+    halves, reorder = _halves_and_reorder(events, pairs, ts_ns)
 
     report.add("flow_half_arrow", halves,
                "flow events whose other half is not in the file (a start without an end or the reverse): "
@@ -156,30 +132,90 @@ def _intended_and_at_risk(events: list[dict], scan: TraceScan, moved: set[int]) 
     """
     intended_of, at_risk = {}, []
     by_correlation, ts_ns = scan.by_correlation, scan.ts_ns
-    shared = None
-    for j, track in zip(scan.flow_indices, scan.flow_tracks):
+    shared_found = []
+
+    def shared() -> set:
+        if not shared_found:
+            shared_found.append(scan.shared_begins())
+        return shared_found[0]
+
+    def one(j: int, track: int) -> None:
+        """The rule for flow event j on scanned thread `track` (what _cflows.intended does inline for the
+        common case, and hands here for every other)."""
         ts = ts_ns[j]
         if ts is None:
-            continue
+            return
         e = events[j]
         flow_id = e["id"]
         candidates = by_correlation.get((track, flow_id if flow_id.__class__ is int else _as_int(flow_id)))
         if candidates is None:
-            continue
+            return
         if candidates.__class__ is int and ts_ns[candidates] == ts:
             intended, starts_here = candidates, True  # the common case: one slice, flow at its start
         else:
             intended = _intended_slice(events, [candidates] if candidates.__class__ is int else candidates, ts)
             if intended is None:
-                continue
+                return
             starts_here = ns(events[intended].get("ts")) == ts
         intended_of[j] = intended
-        if shared is None:
-            shared = scan.shared_begins()
-        if (not starts_here or intended in shared or intended in moved
+        if (not starts_here or intended in shared() or intended in moved
                 or not (e["ph"] != "f" or e.get("bp") == "e")):
             at_risk.append(j)
+
+    if _cflows is None:
+        for j, track in zip(scan.flow_indices, scan.flow_tracks):
+            one(j, track)
+    else:
+        _cflows.intended(events, scan.flow_indices, scan.flow_tracks, ts_ns, by_correlation, moved, shared,
+                         intended_of, at_risk, one)
     return intended_of, at_risk
+
+
+def _arrows(events: list[dict], flow_indices: list[int], ts_ns: list) -> dict[tuple, list[int]]:
+    """The flow events with a timestamp by arrow, in file order: an arrow's events share id, cat and name
+    (after validate_events an id is an int or a str)."""
+    compiled = _cflows.arrows(events, flow_indices, ts_ns) if _cflows is not None else None
+    if compiled is not None:
+        return compiled
+    pairs: dict[tuple, list[int]] = {}
+    for j in flow_indices:
+        if ts_ns[j] is None:
+            continue
+        e = events[j]
+        key = (e["id"], e.get("cat"), e.get("name"))
+        members = pairs.get(key)
+        if members is None:
+            pairs[key] = [j]
+        else:
+            members.append(j)
+    return pairs
+
+
+def _halves_and_reorder(events: list[dict], pairs: dict[tuple, list[int]], ts_ns: list) -> tuple[int, set[int]]:
+    """How many flow events are half an arrow, and the arrow ends that sort before their start."""
+    compiled = _cflows.halves_and_reorder(events, pairs, ts_ns) if _cflows is not None else None
+    if compiled is not None:
+        return compiled
+    reorder, halves = set(), 0
+    for members in pairs.values():
+        if len(members) == 1:  # half an arrow: the common case on GPU traces (flow ends without starts)
+            halves += 1
+            continue
+        if len(members) == 2:
+            a, b = members
+            phases = events[a]["ph"] + events[b]["ph"]
+            if phases == "sf" or phases == "fs":  # the common case: one start, one end
+                start, end = (a, b) if phases == "sf" else (b, a)
+                if (ts_ns[end], end) < (ts_ns[start], start):
+                    reorder.add(end)
+                continue
+        starts = [j for j in members if events[j]["ph"] == "s"]
+        ends = [j for j in members if events[j]["ph"] == "f"]
+        if len(starts) == 1 and len(ends) == 1 and (ts_ns[ends[0]], ends[0]) < (ts_ns[starts[0]], starts[0]):
+            reorder.add(ends[0])
+        if not starts or not ends:
+            halves += len(members)
+    return halves, reorder
 
 
 def _begins_from_scan(events: list[dict], scan: TraceScan, at_risk: list[int]) -> dict[tuple, list[tuple]]:
