@@ -9,6 +9,9 @@ import gc
 import json
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from kineto_sql.loading.prepare import prepare
 from tests.kineto_builder import Kernel, KinetoTrace, Launch, ProfilerStep
 
@@ -256,3 +259,25 @@ def test_a_metadata_field_too_deep_to_be_written_back_is_kept_as_text():
     prepared = prepare(json.dumps(doc).encode(), Path("t.json"))
     assert prepared.report.fix_count("metadata_field_ignored") == 1
     assert json.loads(prepared.data)["extra"].startswith("[[[[")
+
+
+_ID = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.sampled_from([2**32 - 1, 2**32, -2**40]),
+                st.sampled_from(["", "7", "x", "0"]), st.just([1]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.fixed_dictionaries({"ph": st.sampled_from(["X", "M", "i"]), "ts": st.just(1)},
+                                      optional={"pid": _ID, "tid": _ID}), min_size=1, max_size=10))
+def test_the_id_remap_visits_every_event_whose_ids_it_can_change(entries):
+    """_remap_ids looks only at survey.odd_ids: those must be every event its maps hit (the maps' keys are
+    the pid/tid values that are not an int of 0..2^32-1)."""
+    from kineto_sql.loading.prepare import _MISSING, _valid_id
+    from kineto_sql.loading.report import IngestReport
+    from kineto_sql.loading.validate import validate_and_survey
+
+    events, survey = validate_and_survey(entries, IngestReport(source="t.json", input_bytes=0))
+    changed = {value for value in list(survey.pids) + list(survey.tids)
+               if _valid_id(value) is None or _valid_id(value) != value or type(value) is not int}
+    hit = [i for i, e in enumerate(events)
+           if e.get("pid", _MISSING) in changed or e.get("tid", _MISSING) in changed]
+    assert survey.odd_ids == hit

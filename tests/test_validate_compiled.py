@@ -32,7 +32,7 @@ def _run(entries: list, compiled: bool, monkeypatch) -> tuple:
     position = {id(e): i for i, e in enumerate(entries)}
     return (orjson.dumps(kept) if _dumpable(kept) else repr(kept),
             [position.get(id(e)) for e in kept], list(survey.phases.items()), list(survey.pids), list(survey.tids),
-            sorted(map(repr, survey.zero_tid_pids)), survey.metadata_at,
+            sorted(map(repr, survey.zero_tid_pids)), survey.metadata_at, survey.odd_ids,
             [dataclasses.astuple(f) for f in report.fixes], repr(report.dropped))
 
 

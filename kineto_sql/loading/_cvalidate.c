@@ -120,6 +120,15 @@ static int share_id(PyObject *e, PyObject *key, PyObject **id, PyObject *shared_
 
 static PyObject *ZERO_TID_PHASES, *ONE;
 
+/* an exact int of 0..2^32-1, the ids the importer keeps as they are */
+static int is_uint32(PyObject *v) {
+    if (!PyLong_CheckExact(v))
+        return 0;
+    int overflow = 0;
+    long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
+    return !overflow && n >= 0 && n <= 4294967295LL;
+}
+
 static int is_int_zero(PyObject *v) { /* an exact int equal to 0 (`v == 0` for the ids kept here) */
     if (!PyLong_CheckExact(v))
         return 0;
@@ -128,9 +137,10 @@ static int is_int_zero(PyObject *v) { /* an exact int equal to 0 (`v == 0` for t
 }
 
 /* The Python loop's steps for a kept event (after its checks): metadata_at, kept, phases, the shared
-   strings and ids, pids, tids, zero_tid_pids. */
+   strings and ids, pids, tids, zero_tid_pids, odd_ids. */
 static int keep(PyObject *e, PyObject *ph, PyObject *kept, PyObject *phases, PyObject *pids, PyObject *tids,
-                PyObject *zero_tid_pids, PyObject *metadata_at, PyObject *shared, PyObject *shared_ids) {
+                PyObject *zero_tid_pids, PyObject *metadata_at, PyObject *odd_ids, PyObject *shared,
+                PyObject *shared_ids) {
     PyObject *pid = PyDict_GetItemWithError(e, K_PID), *tid = PyDict_GetItemWithError(e, K_TID);
     PyObject *name = PyDict_GetItemWithError(e, K_NAME), *cat = PyDict_GetItemWithError(e, K_CAT);
     int has_pid = pid != NULL, has_tid = tid != NULL;
@@ -177,20 +187,29 @@ static int keep(PyObject *e, PyObject *ph, PyObject *kept, PyObject *phases, PyO
             !is_int_zero(pid) && PySet_Add(zero_tid_pids, pid) < 0)
             goto done;
     }
+    if ((has_pid && !is_uint32(pid)) || (has_tid && !is_uint32(tid))) {
+        PyObject *at = PyLong_FromSsize_t(PyList_GET_SIZE(kept) - 1);
+        if (at == NULL || PyList_Append(odd_ids, at) < 0) {
+            Py_XDECREF(at);
+            goto done;
+        }
+        Py_DECREF(at);
+    }
     rc = 0;
 done:
     Py_DECREF(ph); Py_DECREF(pid); Py_DECREF(tid);
     return rc;
 }
 
-/* validate(entries, fallback, kept, phases, pids, tids, zero_tid_pids, metadata_at, shared, shared_ids) */
+/* validate(entries, fallback, kept, phases, pids, tids, zero_tid_pids, metadata_at, odd_ids, shared,
+   shared_ids) */
 static PyObject *validate(PyObject *self, PyObject *args) {
-    PyObject *entries, *fallback, *kept, *phases, *pids, *tids, *zero_tid_pids, *metadata_at, *shared,
+    PyObject *entries, *fallback, *kept, *phases, *pids, *tids, *zero_tid_pids, *metadata_at, *odd_ids, *shared,
         *shared_ids;
-    if (!PyArg_ParseTuple(args, "O!OO!O!O!O!O!O!O!O!", &PyList_Type, &entries, &fallback, &PyList_Type, &kept,
+    if (!PyArg_ParseTuple(args, "O!OO!O!O!O!O!O!O!O!O!", &PyList_Type, &entries, &fallback, &PyList_Type, &kept,
                           &PyDict_Type, &phases, &PyDict_Type, &pids, &PyDict_Type, &tids, &PySet_Type,
-                          &zero_tid_pids, &PyList_Type, &metadata_at, &PyDict_Type, &shared, &PyDict_Type,
-                          &shared_ids))
+                          &zero_tid_pids, &PyList_Type, &metadata_at, &PyList_Type, &odd_ids, &PyDict_Type,
+                          &shared, &PyDict_Type, &shared_ids))
         return NULL;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries); i++) {
         PyObject *e = PyList_GET_ITEM(entries, i);
@@ -199,7 +218,8 @@ static PyObject *validate(PyObject *self, PyObject *args) {
         if (PyDict_CheckExact(e)) {
             PyObject *ph = PyDict_GetItemWithError(e, K_PH);
             if (ph != NULL && PyUnicode_CheckExact(ph) && clean(e, ph)) {
-                if (keep(e, ph, kept, phases, pids, tids, zero_tid_pids, metadata_at, shared, shared_ids) < 0) {
+                if (keep(e, ph, kept, phases, pids, tids, zero_tid_pids, metadata_at, odd_ids, shared,
+                         shared_ids) < 0) {
                     Py_DECREF(e);
                     return NULL;
                 }

@@ -35,10 +35,9 @@ from kineto_sql.loading.rawcheck import integer_beyond_int64, null_token
 from kineto_sql.loading.rebase import REBASE_ABOVE_US, TS_STRING, Reading, rebase_text
 from kineto_sql.loading.source import parse_trace_probed, read_bytes
 from kineto_sql.loading.stream import check_same_file, parse_file
-from kineto_sql.loading.validate import (DEEP_ARGS_WHY, Survey, cut_deep, validate_and_survey,
+from kineto_sql.loading.validate import (DEEP_ARGS_WHY, UINT32_MAX, Survey, cut_deep, validate_and_survey,
                                          validate_metadata)
 
-UINT32_MAX = 2**32 - 1
 # Fresh ids live high in the uint32 range, far above real pids, tids and stream numbers.
 LANE_TID_BASE = 4_000_000_000
 REMAPPED_TID_BASE = 4_100_000_000
@@ -458,7 +457,7 @@ def _remap_ids(events: list[dict], report: IngestReport, survey: Survey) -> dict
     named_pids = {e.get("pid") for e in metadata if e.get("name") == "process_name"}
     named_tids = {(e.get("pid"), e.get("tid")) for e in metadata if e.get("name") == "thread_name"}
     numeric_strings, extra, named_new = 0, [], set()
-    for e in events:
+    for e in (events[i] for i in survey.odd_ids):  # (every other event's pid and tid are kept as they are)
         pid_hit = pid_map.get(e.get("pid", _MISSING)) if pid_map else None
         tid_hit = tid_map.get(e.get("tid", _MISSING)) if tid_map else None
         if pid_hit is None and tid_hit is None:
@@ -562,9 +561,8 @@ def _split_overlaps(events: list[dict], scan: TraceScan, report: IngestReport,
     thread_names = None
     next_tid = LANE_TID_BASE
     moved_examples, lanes_made, moved = [], [], set()
-    index_list, negdur_list = index.tolist(), negdur.tolist()
     for _, start, end in split:
-        items = list(zip(ts_list[start:end], negdur_list[start:end], index_list[start:end]))
+        items = list(zip(ts_list[start:end], negdur[start:end].tolist(), index[start:end].tolist()))
         lane_stacks: list[list[int]] = [[]]
         lane_of = []
         for event_ts, neg_dur, _ in items:

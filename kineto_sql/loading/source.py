@@ -151,7 +151,7 @@ class DepthProbe:
         """The values of `piece` as a JSON array's items, or None when it is not a run of whole values."""
         if self.bounded:
             try:
-                value = orjson.loads(self._open + piece + self._close)
+                value = orjson.loads(b"".join((self._open, piece, self._close)))  # (one copy; `+` makes two)
             except orjson.JSONDecodeError:
                 value = None
             if value is not None:

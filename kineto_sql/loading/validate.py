@@ -88,9 +88,13 @@ class Survey:
     # pids of the X / i / I / s / t / f events written with tid 0 (0 and None left out)
     zero_tid_pids: set
     metadata_at: list  # indices (in the kept events) of the ph M events
+    # indices (in the kept events) of the events with a pid or tid that is not an int of 0..2^32-1: the only
+    # ones the id remap can change (prepare._remap_ids)
+    odd_ids: list
 
 
 _ZERO_TID_PHASES = frozenset(("X", "i", "I", "s", "t", "f"))
+UINT32_MAX = 2**32 - 1  # the largest pid / tid the importer keeps as it is
 
 
 def validate_events(entries: list, report: IngestReport) -> list[dict]:
@@ -103,9 +107,9 @@ def validate_and_survey(entries: list, report: IngestReport) -> tuple[list[dict]
     drops: dict[str, list[int]] = defaultdict(list)
     fixes: dict[str, list[int]] = defaultdict(list)
     kept = []
-    phases, pids, tids, zero_tid_pids, metadata_at = {}, {}, {}, set(), []
+    phases, pids, tids, zero_tid_pids, metadata_at, odd_ids = {}, {}, {}, set(), [], []
     shared, shared_ids = {}, {}  # strings; ints (kept apart: 1 == True == 1.0)
-    survey = (kept, phases, pids, tids, zero_tid_pids, metadata_at, shared, shared_ids)
+    survey = (kept, phases, pids, tids, zero_tid_pids, metadata_at, odd_ids, shared, shared_ids)
     if _cvalidate is not None:
         # The compiled loop keeps and surveys every event this loop would keep unchanged, and hands each
         # other one to this loop, in order (_cvalidate.c).
@@ -119,11 +123,11 @@ def validate_and_survey(entries: list, report: IngestReport) -> tuple[list[dict]
     for kind, indices in fixes.items():
         count, why = len(indices), FIX_WHY[kind]
         report.add(kind, count, why, examples=[f"event {i}" for i in indices[:EXAMPLES]])
-    return kept, Survey(phases, pids, tids, zero_tid_pids, metadata_at)
+    return kept, Survey(phases, pids, tids, zero_tid_pids, metadata_at, odd_ids)
 
 
 def _validate_loop(pairs, drops: dict, fixes: dict, kept: list, phases: dict, pids: dict, tids: dict,
-                   zero_tid_pids: set, metadata_at: list, shared: dict, shared_ids: dict) -> None:
+                   zero_tid_pids: set, metadata_at: list, odd_ids: list, shared: dict, shared_ids: dict) -> None:
     """The checks and repairs of every (index, entry) of `pairs`, into the lists validate_and_survey reports."""
     share, share_id = shared.setdefault, shared_ids.setdefault
     for index, e in pairs:
@@ -201,6 +205,9 @@ def _validate_loop(pairs, drops: dict, fixes: dict, kept: list, phases: dict, pi
             tids[tid] = None
             if tid == 0 and ph in _ZERO_TID_PHASES and pid != 0 and pid is not None:
                 zero_tid_pids.add(pid)
+        if ("pid" in e and not (pid.__class__ is int and 0 <= pid <= UINT32_MAX)) or (
+                "tid" in e and not (tid.__class__ is int and 0 <= tid <= UINT32_MAX)):
+            odd_ids.append(len(kept) - 1)
 
 
 FIX_WHY = {
