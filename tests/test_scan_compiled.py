@@ -43,7 +43,7 @@ def _flat(value) -> list:
 def _compiled(events):
     """The compiled loop's TraceScan, or None where it hands the events back to the Python loop."""
     columns = scan._cscan.scan(events, scan.fast_ns)
-    return None if columns is None else scan._scan_of(*columns)
+    return None if columns is None else scan._scan_of_buffers(*columns)
 
 
 def test_the_compiled_scan_is_built():

@@ -11,6 +11,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <stdint.h>
 
 static PyObject *K_PH, *K_PID, *K_TID, *K_TS, *K_DUR, *K_ARGS, *K_S, *K_CORR, *THOUSAND;
 
@@ -121,16 +122,46 @@ static int note_correlation(PyObject *by_correlation, PyObject *track, PyObject 
     return rc;
 }
 
-static int append_new(PyObject *list, PyObject *item) { /* steals item */
-    if (item == NULL)
-        return -1;
-    int rc = PyList_Append(list, item);
-    Py_DECREF(item);
-    return rc;
+/* A growing int64 column, handed to Python as a bytearray (numpy reads it in place). */
+typedef struct {
+    int64_t *v;
+    Py_ssize_t n, cap;
+} column;
+
+static int push(column *c, int64_t x) {
+    if (c->n == c->cap) {
+        Py_ssize_t cap = c->cap ? 2 * c->cap : 4096;
+        int64_t *v = PyMem_Realloc(c->v, (size_t)cap * sizeof(int64_t));
+        if (v == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        c->v = v;
+        c->cap = cap;
+    }
+    c->v[c->n++] = x;
+    return 0;
+}
+
+static PyObject *bytes_of(const column *c) {
+    return PyByteArray_FromStringAndSize((const char *)c->v, c->n * (Py_ssize_t)sizeof(int64_t));
+}
+
+/* v as an int64 into *out: 1, or 0 when it does not fit (the Python loop's column is then of objects). */
+static int as_int64(PyObject *v, int64_t *out) {
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    *out = (int64_t)x;
+    return 1;
 }
 
 /* scan(events, fast_ns) -> (tracks, track_of, ts_ns, p_index, p_track, p_ts, p_negdur, p_placed,
-   by_correlation, flow_indices, flow_tracks) as lists and dicts, or None (run the Python loop). */
+   by_correlation, flow_indices, flow_tracks): the p_ columns as int64 bytearrays (p_placed 0/1), the rest
+   as the Python loop's lists and dicts; or None (run the Python loop). */
 static PyObject *scan(PyObject *self, PyObject *args) {
     PyObject *events, *fast_ns;
     if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &events, &fast_ns))
@@ -138,12 +169,14 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_ssize_t n = PyList_GET_SIZE(events);
     PyObject *tracks = PyList_New(0), *track_of = PyDict_New(), *numbers = PyDict_New();
     PyObject *ts_ns = PyList_New(n), *by_correlation = PyDict_New();
-    PyObject *p_index = PyList_New(0), *p_track = PyList_New(0), *p_ts = PyList_New(0);
-    PyObject *p_negdur = PyList_New(0), *p_placed = PyList_New(0);
     PyObject *flow_indices = PyList_New(0), *flow_tracks = PyList_New(0);
-    PyObject *result = NULL, *zero = PyLong_FromLong(0);
-    if (!tracks || !track_of || !numbers || !ts_ns || !by_correlation || !p_index || !p_track || !p_ts ||
-        !p_negdur || !p_placed || !flow_indices || !flow_tracks || !zero)
+    PyObject *result = NULL, *columns[5] = {NULL, NULL, NULL, NULL, NULL};
+    column p_index = {0}, p_track = {0}, p_ts = {0}, p_negdur = {0}, p_placed = {0};
+    /* The last event's pid and tid objects and their track: validate shares equal ids as one object, so an
+       event of the same thread as the one before finds its track without a tuple or a dict lookup. */
+    PyObject *last_pid = NULL, *last_tid = NULL, *last_track = NULL;
+    int64_t last_track_number = 0;
+    if (!tracks || !track_of || !numbers || !ts_ns || !by_correlation || !flow_indices || !flow_tracks)
         goto out;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_INCREF(Py_None);
@@ -169,22 +202,31 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyObject *ts_raw = tid ? get_or_none(e, K_TS) : NULL;
         if (ts_raw == NULL)
             goto out;
-        PyObject *track = track_number(pid, tid, track_of, numbers, tracks);
-        if (track == NULL)
-            goto out;
-        PyObject *ts = to_ns(ts_raw, fast_ns), *index = PyLong_FromSsize_t(i);
-        if (ts == NULL || index == NULL) {
-            Py_XDECREF(ts);
-            Py_XDECREF(index);
-            Py_DECREF(track);
-            goto out;
+        if (last_track == NULL || pid != last_pid || tid != last_tid) {
+            PyObject *track = track_number(pid, tid, track_of, numbers, tracks);
+            if (track == NULL)
+                goto out;
+            Py_XSETREF(last_track, track);
+            last_pid = pid; /* (borrowed: the events hold them for the whole scan) */
+            last_tid = tid;
+            last_track_number = PyLong_AsLongLong(track);
         }
-        Py_INCREF(ts);
-        PyList_SetItem(ts_ns, i, ts); /* steals the new reference; drops the None */
-        int rc = 0, skip = 0;
-        PyObject *negdur = NULL, *placed = Py_False;
+        PyObject *track = last_track;
+        PyObject *ts = to_ns(ts_raw, fast_ns);
+        if (ts == NULL)
+            goto out;
+        PyList_SetItem(ts_ns, i, ts); /* steals the new reference; drops the None (ts stays alive there) */
+        int64_t ts64 = 0, negdur = 0;
+        int placed = 0, rc = 0, skip = 0;
+        if (ts != Py_None && !as_int64(ts, &ts64))
+            fallback = 1;
+        if (fallback)
+            break;
         if (kind == IS_FLOW) {
-            rc = PyList_Append(flow_indices, index) < 0 || PyList_Append(flow_tracks, track) < 0 ? -1 : 0;
+            PyObject *index = PyLong_FromSsize_t(i);
+            rc = index == NULL || PyList_Append(flow_indices, index) < 0 || PyList_Append(flow_tracks, track) < 0
+                     ? -1 : 0;
+            Py_XDECREF(index);
             skip = 1;
         } else if (kind == IS_X) {
             PyObject *event_args = get_or_none(e, K_ARGS);
@@ -195,10 +237,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                     fallback = 1;
                 } else {
                     PyObject *corr = PyDict_GetItemWithError(event_args, K_CORR);
-                    if (corr == NULL && PyErr_Occurred())
+                    if (corr == NULL && PyErr_Occurred()) {
                         rc = -1;
-                    else if (corr != NULL && PyLong_Check(corr))
-                        rc = note_correlation(by_correlation, track, corr, index);
+                    } else if (corr != NULL && PyLong_Check(corr)) {
+                        PyObject *index = PyLong_FromSsize_t(i);
+                        rc = index == NULL ? -1 : note_correlation(by_correlation, track, corr, index);
+                        Py_XDECREF(index);
+                    }
                 }
             }
             if (rc == 0 && !fallback) {
@@ -209,10 +254,11 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                     if (dur == NULL) {
                         rc = -1;
                     } else if (dur != Py_None) {
-                        negdur = PyNumber_Negative(dur);
-                        placed = Py_True;
-                        if (negdur == NULL)
-                            rc = -1;
+                        int64_t d;
+                        if (!as_int64(dur, &d) || d == INT64_MIN)
+                            fallback = 1; /* -dur would not fit either */
+                        negdur = -d;
+                        placed = 1;
                     }
                     Py_XDECREF(dur);
                 }
@@ -220,19 +266,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         } else if (ts == Py_None) {
             skip = 1;
         }
-        if (rc == 0 && !fallback && !skip) {
-            if (negdur == NULL) {
-                negdur = zero;
-                Py_INCREF(zero);
-            }
-            rc = (PyList_Append(p_index, index) < 0 || PyList_Append(p_track, track) < 0 ||
-                  PyList_Append(p_ts, ts) < 0 || PyList_Append(p_negdur, negdur) < 0 ||
-                  PyList_Append(p_placed, placed) < 0) ? -1 : 0;
-        }
-        Py_XDECREF(negdur);
-        Py_DECREF(ts);
-        Py_DECREF(index);
-        Py_DECREF(track);
+        if (rc == 0 && !fallback && !skip)
+            rc = (push(&p_index, i) < 0 || push(&p_track, last_track_number) < 0 || push(&p_ts, ts64) < 0 ||
+                  push(&p_negdur, negdur) < 0 || push(&p_placed, placed) < 0) ? -1 : 0;
         if (rc < 0)
             goto out;
     }
@@ -241,13 +277,19 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         Py_INCREF(result);
         goto out;
     }
-    result = PyTuple_Pack(11, tracks, track_of, ts_ns, p_index, p_track, p_ts, p_negdur, p_placed,
+    const column *all[5] = {&p_index, &p_track, &p_ts, &p_negdur, &p_placed};
+    for (int c = 0; c < 5; c++)
+        if ((columns[c] = bytes_of(all[c])) == NULL)
+            goto out;
+    result = PyTuple_Pack(11, tracks, track_of, ts_ns, columns[0], columns[1], columns[2], columns[3], columns[4],
                           by_correlation, flow_indices, flow_tracks);
 out:
     Py_XDECREF(tracks); Py_XDECREF(track_of); Py_XDECREF(numbers); Py_XDECREF(ts_ns);
-    Py_XDECREF(by_correlation); Py_XDECREF(p_index); Py_XDECREF(p_track); Py_XDECREF(p_ts);
-    Py_XDECREF(p_negdur); Py_XDECREF(p_placed); Py_XDECREF(flow_indices); Py_XDECREF(flow_tracks);
-    Py_XDECREF(zero);
+    Py_XDECREF(by_correlation); Py_XDECREF(flow_indices); Py_XDECREF(flow_tracks); Py_XDECREF(last_track);
+    for (int c = 0; c < 5; c++)
+        Py_XDECREF(columns[c]);
+    PyMem_Free(p_index.v); PyMem_Free(p_track.v); PyMem_Free(p_ts.v); PyMem_Free(p_negdur.v);
+    PyMem_Free(p_placed.v);
     return result;
 }
 

@@ -77,7 +77,7 @@ def scan_events(events: list[dict]) -> TraceScan:
     if _cscan is not None:
         columns = _cscan.scan(events, fast_ns)
         if columns is not None:
-            return _scan_of(*columns)
+            return _scan_of_buffers(*columns)
     return scan_events_python(events)
 
 
@@ -153,6 +153,17 @@ def _scan_of(tracks, track_of, ts_ns, p_index, p_track, p_ts, p_negdur, p_placed
     return TraceScan(tracks, track_of, ts_ns, np.array(p_index, dtype=np.int64),
                      np.array(p_track, dtype=np.int64), _column(p_ts), _column(p_negdur),
                      np.array(p_placed, dtype=bool), by_correlation, flow_indices, flow_tracks)
+
+
+def _scan_of_buffers(tracks, track_of, ts_ns, p_index, p_track, p_ts, p_negdur, p_placed, by_correlation,
+                     flow_indices, flow_tracks) -> TraceScan:
+    """The compiled loop's answer: its p_ columns are int64 buffers (it hands every trace with a value
+    outside int64 back to the Python loop, whose column would hold objects)."""
+    def column(buffer) -> np.ndarray:
+        return np.frombuffer(buffer, dtype=np.int64)
+
+    return TraceScan(tracks, track_of, ts_ns, column(p_index), column(p_track), column(p_ts), column(p_negdur),
+                     column(p_placed) != 0, by_correlation, flow_indices, flow_tracks)
 
 
 def _column(values: list) -> np.ndarray:
