@@ -185,19 +185,43 @@ class _ReadAhead:
         self._thread.join(timeout=30)
 
 
+def _libc():
+    """glibc, or None (another C library, another system: the calls below are then skipped)."""
+    global _LIBC
+    if _LIBC is None:
+        try:
+            libc = ctypes.CDLL("libc.so.6")
+            _LIBC = libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else False
+        except OSError:
+            _LIBC = False
+    return _LIBC or None
+
+
 def _give_back_freed_memory() -> None:
     """glibc keeps freed heap pages for reuse; hand them back to the system (no-op elsewhere)."""
-    global _TRIM
-    if _TRIM is None:
-        try:
-            _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _TRIM = False
-    if _TRIM:
-        _TRIM(0)
+    if _libc():
+        _libc().malloc_trim(0)
 
 
-_TRIM = None
+# mallopt's parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+def _reuse_freed_buffers() -> None:
+    """Lets glibc serve the parse's large buffers from memory it already has.
+
+    By default a buffer above 128 KB (the inflated blocks, the text they are joined into, each piece the
+    parse wraps, each piece written out: 4-16 MB each, ~100 MB in all on a 35 MB trace) gets fresh pages
+    from the system and gives them back when freed, so every one of its pages faults when first written.
+    On this machine's VM a fault costs ~2 us: the child took 89k faults and 453-491 ms of CPU to prepare
+    hta_trace_diff_control, against 66k and 396-415 ms with these settings (peak RSS 201 -> 210 MB). The
+    writing still hands freed memory back after each piece (_give_back_freed_memory)."""
+    if _libc():
+        _libc().mallopt(_M_MMAP_THRESHOLD, 64 << 20)
+        _libc().mallopt(_M_TRIM_THRESHOLD, 128 << 20)
+
+
+_LIBC = None
 
 
 def _child(path: Path, writer) -> None:
@@ -207,6 +231,7 @@ def _child(path: Path, writer) -> None:
     status = 0
     try:
         started = time.perf_counter()
+        _reuse_freed_buffers()
 
         def sized(size: int) -> None:
             control("size", size, f"read {path.name}: {size / 1e6:.1f} MB of JSON")
