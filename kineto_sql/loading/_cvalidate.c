@@ -62,8 +62,13 @@ static int exact_str_or_absent(PyObject *e, PyObject *key) {
     return v == NULL ? !PyErr_Occurred() : PyUnicode_CheckExact(v);
 }
 
-/* Whether the Python loop would keep `e` with no drop and no repair. */
-static int clean(PyObject *e, PyObject *ph) {
+/* The fields keep() reads again, as clean() found them (borrowed from the event; NULL: absent). */
+typedef struct {
+    PyObject *pid, *tid, *name, *cat;
+} fields;
+
+/* Whether the Python loop would keep `e` with no drop and no repair; `seen` gets the fields it read. */
+static int clean(PyObject *e, PyObject *ph, fields *seen) {
     Py_ssize_t len = PyUnicode_GET_LENGTH(ph);
     Py_UCS4 c = len == 1 ? PyUnicode_READ_CHAR(ph, 0) : 0;
     number ts, dur;
@@ -83,11 +88,12 @@ static int clean(PyObject *e, PyObject *ph) {
             return 0;
     }
     PyObject *keys_id[2] = {K_PID, K_TID}, *keys_text[2] = {K_NAME, K_CAT};
+    PyObject **ids[2] = {&seen->pid, &seen->tid}, **texts[2] = {&seen->name, &seen->cat};
     for (int k = 0; k < 2; k++) {
-        PyObject *v = PyDict_GetItemWithError(e, keys_id[k]);
+        PyObject *v = *ids[k] = PyDict_GetItemWithError(e, keys_id[k]);
         if (v != NULL && v != Py_None && !PyLong_CheckExact(v) && !PyUnicode_CheckExact(v))
             return 0;
-        v = PyDict_GetItemWithError(e, keys_text[k]);
+        v = *texts[k] = PyDict_GetItemWithError(e, keys_text[k]);
         if (v != NULL && v != Py_None && !PyUnicode_CheckExact(v))
             return 0;
     }
@@ -138,14 +144,11 @@ static int is_int_zero(PyObject *v) { /* an exact int equal to 0 (`v == 0` for t
 
 /* The Python loop's steps for a kept event (after its checks): metadata_at, kept, phases, the shared
    strings and ids, pids, tids, zero_tid_pids, odd_ids. */
-static int keep(PyObject *e, PyObject *ph, PyObject *kept, PyObject *phases, PyObject *pids, PyObject *tids,
-                PyObject *zero_tid_pids, PyObject *metadata_at, PyObject *odd_ids, PyObject *shared,
+static int keep(PyObject *e, PyObject *ph, const fields *seen, PyObject *kept, PyObject *phases, PyObject *pids,
+                PyObject *tids, PyObject *zero_tid_pids, PyObject *metadata_at, PyObject *odd_ids, PyObject *shared,
                 PyObject *shared_ids) {
-    PyObject *pid = PyDict_GetItemWithError(e, K_PID), *tid = PyDict_GetItemWithError(e, K_TID);
-    PyObject *name = PyDict_GetItemWithError(e, K_NAME), *cat = PyDict_GetItemWithError(e, K_CAT);
+    PyObject *pid = seen->pid, *tid = seen->tid, *name = seen->name, *cat = seen->cat;
     int has_pid = pid != NULL, has_tid = tid != NULL;
-    if (PyErr_Occurred())
-        return -1;
     pid = has_pid ? pid : Py_None;
     tid = has_tid ? tid : Py_None;
     Py_INCREF(ph); Py_INCREF(pid); Py_INCREF(tid); /* held while e's values are replaced */
@@ -217,8 +220,9 @@ static PyObject *validate(PyObject *self, PyObject *args) {
         int done = 0;
         if (PyDict_CheckExact(e)) {
             PyObject *ph = PyDict_GetItemWithError(e, K_PH);
-            if (ph != NULL && PyUnicode_CheckExact(ph) && clean(e, ph)) {
-                if (keep(e, ph, kept, phases, pids, tids, zero_tid_pids, metadata_at, odd_ids, shared,
+            fields seen = {NULL, NULL, NULL, NULL};
+            if (ph != NULL && PyUnicode_CheckExact(ph) && clean(e, ph, &seen)) {
+                if (keep(e, ph, &seen, kept, phases, pids, tids, zero_tid_pids, metadata_at, odd_ids, shared,
                          shared_ids) < 0) {
                     Py_DECREF(e);
                     return NULL;

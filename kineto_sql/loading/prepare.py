@@ -38,6 +38,11 @@ from kineto_sql.loading.stream import check_same_file, parse_file
 from kineto_sql.loading.validate import (DEEP_ARGS_WHY, UINT32_MAX, Survey, cut_deep, validate_and_survey,
                                          validate_metadata)
 
+try:  # _nests over every thread, compiled (pyproject's ext-modules); absent where no C compiler built it
+    from kineto_sql.loading import _coverlaps
+except ImportError:
+    _coverlaps = None
+
 # Fresh ids live high in the uint32 range, far above real pids, tids and stream numbers.
 LANE_TID_BASE = 4_000_000_000
 REMAPPED_TID_BASE = 4_100_000_000
@@ -551,18 +556,15 @@ def _split_overlaps(events: list[dict], scan: TraceScan, report: IngestReport,
     index, track, ts, negdur = index[order], track[order], ts[order], negdur[order]
     bounds = np.flatnonzero(np.diff(track)).tolist()
     starts, ends = [0] + [b + 1 for b in bounds], [b + 1 for b in bounds] + [len(track)]
-    ts_list, end_list = ts.tolist(), (ts - negdur).tolist()
-    split = []
-    for start, end in zip(starts, ends):
-        if start < end and not _nests(ts_list, end_list, start, end):
-            split.append((int(index[start:end].min()), start, end))
+    split = [(int(index[start:end].min()), start, end)
+             for start, end, fits in zip(starts, ends, _threads_nest(ts, ts - negdur, starts, ends)) if not fits]
     split.sort()  # threads in file order of their first X event, so lane ids are the same on every run
 
     thread_names = None
     next_tid = LANE_TID_BASE
     moved_examples, lanes_made, moved = [], [], set()
     for _, start, end in split:
-        items = list(zip(ts_list[start:end], negdur[start:end].tolist(), index[start:end].tolist()))
+        items = list(zip(ts[start:end].tolist(), negdur[start:end].tolist(), index[start:end].tolist()))
         lane_stacks: list[list[int]] = [[]]
         lane_of = []
         for event_ts, neg_dur, _ in items:
@@ -604,6 +606,14 @@ def _split_overlaps(events: list[dict], scan: TraceScan, report: IngestReport,
                examples=moved_examples)
     report.add("overlap_lane_thread", len(lanes_made), "threads created to hold those events", examples=lanes_made)
     return moved
+
+
+def _threads_nest(starts: np.ndarray, ends: np.ndarray, firsts: list[int], stops: list[int]) -> list[bool]:
+    """_nests of each thread's events firsts[k]..stops[k]-1 (compiled where the columns are int64)."""
+    if _coverlaps is not None and starts.dtype == np.int64 and ends.dtype == np.int64:
+        return _coverlaps.nests(starts, ends, firsts, stops)
+    start_list, end_list = starts.tolist(), ends.tolist()
+    return [_nests(start_list, end_list, first, stop) for first, stop in zip(firsts, stops)]
 
 
 def _nests(starts: list, ends: list, first: int, stop: int) -> bool:
