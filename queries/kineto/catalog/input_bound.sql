@@ -27,7 +27,7 @@
 -- locked: 2 a23b8873a1e0b920
 -- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
 --   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
---   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@7 lib.runtime_calls@4 lib.steps@9
+--   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4 lib.steps@9
 --   lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
 -- cases: at_share_threshold_1=fdbe115d at_share_threshold_2=f9b12071
 --   quarter_of_the_step_with_an_idle_gpu=c602b65f leaves_worker_waits_to_workers_missing_1=d61a111d

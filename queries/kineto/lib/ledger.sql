@@ -1,5 +1,5 @@
--- version: 7
--- locked: 7 93dec63dfd343429
+-- version: 8
+-- locked: 8 4f9bff6c8dc0df48
 -- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
 --   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
 --   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9 lib.stream_busy@4
@@ -506,36 +506,43 @@ WITH
     GROUP BY lane, ts
   ),
   -- the running sums at an instant are the open counts until the next instant (the lane's segment that
-  -- starts there); minus the instant's own events they are the counts of the segment that ends there
+  -- starts there); minus the instant's own events they are the counts of the segment that ends there.
+  -- Only the five running sums are window functions: the counts before the instant are those sums minus
+  -- the instant's own events, taken in with_prev (each extra window function costs a few ms per 10k
+  -- instants; plain subtraction costs nothing)
   swept AS (
     SELECT
       lane,
       ts,
       max(win_seq) OVER w AS win_id,
       win_starts,
+      d1,
+      d2,
+      h1,
+      h2,
+      h3,
       sum(d1) OVER w AS p1,
       sum(d2) OVER w AS p2,
       sum(h1) OVER w AS q1,
       sum(h2) OVER w AS q2,
-      sum(h3) OVER w AS q3,
-      sum(d1) OVER w - d1 AS pp1,
-      sum(d2) OVER w - d2 AS pp2,
-      sum(h1) OVER w - h1 AS pq1,
-      sum(h2) OVER w - h2 AS pq2,
-      sum(h3) OVER w - h3 AS pq3
+      sum(h3) OVER w AS q3
     FROM events
     WINDOW w AS (PARTITION BY lane ORDER BY ts ROWS UNBOUNDED PRECEDING)
   ),
   -- the bucket of the segment that starts at each instant and of the one that ends there (NULL outside
-  -- every window: the top field of q3 counts open windows)
-  with_prev AS (
+  -- every window: the top field of q3 counts open windows). MATERIALIZED: runs reads bucket and
+  -- prev_bucket several times, and SQLite, flattening this CTE into it, would copy the two bucket CASEs
+  -- into every reference and evaluate them up to four times per instant (measured: 6% of this table)
+  with_prev AS MATERIALIZED (
     SELECT
       lane,
       ts,
       win_id,
       win_starts,
       CASE WHEN q3 >> 48 > 0 THEN _kineto_ledger_bucket!(lane, p1, p2, q1, q2, q3) END AS bucket,
-      CASE WHEN pq3 >> 48 > 0 THEN _kineto_ledger_bucket!(lane, pp1, pp2, pq1, pq2, pq3) END AS prev_bucket
+      CASE
+        WHEN (q3 - h3) >> 48 > 0 THEN _kineto_ledger_bucket!(lane, p1 - d1, p2 - d2, q1 - h1, q2 - h2, q3 - h3)
+      END AS prev_bucket
     FROM swept
   ),
   -- a stretch of a bucket (a run of segments in one window and bucket) starts where a window starts or the
