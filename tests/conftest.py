@@ -26,6 +26,34 @@ def corpus_traces() -> list[Path]:
     return sorted(p for p in CORPUS.rglob("*.json*") if p.is_file())
 
 
+def real_traces(*corpus_names: str, start: int = 0) -> list[Path]:
+    """Every fourth golden trace (from `start`) and the named corpus traces: the real input each compiled
+    loader pass is held to its Python loop on (tests/test_*_compiled.py)."""
+    return sorted((GOLDEN / "traces").glob("*.json.gz"))[start::4] + [CORPUS / name for name in corpus_names]
+
+
+def arguments_of(monkeypatch, step: str, path: Path, keep=lambda *args: args) -> tuple:
+    """What prepare hands its step `step` (a function prepare.py calls by that name) while it prepares the
+    trace at `path`: keep(*arguments), taken at the call (copy there what the step changes). Skips the test
+    when the trace is not here."""
+    from kineto_sql.loading import prepare
+
+    if not path.exists():
+        pytest.skip(f"{path} is not here (the shared corpus)")
+    seen = []
+    real = getattr(prepare, step)
+
+    def spy(*args):
+        seen.append(keep(*args))
+        return real(*args)
+
+    monkeypatch.setattr(prepare, step, spy)
+    prepare.prepare_path(path)
+    monkeypatch.setattr(prepare, step, real)
+    (arguments,) = seen
+    return arguments
+
+
 def corpus_id(path: Path) -> str:
     return str(path.relative_to(CORPUS)) if CORPUS in path.parents else path.name
 

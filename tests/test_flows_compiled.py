@@ -9,9 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kineto_sql.loading import flows
-from kineto_sql.loading import prepare as prepare_module
 from kineto_sql.loading.scan import scan_events_python
-from tests.conftest import CORPUS, GOLDEN
+from tests.conftest import arguments_of, real_traces
 
 pytestmark = pytest.mark.skipif(flows._cflows is None and not (shutil.which("cc") or shutil.which("gcc")),
                                 reason="no C compiler here: the flow loops run in Python only")
@@ -42,22 +41,12 @@ def test_the_compiled_flow_loops_are_built():
     assert flows._cflows is not None, "pip install built no kineto_sql.loading._cflows although a C compiler is here"
 
 
-@pytest.mark.parametrize("path", sorted((GOLDEN / "traces").glob("*.json.gz"))[::4] + [
-    CORPUS / "hta_trace_diff_control.json.gz", CORPUS / "tl_h100_bert_small.json.gz",
-    CORPUS / "hta_ns_resolution_rank0.pt.trace.json.gz"], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", real_traces("hta_trace_diff_control.json.gz", "tl_h100_bert_small.json.gz",
+                                              "hta_ns_resolution_rank0.pt.trace.json.gz"), ids=lambda p: p.name)
 def test_the_same_answers_on_real_traces(monkeypatch, path):
-    if not path.exists():
-        pytest.skip(f"{path} is not here (the shared corpus)")
-    seen = []
-    real = prepare_module.bind_flows
-
-    def spy(events, scan, moved, report):
-        seen.append((list(events), scan, set(moved)))  # (bind_flows reorders the list it is given)
-        return real(events, scan, moved, report)
-
-    monkeypatch.setattr(prepare_module, "bind_flows", spy)
-    prepare_module.prepare_path(path)
-    ((events, scan, moved),) = seen
+    # (bind_flows reorders the list it is given: its events are copied at the call)
+    events, scan, moved = arguments_of(monkeypatch, "bind_flows", path,
+                                       lambda events, scan, moved, report: (list(events), scan, set(moved)))
     compiled = _answers(events, scan, moved)
     _assert_same(compiled, _python_answers(monkeypatch, events, scan, moved))
     if scan.flow_indices:  # a trace with flows: the compiled loops had work to do

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import math
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kineto_sql.loading import prepare as prepare_module
 from kineto_sql.loading import scan
-from tests.conftest import CORPUS, GOLDEN
+from tests.conftest import arguments_of, real_traces
 
 pytestmark = pytest.mark.skipif(scan._cscan is None and not (shutil.which("cc") or shutil.which("gcc")),
                                 reason="no C compiler here: the scan runs its Python loop only")
@@ -50,17 +48,10 @@ def test_the_compiled_scan_is_built():
     assert scan._cscan is not None, "pip install built no kineto_sql.loading._cscan although a C compiler is here"
 
 
-@pytest.mark.parametrize("path", sorted((GOLDEN / "traces").glob("*.json.gz"))[::4] + [
-    CORPUS / "hta_critical_path_alexnet.json.gz", CORPUS / "tl_h100_bert_small.json.gz",
-    CORPUS / "hta_ns_resolution_rank0.pt.trace.json.gz"], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", real_traces("hta_critical_path_alexnet.json.gz", "tl_h100_bert_small.json.gz",
+                                              "hta_ns_resolution_rank0.pt.trace.json.gz"), ids=lambda p: p.name)
 def test_the_same_columns_on_real_traces(monkeypatch, path):
-    if not path.exists():
-        pytest.skip(f"{path} is not here (the shared corpus)")
-    seen = []
-    real = prepare_module.scan_events
-    monkeypatch.setattr(prepare_module, "scan_events", lambda events: seen.append(events) or real(events))
-    prepare_module.prepare_path(path)
-    (events,) = seen
+    (events,) = arguments_of(monkeypatch, "scan_events", path)
     compiled = _compiled(events)
     assert compiled is not None  # validated events are all of the shapes it reads
     assert len(compiled.push_index) > 0

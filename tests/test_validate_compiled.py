@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from kineto_sql.loading import source, validate
 from kineto_sql.loading.report import IngestReport
-from tests.conftest import CORPUS, GOLDEN
+from tests.conftest import real_traces
 
 pytestmark = pytest.mark.skipif(validate._cvalidate is None and not (shutil.which("cc") or shutil.which("gcc")),
                                 reason="no C compiler here: validate runs its Python loop only")
@@ -48,9 +48,10 @@ def test_the_compiled_validation_is_built():
     assert validate._cvalidate is not None, "pip install built no kineto_sql.loading._cvalidate although a C compiler is here"
 
 
-@pytest.mark.parametrize("path", sorted((GOLDEN / "traces").glob("*.json.gz"))[1::4] + [
-    CORPUS / "hta_critical_path_alexnet.json.gz", CORPUS / "kineto_tbp_resnet50_nw0_run1623143089861.pt.trace.json.gz",
-    CORPUS / "hta_large_integer_rank70.pt.trace.json.gz"], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", real_traces("hta_critical_path_alexnet.json.gz",
+                                              "kineto_tbp_resnet50_nw0_run1623143089861.pt.trace.json.gz",
+                                              "hta_large_integer_rank70.pt.trace.json.gz", start=1),
+                         ids=lambda p: p.name)
 def test_the_same_result_on_real_traces(monkeypatch, path):
     if not path.exists():
         pytest.skip(f"{path} is not here (the shared corpus)")
