@@ -15,12 +15,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-static PyObject *K_ID, *K_CAT, *K_NAME, *K_PH, *K_BP, *S_F, *S_E;
+#include "_capi.h"
 
-static PyObject *get_or_none(PyObject *d, PyObject *key) {
-    PyObject *v = PyDict_GetItemWithError(d, key);
-    return v != NULL ? v : (PyErr_Occurred() ? NULL : Py_None);
-}
+static PyObject *K_ID, *K_CAT, *K_NAME, *K_PH, *K_BP, *S_F, *S_E;
 
 /* list[index] for a Python int index into a list, borrowed; NULL (no error set) when out of range or
    not an exact int list position. */
@@ -272,14 +269,9 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cflows", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__cflows(void) {
-    K_ID = PyUnicode_InternFromString("id");
-    K_CAT = PyUnicode_InternFromString("cat");
-    K_NAME = PyUnicode_InternFromString("name");
-    K_PH = PyUnicode_InternFromString("ph");
-    K_BP = PyUnicode_InternFromString("bp");
-    S_F = PyUnicode_InternFromString("f");
-    S_E = PyUnicode_InternFromString("e");
-    if (!K_ID || !K_CAT || !K_NAME || !K_PH || !K_BP || !S_F || !S_E)
+    static const char *const names[] = {"id", "cat", "name", "ph", "bp", "f", "e"};
+    static PyObject **const keys[] = {&K_ID, &K_CAT, &K_NAME, &K_PH, &K_BP, &S_F, &S_E};
+    if (intern_keys(names, keys, 7) < 0)
         return NULL;
     return PyModule_Create(&module);
 }

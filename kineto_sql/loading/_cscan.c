@@ -13,6 +13,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "_capi.h"
+
 static PyObject *K_PH, *K_PID, *K_TID, *K_TS, *K_DUR, *K_ARGS, *K_S, *K_CORR, *THOUSAND;
 
 enum { NOT_PUSHING = 0, IS_X = 1, IS_FLOW = 2, IS_INSTANT = 3, FALLBACK = -1 };
@@ -52,11 +54,6 @@ static PyObject *to_ns(PyObject *value, PyObject *fast_ns) {
         Py_RETURN_NONE;
     }
     return PyObject_CallOneArg(fast_ns, value);
-}
-
-static PyObject *get_or_none(PyObject *d, PyObject *key) {
-    PyObject *v = PyDict_GetItemWithError(d, key);
-    return v != NULL ? v : (PyErr_Occurred() ? NULL : Py_None);
 }
 
 /* The track number of (pid, tid), numbering new tracks in order of first appearance; new reference. */
@@ -147,18 +144,6 @@ static PyObject *bytes_of(const column *c) {
     return PyByteArray_FromStringAndSize((const char *)c->v, c->n * (Py_ssize_t)sizeof(int64_t));
 }
 
-/* v as an int64 into *out: 1, or 0 when it does not fit (the Python loop's column is then of objects). */
-static int as_int64(PyObject *v, int64_t *out) {
-    int overflow = 0;
-    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-    if (overflow || (x == -1 && PyErr_Occurred())) {
-        PyErr_Clear();
-        return 0;
-    }
-    *out = (int64_t)x;
-    return 1;
-}
-
 /* scan(events, fast_ns) -> (tracks, track_of, ts_ns, p_index, p_track, p_ts, p_negdur, p_placed,
    by_correlation, flow_indices, flow_tracks): the p_ columns as int64 bytearrays (p_placed 0/1), the rest
    as the Python loop's lists and dicts; or None (run the Python loop). */
@@ -218,7 +203,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyList_SetItem(ts_ns, i, ts); /* steals the new reference; drops the None (ts stays alive there) */
         int64_t ts64 = 0, negdur = 0;
         int placed = 0, rc = 0, skip = 0;
-        if (ts != Py_None && !as_int64(ts, &ts64))
+        if (ts != Py_None && !exact_int64(ts, &ts64)) /* (the Python loop's column then holds objects) */
             fallback = 1;
         if (fallback)
             break;
@@ -255,7 +240,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                         rc = -1;
                     } else if (dur != Py_None) {
                         int64_t d;
-                        if (!as_int64(dur, &d) || d == INT64_MIN)
+                        if (!exact_int64(dur, &d) || d == INT64_MIN)
                             fallback = 1; /* -dur would not fit either */
                         negdur = -d;
                         placed = 1;
@@ -301,16 +286,9 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cscan", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__cscan(void) {
-    K_PH = PyUnicode_InternFromString("ph");
-    K_PID = PyUnicode_InternFromString("pid");
-    K_TID = PyUnicode_InternFromString("tid");
-    K_TS = PyUnicode_InternFromString("ts");
-    K_DUR = PyUnicode_InternFromString("dur");
-    K_ARGS = PyUnicode_InternFromString("args");
-    K_S = PyUnicode_InternFromString("s");
-    K_CORR = PyUnicode_InternFromString("correlation");
-    THOUSAND = PyLong_FromLong(1000);
-    if (!K_PH || !K_PID || !K_TID || !K_TS || !K_DUR || !K_ARGS || !K_S || !K_CORR || !THOUSAND)
+    static const char *const names[] = {"ph", "pid", "tid", "ts", "dur", "args", "s", "correlation"};
+    static PyObject **const keys[] = {&K_PH, &K_PID, &K_TID, &K_TS, &K_DUR, &K_ARGS, &K_S, &K_CORR};
+    if (intern_keys(names, keys, 8) < 0 || (THOUSAND = PyLong_FromLong(1000)) == NULL)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -8,6 +8,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "_capi.h"
+
 #define MAX_US 9223372036854775LL /* (2**63 - 1) // 1000: validate.MAX_US */
 #define EXACT_DOUBLE 9007199254740992.0 /* 2**53: below it a double compares with MAX_US exactly */
 
@@ -23,12 +25,9 @@ typedef struct {
 
 static int read_number(PyObject *v, number *out) {
     if (PyLong_CheckExact(v)) {
-        int overflow = 0;
-        long long i = PyLong_AsLongLongAndOverflow(v, &overflow);
-        if (overflow || (i == -1 && PyErr_Occurred())) {
-            PyErr_Clear();
+        int64_t i;
+        if (!exact_int64(v, &i))
             return 0;
-        }
         out->is_int = 1;
         out->i = i;
         out->d = (double)i;
@@ -128,18 +127,13 @@ static PyObject *ZERO_TID_PHASES, *ONE;
 
 /* an exact int of 0..2^32-1, the ids the importer keeps as they are */
 static int is_uint32(PyObject *v) {
-    if (!PyLong_CheckExact(v))
-        return 0;
-    int overflow = 0;
-    long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
-    return !overflow && n >= 0 && n <= 4294967295LL;
+    int64_t n;
+    return exact_int64(v, &n) && n >= 0 && n <= 4294967295LL;
 }
 
 static int is_int_zero(PyObject *v) { /* an exact int equal to 0 (`v == 0` for the ids kept here) */
-    if (!PyLong_CheckExact(v))
-        return 0;
-    int overflow = 0;
-    return PyLong_AsLongLongAndOverflow(v, &overflow) == 0 && !overflow;
+    int64_t n;
+    return exact_int64(v, &n) && n == 0;
 }
 
 /* The Python loop's steps for a kept event (after its checks): metadata_at, kept, phases, the shared
@@ -257,11 +251,11 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cvalidate", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__cvalidate(void) {
-    const char *names[] = {"ph", "ts", "dur", "id", "pid", "tid", "name", "cat", "args", "s", "bp"};
-    PyObject **keys[] = {&K_PH, &K_TS, &K_DUR, &K_ID, &K_PID, &K_TID, &K_NAME, &K_CAT, &K_ARGS, &K_S, &K_BP};
-    for (int k = 0; k < 11; k++)
-        if ((*keys[k] = PyUnicode_InternFromString(names[k])) == NULL)
-            return NULL;
+    static const char *const names[] = {"ph", "ts", "dur", "id", "pid", "tid", "name", "cat", "args", "s", "bp"};
+    static PyObject **const keys[] = {&K_PH, &K_TS, &K_DUR, &K_ID, &K_PID, &K_TID, &K_NAME, &K_CAT, &K_ARGS, &K_S,
+                                      &K_BP};
+    if (intern_keys(names, keys, 11) < 0)
+        return NULL;
     if ((ONE = PyLong_FromLong(1)) == NULL)
         return NULL;
     ZERO_TID_PHASES = Py_BuildValue("{ssssssssssss}", "X", "", "i", "", "I", "", "s", "", "t", "", "f", "");

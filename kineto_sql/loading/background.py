@@ -199,8 +199,9 @@ def _libc():
 
 def _give_back_freed_memory() -> None:
     """glibc keeps freed heap pages for reuse; hand them back to the system (no-op elsewhere)."""
-    if _libc():
-        _libc().malloc_trim(0)
+    libc = _libc()
+    if libc:
+        libc.malloc_trim(0)
 
 
 # mallopt's parameters (malloc.h)
@@ -218,9 +219,10 @@ def _reuse_freed_buffers() -> None:
     (median 397 against 433 ms). A larger keep (128 MB) saves ~64 ms but leaves ~28 MB more in the child
     at the tree's peak (small allocations land between the freed buffers); 32 MB leaves the peak as it
     was (tree PSS 226 against 230 MB). The writing still hands freed memory back after each piece."""
-    if _libc():
-        _libc().mallopt(_M_MMAP_THRESHOLD, 64 << 20)
-        _libc().mallopt(_M_TRIM_THRESHOLD, 32 << 20)
+    libc = _libc()
+    if libc:
+        libc.mallopt(_M_MMAP_THRESHOLD, 64 << 20)
+        libc.mallopt(_M_TRIM_THRESHOLD, 32 << 20)
 
 
 _LIBC = None
