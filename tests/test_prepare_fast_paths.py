@@ -100,7 +100,10 @@ def test_long_digit_runs_are_every_run_of_19_or_more_digits():
     rng = random.Random(7)
     for _ in range(2000):
         text = bytes(rng.choice(b"0123456789" * 4 + b'.e-,: "ax\x00\xff') for _ in range(rng.randint(0, 90)))
-        assert rawcheck._long_digit_runs(text) == [(m.start(), m.end()) for m in re.finditer(rb"\d{19,}", text)]
+        runs = [(m.start(), m.end()) for m in re.finditer(rb"\d{19,}", text)]
+        assert rawcheck._long_digit_runs_numpy(text) == runs
+        if rawcheck._crawcheck is not None:  # (the compiled form, where a C compiler built it)
+            assert rawcheck._crawcheck.long_digit_runs(text) == runs
 
 
 def _many_ops(n: int, args: dict | None = None, at: int = 3) -> dict:

@@ -26,7 +26,7 @@ def _assert_same(compiled: scan.TraceScan, python: scan.TraceScan) -> None:
         # the same types too (1 == 1.0 == True would hide a conversion)
         assert list(map(type, _flat(getattr(compiled, field)))) == list(map(type, _flat(getattr(python, field))))
     for field in ARRAYS:
-        a, b = getattr(compiled, field), getattr(python, field)
+        a, b = np.asarray(getattr(compiled, field)), getattr(python, field)
         assert a.dtype == b.dtype and np.array_equal(a, b), field
 
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 
-import numpy as np
-
 from kineto_sql.loading.events import engine_tid, ns, pushes_slice, sort_key
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.scan import TraceScan
@@ -226,14 +224,8 @@ def _begins_from_scan(events: list[dict], scan: TraceScan, at_risk: list[int]) -
     # The flow events' threads as scanned (scan_events numbered every (pid, tid) it saw on a flow event).
     points = {(scan.track_of[(events[j].get("pid"), events[j].get("tid"))], ts_ns[j]) for j in at_risk}
     out: dict[tuple, list[tuple]] = {scan.tracks[track] + (ts,): [] for track, ts in points}
-    # (sorted in Python: np.unique would import numpy.ma, 13 ms the loader child pays on the way to the engine)
-    times = np.array(sorted({ts for _, ts in points}), dtype=scan.push_ts.dtype)
-    at = np.minimum(np.searchsorted(times, scan.push_ts), len(times) - 1)
-    near = np.flatnonzero(times[at] == scan.push_ts)
-    for i, track, ts in zip(scan.push_index[near].tolist(), scan.push_track[near].tolist(),
-                            scan.push_ts[near].tolist()):
-        if (track, ts) in points:
-            out[scan.tracks[track] + (ts,)].append(sort_key(events[i], i, ts))
+    for i, track, ts in scan.begins_at(points):
+        out[scan.tracks[track] + (ts,)].append(sort_key(events[i], i, ts))
     return out
 
 
@@ -256,9 +248,13 @@ class _Stacks:
 
     All slice-pushing events and flow events are sorted together in the importer's order (numpy lexsort);
     a running maximum carries the last slice position forward, so every flow's binding is one lookup.
+    Built only when bind_flows's fast path cannot decide a binding, so numpy is imported here, not on the
+    loader child's common path.
     """
 
     def __init__(self, events: list[dict], flow_indices: list[int]):
+        import numpy as np
+
         self.events = events
         track_ids: dict[tuple, int] = {}
         rows = []  # (track, ts, group, negdur, index, is_flow, bp_enclosing)

@@ -24,7 +24,6 @@ from collections import Counter
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-import numpy as np
 import orjson
 
 from kineto_sql.errors import TraceInputError
@@ -37,11 +36,6 @@ from kineto_sql.loading.source import parse_trace_probed, read_bytes
 from kineto_sql.loading.stream import check_same_file, parse_file
 from kineto_sql.loading.validate import (DEEP_ARGS_WHY, UINT32_MAX, Survey, cut_deep, validate_and_survey,
                                          validate_metadata)
-
-try:  # _nests over every thread, compiled (pyproject's ext-modules); absent where no C compiler built it
-    from kineto_sql.loading import _coverlaps
-except ImportError:
-    _coverlaps = None
 
 # Fresh ids live high in the uint32 range, far above real pids, tids and stream numbers.
 LANE_TID_BASE = 4_000_000_000
@@ -548,23 +542,13 @@ def _split_overlaps(events: list[dict], scan: TraceScan, report: IngestReport,
     """Packs X events that cannot nest on their thread into overlap lanes, as v52 would drop them.
     `metadata_events`: the indices of the ph M events (all events are looked at when not given).
     Returns the indices of the events it moved."""
-    placed = scan.push_placed
-    index, track, ts, negdur = (scan.push_index[placed], scan.push_track[placed], scan.push_ts[placed],
-                                scan.push_negdur[placed])
-    # Each thread's X events in the order the lanes are filled: by start, longer first, then file order.
-    order = np.lexsort((index, negdur, ts, track))
-    index, track, ts, negdur = index[order], track[order], ts[order], negdur[order]
-    bounds = np.flatnonzero(np.diff(track)).tolist()
-    starts, ends = [0] + [b + 1 for b in bounds], [b + 1 for b in bounds] + [len(track)]
-    split = [(int(index[start:end].min()), start, end)
-             for start, end, fits in zip(starts, ends, _threads_nest(ts, ts - negdur, starts, ends)) if not fits]
+    split = scan.unnested_threads()
     split.sort()  # threads in file order of their first X event, so lane ids are the same on every run
 
     thread_names = None
     next_tid = LANE_TID_BASE
     moved_examples, lanes_made, moved = [], [], set()
-    for _, start, end in split:
-        items = list(zip(ts[start:end].tolist(), negdur[start:end].tolist(), index[start:end].tolist()))
+    for _, track, items in split:
         lane_stacks: list[list[int]] = [[]]
         lane_of = []
         for event_ts, neg_dur, _ in items:
@@ -583,7 +567,7 @@ def _split_overlaps(events: list[dict], scan: TraceScan, report: IngestReport,
             metadata = events if metadata_events is None else [events[i] for i in metadata_events]
             thread_names = {(e.get("pid"), e.get("tid")): (e.get("args") or {}).get("name")
                             for e in metadata if e.get("ph") == "M" and e.get("name") == "thread_name"}
-        pid, tid = scan.tracks[int(track[start])]
+        pid, tid = scan.tracks[track]
         lane_tids = [tid]
         base_name = thread_names.get((pid, tid)) or f"thread {tid}"
         for lane in range(1, len(lane_stacks)):
@@ -606,29 +590,6 @@ def _split_overlaps(events: list[dict], scan: TraceScan, report: IngestReport,
                examples=moved_examples)
     report.add("overlap_lane_thread", len(lanes_made), "threads created to hold those events", examples=lanes_made)
     return moved
-
-
-def _threads_nest(starts: np.ndarray, ends: np.ndarray, firsts: list[int], stops: list[int]) -> list[bool]:
-    """_nests of each thread's events firsts[k]..stops[k]-1 (compiled where the columns are int64)."""
-    if _coverlaps is not None and starts.dtype == np.int64 and ends.dtype == np.int64:
-        return _coverlaps.nests(starts, ends, firsts, stops)
-    start_list, end_list = starts.tolist(), ends.tolist()
-    return [_nests(start_list, end_list, first, stop) for first, stop in zip(firsts, stops)]
-
-
-def _nests(starts: list, ends: list, first: int, stop: int) -> bool:
-    """Whether the X events first..stop-1 of one thread (in lane order) all fit on one stack, i.e. the
-    lane packing below would leave them all where they are."""
-    stack = []
-    for k in range(first, stop):
-        ts = starts[k]
-        while stack and stack[-1] <= ts:
-            stack.pop()
-        end = ends[k]
-        if stack and end > stack[-1]:
-            return False
-        stack.append(end)
-    return True
 
 
 def _scan_args(events: list[dict], report: IngestReport) -> bool:

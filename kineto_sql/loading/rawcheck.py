@@ -5,7 +5,8 @@ outside int64, a JSON null, and a value nested deeper than a JSON writer goes. E
 the text shows it, and the text can be searched far faster than the parsed events can be walked:
 
 - an integer outside int64 has 19 or more digits: `integer_beyond_int64` finds every run of 19+ ASCII
-  digits (numpy, over the bytes) and reads the ones that are integer tokens;
+  digits (a word test over the bytes: compiled in _crawcheck.c, else numpy) and reads the ones that are
+  integer tokens;
 - a null arg is the token `null` after `:`, `,` or `[`: `null_token` looks at every `null` in the text;
 - the nesting depth is bounded by the parse itself (source.parse_trace_probed).
 
@@ -14,7 +15,10 @@ Each answers "certainly not there" or "maybe" (a digit run inside a string, `: n
 """
 from __future__ import annotations
 
-import numpy as np
+try:  # _long_digit_runs compiled (pyproject's ext-modules), so the text-facts helper imports no numpy
+    from kineto_sql.loading import _crawcheck
+except ImportError:
+    _crawcheck = None
 
 INT64_MIN, INT64_MAX, UINT64_MAX = -2**63, 2**63 - 1, 2**64 - 1
 _JSON_SPACE = b" \t\r\n"
@@ -60,25 +64,33 @@ def _integer_outside(raw: bytes, low: int, high: int) -> bool:
     return False
 
 
-_HIGH, _THREES, _SIXES = (np.uint64(0xF0F0F0F0F0F0F0F0), np.uint64(0x3030303030303030),
-                          np.uint64(0x0606060606060606))
+_HIGH, _THREES, _SIXES = 0xF0F0F0F0F0F0F0F0, 0x3030303030303030, 0x0606060606060606
 _WORDS_AT_ONCE = 1 << 17  # 1 MB of text per numpy step: the temporaries stay in the cache
 
 
 def _long_digit_runs(raw: bytes) -> list[tuple[int, int]]:
     """(start, end) of every maximal run of 19 or more ASCII digits."""
+    if _crawcheck is not None:
+        return _crawcheck.long_digit_runs(raw)
+    return _long_digit_runs_numpy(raw)
+
+
+def _long_digit_runs_numpy(raw: bytes) -> list[tuple[int, int]]:
+    import numpy as np  # (here only: the compiled form spares the text-facts helper its import)
+
     data = np.frombuffer(raw, dtype=np.uint8)
     words = data[:len(data) // 8 * 8].view(np.uint64)
+    high, threes, sixes = np.uint64(_HIGH), np.uint64(_THREES), np.uint64(_SIXES)
     # A run of 19+ digits covers at least one whole aligned 8-byte word. A word is 8 digits when every
     # byte is 0x30..0x39: its high nibble is 3, and stays 3 when 6 is added to the byte (no carry leaves
     # a byte whose high nibble is 3, so the bytes can be added as one uint64).
     found = []
     for first in range(0, len(words), _WORDS_AT_ONCE):
         part = words[first:first + _WORDS_AT_ONCE]
-        digits = np.bitwise_and(part, _HIGH) == _THREES
-        plus = np.add(part, _SIXES)
-        np.bitwise_and(plus, _HIGH, out=plus)
-        digits &= plus == _THREES
+        digits = np.bitwise_and(part, high) == threes
+        plus = np.add(part, sixes)
+        np.bitwise_and(plus, high, out=plus)
+        digits &= plus == threes
         hits = np.flatnonzero(digits)
         if len(hits):
             found.append(hits + first)
@@ -97,8 +109,10 @@ def _long_digit_runs(raw: bytes) -> list[tuple[int, int]]:
     return list(zip((starts[long] - left[long]).tolist(), (ends[long] + right[long]).tolist()))
 
 
-def _digits_in_a_row(data: np.ndarray, at: np.ndarray) -> np.ndarray:
+def _digits_in_a_row(data, at):
     """For each row of byte positions, how many of them from the first on are digits (outside the text: not)."""
+    import numpy as np
+
     inside = (at >= 0) & (at < len(data))
     digits = ((data[np.clip(at, 0, len(data) - 1)] - 48) < 10) & inside
     return np.cumprod(digits, axis=1).sum(axis=1)

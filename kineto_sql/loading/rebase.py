@@ -22,16 +22,21 @@ The same reading serves the whole text (`rebase_text`) and a text read in blocks
 blocks, then `shift` on each piece): no `ts` field holds a `,` or a `}`, and a text cut just after a `}`
 (or between two whole events) splits no stretch without braces, so it is searched and rewritten exactly
 as the whole.
+
+Only the searches (RebaseEvidence, may_need_rebase) run on every trace; numpy and ts_fields are imported
+where a rebase is read or made, so the loader child's common path never imports them (~58 ms).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # (imported where used: numpy, only where a rebase is read or made)
+    import numpy as np
 
-from kineto_sql.loading import ts_fields
+    from kineto_sql.loading import ts_fields
 
 # Above this a double cannot hold every nanosecond of a microsecond timestamp with 3 decimals.
 REBASE_ABOVE_US = 10**12
@@ -61,6 +66,8 @@ _METADATA_PHASE = re.compile(rb'"ph"\s*:\s*"M"')
 def metadata_fields(text: bytes, starts) -> np.ndarray:
     """For each `ts` field beginning at `starts`, whether it belongs to a ph M event: a `"ph": "M"` lies
     with it in one stretch of the text without `{` or `}`, so both are fields of one object."""
+    import numpy as np
+
     starts = np.asarray(starts, dtype=np.int64)
     marks = np.fromiter((m.start() for m in _METADATA_PHASE.finditer(text)), dtype=np.int64)
     if not len(marks) or not len(starts):
@@ -90,6 +97,8 @@ def _stretches_near(data: np.ndarray, marks: np.ndarray) -> tuple[np.ndarray, np
     """The positions of the last brace before and the first brace after each mark, looked for within
     _REACH bytes (the ends of the text count as braces); None when one is farther. A metadata event is
     a few short fields, so its stretch is found without a pass over every byte of a large text."""
+    import numpy as np
+
     brace = np.full(_REACH, 123, dtype=np.uint8)
     view = np.lib.stride_tricks.sliding_window_view(np.concatenate((brace, data, brace)), _REACH)
     low, high = np.empty(len(marks), dtype=np.int64), np.empty(len(marks), dtype=np.int64)
@@ -151,6 +160,8 @@ class TimestampSpan:
 
     def see(self, text: bytes, fields=_UNREAD) -> None:
         """Adds the `ts` fields of `text`; `fields` is ts_fields.read(text) when the caller has it."""
+        from kineto_sql.loading import ts_fields
+
         if fields is _UNREAD:
             fields = ts_fields.read(text)
         if fields is not None:  # the same answer from arrays (no exponent: the integer parts are the values)
@@ -162,6 +173,8 @@ class TimestampSpan:
 
     def see_by_regex(self, text: bytes) -> None:
         """see(), by the regex alone (where the arrays decline, and to test them against)."""
+        import numpy as np
+
         matches = list(_TS_FIELD.finditer(text))
         if not matches:
             return
@@ -198,6 +211,8 @@ class TimestampSpan:
         return base if base is not None else self.every.base()
 
     def report(self, report) -> None:
+        import numpy as np
+
         base = self.base()
         report.ts_offset_ns = base * 1000
         report.add("timestamps_rebased", self.count,
@@ -251,6 +266,10 @@ def shift(text: bytes, base: int, fields=_UNREAD) -> bytes:
     written in the place of the old one with spaces before it (ts_fields.rewrite), else the field is
     rewritten shorter. A base of 0 (the smallest timestamp is in [0, 1) us) changes nothing.
     `fields` is ts_fields.read(text) when the caller has it."""
+    import numpy as np
+
+    from kineto_sql.loading import ts_fields
+
     if base == 0 and not TS_NEGATIVE.search(text):
         return text  # (a negative field with a base of 0: a metadata one, which is written as 0 below)
     if not 0 < base < 2**62:
@@ -318,6 +337,8 @@ def rebase_text(raw: bytes, report, reading: Reading | None = None) -> bytes:
     reading's limits (the rebase is then certain)."""
     if reading is None and not may_need_rebase(raw):
         return raw
+    from kineto_sql.loading import ts_fields
+
     fields = ts_fields.read(raw)  # read once, for the span and the shift
     span = TimestampSpan(reading)
     span.see(raw, fields)

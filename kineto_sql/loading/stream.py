@@ -19,13 +19,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from kineto_sql.errors import TraceInputError
-from kineto_sql.loading import source, ts_fields
+from kineto_sql.loading import source
 from kineto_sql.loading.rebase import Reading, TimestampSpan, shift
 from kineto_sql.loading.text_facts import FactsHelper, Fallback, NeedsRebase, TextFacts
+
+if TYPE_CHECKING:  # (imported where used, with numpy: only a trace that needs the rebase)
+    from kineto_sql.loading import ts_fields
 
 READ_BYTES = 4 << 20  # compressed (or plain) bytes read at a time
 # The text held for the cuts is refilled to this many pieces. More copies less (4: 13 ms less on a 35 MB
@@ -149,6 +151,9 @@ class _FieldsRead:
         self._whole: ts_fields.TsFields | None = None
 
     def see(self, span: TimestampSpan, text: bytes, at: int) -> None:
+        # (with numpy: only a trace that needs the rebase comes here)
+        from kineto_sql.loading import ts_fields
+
         fields = ts_fields.read(text)
         span.see(text, fields)
         if fields is None:
@@ -158,6 +163,10 @@ class _FieldsRead:
 
     def of(self, start: int, size: int) -> ts_fields.TsFields | None:
         """The fields of the text's bytes start..start+size, positioned from `start`; None where not known."""
+        import numpy as np
+
+        from kineto_sql.loading import ts_fields
+
         end = start + size
         if any(low < end and start < high for low, high in self._declined):
             return None
@@ -168,6 +177,10 @@ class _FieldsRead:
                                   whole.metadata[first:stop])
 
     def _joined(self) -> ts_fields.TsFields:
+        import numpy as np
+
+        from kineto_sql.loading import ts_fields
+
         if self._whole is None:
             parts = self._parts
             self._whole = ts_fields.TsFields(*(
