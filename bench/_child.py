@@ -7,12 +7,14 @@ disturbs both sides alike.
 """
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -83,42 +85,39 @@ def tree_pss_kb(pid: int) -> int:
 _NO_CWD_IMPORTS = "import sys\nif sys.path and sys.path[0] == '':\n    del sys.path[0]\n"
 
 
-def run_child(python: str, code: str, *args: str, timeout: float = 1800) -> dict:
+def run_child(python: str, code: str, *args: str, timeout: float = 1800, sample_pss: bool = True) -> dict:
     """Runs `python -c code args...` (imports from its own environment, not the working directory);
     returns its last stdout line as JSON plus the whole-process figures (run_process)."""
-    answer, stdout = run_process([python, "-c", _NO_CWD_IMPORTS + code, *args], timeout)
+    answer, stdout = run_process([python, "-c", _NO_CWD_IMPORTS + code, *args], timeout, sample_pss)
     answer.update(json.loads(stdout.strip().splitlines()[-1]))
     answer["peak_rss_mb"] = max(answer["peak_rss_mb"], answer.get("children_rss_kb", 0) / 1024)
     return answer
 
 
-def run_command(argv: list[str], timeout: float = 1800) -> dict:
+def run_command(argv: list[str], timeout: float = 1800, sample_pss: bool = True) -> dict:
     """Runs a command line (kineto-sql itself); returns the whole-process figures (run_process)."""
-    return run_process(argv, timeout)[0]
+    return run_process(argv, timeout, sample_pss)[0]
 
 
-def run_process(argv: list[str], timeout: float) -> tuple[dict, str]:
+def run_process(argv: list[str], timeout: float, sample_pss: bool = True) -> tuple[dict, str]:
     """wall_s: the process's whole life (interpreter start, imports, work, exit); cpu_s: user + system of
     it and every descendant it waited for; peak_rss_mb: the largest ru_maxrss among them (os.wait4);
-    peak_tree_pss_mb: the largest total PSS of the process tree, sampled every 50 ms (what the tree held
-    at once, shared pages counted once)."""
+    peak_tree_pss_mb (`sample_pss`): the largest total PSS of the process tree, sampled every 50 ms (what
+    the tree held at once, shared pages counted once). Without sampling, this process sleeps in wait4
+    until the child ends, so the wall time is exact and nothing else takes a core from it."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=out, stderr=err)
-        deadline, peak_pss, next_sample = t0 + timeout, 0, t0
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            now = time.perf_counter()
-            if now > deadline:
-                proc.kill()
-                os.wait4(proc.pid, 0)
-                raise RuntimeError(f"child ran past {timeout} s")
-            if now >= next_sample:
-                peak_pss = max(peak_pss, tree_pss_kb(proc.pid))
-                next_sample = now + 0.05
-            time.sleep(0.01)
+        if sample_pss:
+            status, usage, peak_pss = _wait_sampling(proc, t0 + timeout)
+        else:
+            killer = threading.Timer(timeout, proc.kill)
+            killer.start()
+            try:
+                _, status, usage = os.wait4(proc.pid, 0)
+            finally:
+                killer.cancel()
+            peak_pss = None
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
@@ -127,16 +126,66 @@ def run_process(argv: list[str], timeout: float) -> tuple[dict, str]:
     if proc.returncode != 0:
         raise RuntimeError(f"child failed ({proc.returncode}): {stderr[-2000:]}")
     return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024,
-            "peak_tree_pss_mb": peak_pss / 1024}, stdout
+            "peak_tree_pss_mb": None if peak_pss is None else peak_pss / 1024}, stdout
 
 
-def interleaved(runs: dict[str, tuple], repeat: int) -> dict[str, list[dict]]:
+def _wait_sampling(proc, deadline: float) -> tuple[int, object, int]:
+    """Waits for `proc`, sampling its tree's PSS every 50 ms: (wait status, rusage, peak PSS kB)."""
+    peak_pss, next_sample = 0, time.perf_counter()
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            return status, usage, peak_pss
+        now = time.perf_counter()
+        if now > deadline:
+            proc.kill()
+            os.wait4(proc.pid, 0)
+            raise RuntimeError("child ran past its time limit")
+        if now >= next_sample:
+            peak_pss = max(peak_pss, tree_pss_kb(proc.pid))
+            next_sample = now + 0.05
+        time.sleep(0.01)
+
+
+def compile_checkout() -> None:
+    """Writes this checkout's bytecode, as `pip install` does for an installed package. An editable
+    checkout run with PYTHONDONTWRITEBYTECODE set (this project's machines set it) would otherwise compile
+    its modules again in every measured process, which no installed copy (nor HTA's) does."""
+    root = Path(__file__).resolve().parents[1]
+    for package in ("kineto_sql", "cli"):
+        compileall.compile_dir(root / package, quiet=1)
+
+
+# Rounds that sample the process tree's PSS, after the timed ones. A sample reads /proc/*/smaps_rollup of
+# every process of the tree, ~7 ms of CPU each (235 ms during a 1.3 s two-process load of
+# hta_trace_diff_control, measured): on a 2-core machine a two-process side pays that in wall time and a
+# one-process side does not, so time is never taken in a round that samples.
+MEMORY_ROUNDS = 2
+
+
+def interleaved(runs: dict[str, tuple], repeat: int, memory_rounds: int = MEMORY_ROUNDS) -> dict[str, list[dict]]:
     """runs: side -> (python, code, *args) for a snippet, or ("command", argv) for a command line. Runs
-    every side once per round, `repeat` rounds."""
+    every side once per round, `repeat` timed rounds, then `memory_rounds` (at most `repeat`) that sample
+    the tree's PSS; each timed row gets their median peak_tree_pss_mb (this checkout's bytecode is written
+    first)."""
+    compile_checkout()
+
+    def run(python, code, *args, sample_pss):
+        if python == "command":
+            return run_command(code, sample_pss=sample_pss)
+        return run_child(python, code, *args, sample_pss=sample_pss)
+
     results: dict[str, list[dict]] = {side: [] for side in runs}
     for _ in range(repeat):
-        for side, (python, code, *args) in runs.items():
-            results[side].append(run_command(code) if python == "command" else run_child(python, code, *args))
+        for side, spec in runs.items():
+            results[side].append(run(*spec, sample_pss=False))
+    sampled: dict[str, list[float]] = {side: [] for side in runs}
+    for _ in range(min(memory_rounds, repeat)):
+        for side, spec in runs.items():
+            sampled[side].append(run(*spec, sample_pss=True)["peak_tree_pss_mb"])
+    for side, rows in results.items():
+        for row in rows:
+            row["peak_tree_pss_mb"] = statistics.median(sampled[side]) if sampled[side] else None
     return results
 
 

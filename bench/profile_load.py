@@ -20,6 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _child import compile_checkout  # noqa: E402
+
 # Run in a fresh process: argv[1] the trace, argv[2] the file each stage's end is appended to, from either
 # process (the clock is the same monotonic one; the child inherits T0 with the fork).
 TIMELINE = r"""
@@ -130,6 +133,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7, help="fresh-process runs (medians reported)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
+    compile_checkout()
     stages = sorted(timeline(args.trace, args.repeat), key=lambda row: row["ms"])
     engine = engine_alone(args.trace, max(args.repeat // 2, 1))
     print(f"{args.trace.name}: the CLI's two-process load, medians of {args.repeat} fresh processes")
