@@ -165,7 +165,7 @@ MEMORY_ROUNDS = 2
 
 def interleaved(runs: dict[str, tuple], repeat: int, memory_rounds: int = MEMORY_ROUNDS) -> dict[str, list[dict]]:
     """runs: side -> (python, code, *args) for a snippet, or ("command", argv) for a command line. Runs
-    every side once per round, `repeat` timed rounds, then `memory_rounds` (at most `repeat`) that sample
+    every side once per round (in a rotated order), `repeat` timed rounds, then `memory_rounds` (at most `repeat`) that sample
     the tree's PSS; each timed row gets their median peak_tree_pss_mb (this checkout's bytecode is written
     first)."""
     compile_checkout()
@@ -176,17 +176,25 @@ def interleaved(runs: dict[str, tuple], repeat: int, memory_rounds: int = MEMORY
         return run_child(python, code, *args, sample_pss=sample_pss)
 
     results: dict[str, list[dict]] = {side: [] for side in runs}
-    for _ in range(repeat):
-        for side, spec in runs.items():
-            results[side].append(run(*spec, sample_pss=False))
+    for round_number in range(repeat):
+        for side in _rotated(list(runs), round_number):
+            results[side].append(run(*runs[side], sample_pss=False))
     sampled: dict[str, list[float]] = {side: [] for side in runs}
-    for _ in range(min(memory_rounds, repeat)):
-        for side, spec in runs.items():
-            sampled[side].append(run(*spec, sample_pss=True)["peak_tree_pss_mb"])
+    for round_number in range(min(memory_rounds, repeat)):
+        for side in _rotated(list(runs), round_number):
+            sampled[side].append(run(*runs[side], sample_pss=True)["peak_tree_pss_mb"])
     for side, rows in results.items():
         for row in rows:
             row["peak_tree_pss_mb"] = statistics.median(sampled[side]) if sampled[side] else None
     return results
+
+
+def _rotated(sides: list[str], round_number: int) -> list[str]:
+    """The sides in the order of this round: each round starts one side later, so that no side always
+    follows the same one, and what a process leaves behind (memory it freed, the page cache it filled)
+    weighs on every side alike."""
+    start = round_number % len(sides)
+    return sides[start:] + sides[:start]
 
 
 def median(rows: list[dict], key: str) -> float:
