@@ -49,6 +49,15 @@ static int int64_columns(PyObject *const arrays[], Py_buffer views[], int count,
     return 0;
 }
 
+/* The call's `count` arguments (and `extra` more, not columns) as int64 columns of one length. */
+static int column_arguments(PyObject *args, int count, int extra, Py_buffer views[], Py_ssize_t *n) {
+    if (PyTuple_GET_SIZE(args) != count + extra) {
+        PyErr_Format(PyExc_TypeError, "%d arguments are needed", count + extra);
+        return -1;
+    }
+    return int64_columns(PySequence_Fast_ITEMS(args), views, count, n);
+}
+
 static void release(Py_buffer views[], int count) {
     for (int k = 0; k < count; k++)
         PyBuffer_Release(&views[k]);
@@ -162,6 +171,19 @@ static row *sorted_rows(const int64_t *index, const int64_t *track, const int64_
     return rows;
 }
 
+/* The call's `count` int64 column arguments (index, track, ts[, negdur, placed]) as rows in lane order
+   (sorted_rows), the columns held in `views`; NULL (an error set, nothing held) on failure. */
+static row *sorted_arguments(PyObject *args, int count, Py_buffer views[], Py_ssize_t *m) {
+    Py_ssize_t n;
+    if (column_arguments(args, count, 0, views, &n) < 0)
+        return NULL;
+    row *rows = sorted_rows(views[0].buf, views[1].buf, views[2].buf, count > 3 ? views[3].buf : NULL,
+                            count > 4 ? views[4].buf : NULL, n, m);
+    if (rows == NULL)
+        release(views, count);
+    return rows;
+}
+
 /* prepare._nests over rows first..stop-1 of one thread; `stack` has room for them. */
 static int thread_nests(const row *rows, Py_ssize_t first, Py_ssize_t stop, int64_t *stack) {
     Py_ssize_t depth = 0;
@@ -216,20 +238,13 @@ static PyObject *thread_items(const row *rows, Py_ssize_t first, Py_ssize_t stop
    for each thread whose placed events (placed != 0) do not all nest, its lowest event index, its track
    number and its placed events in lane order; threads in track order. */
 static PyObject *unnested(PyObject *self, PyObject *args) {
-    PyObject *arrays[5];
-    if (!PyArg_ParseTuple(args, "OOOOO", &arrays[0], &arrays[1], &arrays[2], &arrays[3], &arrays[4]))
-        return NULL;
     Py_buffer views[5];
-    Py_ssize_t n, m;
-    if (int64_columns(arrays, views, 5, &n) < 0)
-        return NULL;
-    PyObject *out = NULL;
-    int64_t *stack = NULL;
-    row *rows = sorted_rows(views[0].buf, views[1].buf, views[2].buf, views[3].buf, views[4].buf, n, &m);
+    Py_ssize_t m;
+    row *rows = sorted_arguments(args, 5, views, &m);
     if (rows == NULL)
-        goto done;
-    stack = PyMem_Malloc((size_t)(m > 0 ? m : 1) * sizeof(int64_t));
-    out = stack != NULL ? PyList_New(0) : PyErr_NoMemory();
+        return NULL;
+    int64_t *stack = PyMem_Malloc((size_t)(m > 0 ? m : 1) * sizeof(int64_t));
+    PyObject *out = stack != NULL ? PyList_New(0) : PyErr_NoMemory();
     for (Py_ssize_t first = 0, stop; out != NULL && first < m; first = stop) {
         for (stop = first + 1; stop < m && rows[stop].track == rows[first].track; stop++)
             ;
@@ -240,7 +255,6 @@ static PyObject *unnested(PyObject *self, PyObject *args) {
             Py_CLEAR(out);
         Py_XDECREF(thread);
     }
-done:
     PyMem_Free(rows);
     PyMem_Free(stack);
     release(views, 5);
@@ -250,17 +264,12 @@ done:
 /* shared_begins(index, track, ts) -> [index, ...]: the events that begin on the same thread at the same
    instant as another one, in no particular order. */
 static PyObject *shared_begins(PyObject *self, PyObject *args) {
-    PyObject *arrays[3];
-    if (!PyArg_ParseTuple(args, "OOO", &arrays[0], &arrays[1], &arrays[2]))
-        return NULL;
     Py_buffer views[3];
-    Py_ssize_t n, m;
-    if (int64_columns(arrays, views, 3, &n) < 0)
+    Py_ssize_t m;
+    row *rows = sorted_arguments(args, 3, views, &m);
+    if (rows == NULL)
         return NULL;
-    PyObject *out = NULL;
-    row *rows = sorted_rows(views[0].buf, views[1].buf, views[2].buf, NULL, NULL, n, &m);
-    if (rows != NULL)
-        out = PyList_New(0);
+    PyObject *out = PyList_New(0);
     for (Py_ssize_t k = 0; out != NULL && k < m; k++) {
         int same_before = k > 0 && rows[k - 1].track == rows[k].track && rows[k - 1].ts == rows[k].ts;
         int same_after = k + 1 < m && rows[k + 1].track == rows[k].track && rows[k + 1].ts == rows[k].ts;
@@ -285,13 +294,16 @@ static int by_value(const void *a, const void *b) {
    (track, ts) is in the set `points` of (int, int) tuples; None when a point's time is not an int64 (no
    column value can equal it, but the Python form decides). */
 static PyObject *begins_at(PyObject *self, PyObject *args) {
-    PyObject *arrays[3], *points;
-    if (!PyArg_ParseTuple(args, "OOOO!", &arrays[0], &arrays[1], &arrays[2], &PySet_Type, &points))
-        return NULL;
     Py_buffer views[3];
     Py_ssize_t n, count = 0;
-    if (int64_columns(arrays, views, 3, &n) < 0)
+    if (column_arguments(args, 3, 1, views, &n) < 0)
         return NULL;
+    PyObject *points = PyTuple_GET_ITEM(args, 3);
+    if (!PySet_Check(points)) {
+        release(views, 3);
+        PyErr_SetString(PyExc_TypeError, "the points are a set");
+        return NULL;
+    }
     const int64_t *index = views[0].buf, *track = views[1].buf, *ts = views[2].buf;
     PyObject *out = NULL, *point;
     int64_t *times = PyMem_Malloc((size_t)(PySet_GET_SIZE(points) + 1) * sizeof(int64_t));
