@@ -33,13 +33,12 @@ static int int64_columns(PyObject *const arrays[], Py_buffer views[], int count,
                 PyBuffer_Release(&views[k]);
             return -1;
         }
-        const char *why = NULL;
-        if (views[k].itemsize != 8 || views[k].ndim != 1 || !is_int64_format(views[k].format))
-            why = "an int64 column is needed";
-        else if (k && views[k].len != views[0].len)
-            why = "the columns differ in length";
-        if (why != NULL) {
-            PyErr_SetString(why[1] == 'n' ? PyExc_TypeError : PyExc_ValueError, why);
+        int typed = views[k].itemsize == 8 && views[k].ndim == 1 && is_int64_format(views[k].format);
+        if (!typed || (k && views[k].len != views[0].len)) {
+            if (!typed)
+                PyErr_SetString(PyExc_TypeError, "an int64 column is needed");
+            else
+                PyErr_SetString(PyExc_ValueError, "the columns differ in length");
             for (; k >= 0; k--)
                 PyBuffer_Release(&views[k]);
             return -1;
