@@ -14,6 +14,10 @@ reports the largest process's RSS and the peak PSS of its process tree (what bot
 
     python bench/bench_load.py --hta-python /work/hta-venv/bin/python [--repeat 3]
     python bench/bench_load.py --hta-python ... --trace T.json.gz --sizes 1 2 4   # replicated (replicate.py)
+    python bench/bench_load.py --hta-python ... --trace T.json.gz --original --sizes 4   # T itself, then 4x
+
+Each size, 1 too, is written by replicate.py as compact JSON without gzip: the bare engine reads that ~6%
+faster than Kineto's own text, so a size-1 row shows a higher overhead than the file itself (--original).
 """
 from __future__ import annotations
 
@@ -122,6 +126,8 @@ def main() -> None:
     ap.add_argument("--sets", nargs="*", default=list(TRACE_SETS))
     ap.add_argument("--trace", type=Path, help="one trace, replicated --sizes times (replaces --sets)")
     ap.add_argument("--sizes", type=int, nargs="*", default=[1, 2, 4])
+    ap.add_argument("--original", action="store_true", help="with --trace: also measure the file as it is, "
+                    "first (each size, 1 too, is a compact rewrite, which the bare engine reads faster)")
     ap.add_argument("--name", default="bench_load", help="results file name under bench/results/")
     ap.add_argument("--before-python", help="a python that imports an earlier kineto-sql (the python of a venv "
                     "with an older commit installed: git worktree add /tmp/old REV && python3 -m venv /tmp/oldvenv "
@@ -134,6 +140,10 @@ def main() -> None:
         if args.trace:
             if not args.trace.exists():
                 sys.exit(f"{args.trace}: no such trace")
+            if args.original:
+                rows.append(measure(f"{args.trace.name.split('.')[0]} (the file as it is)", args.trace, args, hta,
+                                    Path(tmp)))
+                print("the file as it is: done", file=sys.stderr, flush=True)
             source = _read(args.trace)
             for n in args.sizes:
                 path = Path(tmp) / f"{args.trace.name.split('.')[0]}_x{n}.json"
