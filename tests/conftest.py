@@ -43,9 +43,9 @@ def arguments_of(monkeypatch, step: str, path: Path, keep=lambda *args: args) ->
     seen = []
     real = getattr(prepare, step)
 
-    def spy(*args):
+    def spy(*args, **options):  # (keep sees the positional arguments only)
         seen.append(keep(*args))
-        return real(*args)
+        return real(*args, **options)
 
     monkeypatch.setattr(prepare, step, spy)
     prepare.prepare_path(path)

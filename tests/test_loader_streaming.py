@@ -41,6 +41,36 @@ def test_pieces_are_the_one_shot_text(monkeypatch, metadata):
         list(prepared.chunks())
 
 
+def test_the_fixes_lookups_are_freed_once_the_first_piece_is_out(monkeypatch):
+    """bind_flows hands its maps and the scan to the prepared trace, which frees them after the first
+    piece of events (not at the end of the fixes, on the way to the engine's first byte, nor at the end)."""
+    import gc
+    import weakref
+
+    from kineto_sql.loading import flows
+
+    kept = []
+    real = flows.bind_flows
+
+    def watched(events, scan, moved, report, keep=None):
+        changed = real(events, scan, moved, report, keep=keep)
+        kept.extend(weakref.ref(x) for x in (keep or []) if hasattr(x, "__weakref__"))
+        return changed
+
+    monkeypatch.setattr(prepare_module, "bind_flows", watched)
+    monkeypatch.setattr(prepare_module, "CHUNK_EVENTS", 7)
+    prepared = prepare(_trace(20, {}), Path("t.json"))
+    assert kept and all(ref() is not None for ref in kept)  # the scan, alive after the fixes
+    pieces = prepared.chunks()
+    next(pieces), next(pieces)  # the document's head, then the first piece of events
+    gc.collect()
+    assert all(ref() is not None for ref in kept)
+    next(pieces)
+    gc.collect()
+    assert all(ref() is None for ref in kept)
+    assert b"".join(pieces)
+
+
 def test_the_engine_gets_the_same_trace_from_pieces(monkeypatch):
     monkeypatch.setattr(prepare_module, "CHUNK_EVENTS", 5)
     raw = _trace(12, {})

@@ -30,6 +30,11 @@ log = logging.getLogger("kineto_sql.load")
 
 # An unchanged trace is sent as slices of this size (a pipe message is copied whole on both sides).
 SLICE_BYTES = 8 << 20
+# The child hands its freed heap back to the system (malloc_trim) each time this much text has been
+# written since the last time: the events behind it (~17 MB of objects on a GPU trace) are gone, and the
+# engine's heap grows meanwhile. Not after every piece: each hand-back makes the pieces after it fault
+# their pages in again (prepare.CHUNK_EVENTS).
+TRIM_BYTES = 4 << 20
 _CONTROL, _PIECE = b"C", b"P"
 
 
@@ -254,13 +259,17 @@ def _child(path: Path, writer) -> None:
         said = (f"prepared {path.name}: {sum(report.events_by_phase.values())} events, {len(report.fixes)} kinds of "
                 f"change, {report.dropped_count} dropped ({time.perf_counter() - started:.1f}s, in a child process)")
         control("head", prepared.metadata, report, said)
+        unreturned = 0
         for chunk in prepared.chunks():
             view = memoryview(chunk)
             for start in range(0, len(view), SLICE_BYTES):
                 writer.send_bytes(_PIECE)
                 writer.send_bytes(view[start:start + SLICE_BYTES])
+            unreturned += len(view)
             del view, chunk
-            _give_back_freed_memory()  # the events just written are gone: the engine's heap grows meanwhile
+            if unreturned >= TRIM_BYTES:
+                unreturned = 0
+                _give_back_freed_memory()
         control("end")
     except KinetoSqlError as exc:
         control("error", exc)

@@ -30,8 +30,11 @@ FLOW_PHASES = ("s", "t", "f")
 V2_BIND_BASE = 7_000_000_000
 
 
-def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], report: IngestReport) -> bool:
-    """`scan` was taken before the overlap split; `moved_to_lanes` holds the indices that split moved."""
+def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], report: IngestReport,
+               keep: list | None = None) -> bool:
+    """`scan` was taken before the overlap split; `moved_to_lanes` holds the indices that split moved.
+    `keep`, when given, is handed this pass's lookups (entries per flow event) to free later, off the
+    path to the engine's first piece (prepare.PreparedTrace), instead of as this returns."""
     flow_indices = scan.flow_indices
     if not flow_indices:
         return False
@@ -110,6 +113,8 @@ def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], re
     report.add("flow_unresolved", unresolved,
                "flows whose intended slice could not be bound (it already carries another explicit flow); "
                "the importer binds them as the file says")
+    if keep is not None:
+        keep.append((pairs, intended_of, at_risk, begins, lazy_stacks))
     return bool(moved or rebound or reorder)
 
 
