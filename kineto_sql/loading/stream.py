@@ -30,8 +30,10 @@ if TYPE_CHECKING:  # (imported where used, with numpy: only a trace that needs t
     from kineto_sql.loading import ts_fields
 
 READ_BYTES = 4 << 20  # compressed (or plain) bytes read at a time
-# The text held for the cuts is refilled to this many pieces. More copies less (4: 13 ms less on a 35 MB
-# trace) but raises the in-process load's peak RSS by ~10 MB a piece (measured: 2 -> 238, 3 -> 249, 4 -> 260 MB).
+HEAD_BYTES = 8 << 20  # the text before the event list is searched this far for it
+# The text held for the cuts is refilled to at least this many pieces (in whole blocks of READ_BYTES).
+# With 4 MB pieces, more copied less (4: 13 ms less on a 35 MB trace) but raised the in-process load's
+# peak RSS by ~10 MB a piece; with 512 KB pieces one block is added at a time either way.
 _REFILL_PIECES = 2
 
 
@@ -215,7 +217,7 @@ def _parse(path: Path, identity: tuple, facts: TextFacts | FactsHelper, span: Ti
         key = source.EVENTS_KEY.search(buffer)
         if key is not None:
             break
-        if size > 2 * source.PIECE_BYTES:
+        if size > HEAD_BYTES:
             raise Fallback  # no event list near the top: not the shape pieces are cut from
     else:
         raise Fallback
