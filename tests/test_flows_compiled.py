@@ -80,3 +80,36 @@ def test_the_same_answers_or_errors_on_flow_events_of_any_shape(events, moved):
                 _answers(events, scan, moved)
             return
     _assert_same(_answers(events, scan, moved), python)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 40).flatmap(lambda n: st.tuples(
+    st.just(n), st.sets(st.integers(0, max(n - 1, 0)), max_size=n).map(sorted), st.randoms(use_true_random=False))))
+def test_moving_to_the_end_in_place_is_the_rebuilt_list(case):
+    """The compiled in-place surgery leaves the list the Python rebuild leaves, and every event it drops
+    loses the list's reference (and no other)."""
+    import sys
+
+    n, removed, rng = case
+    removed = [i for i in removed if i < n]
+    tail = sorted(rng.sample(removed, rng.randint(0, len(removed))))
+    events = [object() for _ in range(n)]
+    before = [sys.getrefcount(e) for e in events]
+    compiled, python = list(events), list(events)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(flows, "_cflows", None)
+        flows._move_to_end(python, removed, tail)
+    flows._move_to_end(compiled, removed, tail)
+    assert compiled == python
+    assert len(compiled) == n - len(removed) + len(tail)
+    del python
+    kept = {id(e) for e in compiled}
+    assert [sys.getrefcount(e) for e in events] == [count + (id(e) in kept) for e, count in zip(events, before)]
+
+
+@pytest.mark.parametrize("removed, tail", [([2, 1], []), ([1, 1], []), ([5], []), ([1, 2], [3]), ([1, 3], [2])])
+def test_moving_to_the_end_refuses_indices_it_cannot_follow(removed, tail):
+    events = list(range(5))
+    with pytest.raises(ValueError):
+        flows._cflows.move_to_end(events, removed, tail)
+    assert events == list(range(5))  # checked before anything moved

@@ -1,4 +1,4 @@
-/* flows.bind_flows's three loops over every flow event, compiled: the same results in about a fifth of
+/* flows.bind_flows's three loops over every flow event (and its list surgery), compiled: the same results in about a fifth of
    the time.
 
    On hta_trace_diff_control (34k flow events) the Python loops take ~80 ms of the ~82 ms bind_flows
@@ -256,6 +256,76 @@ error:
     return NULL;
 }
 
+/* move_to_end(events, removed, tail) -> None: events[:] = [e for i, e in enumerate(events) if i not in
+   removed] + [events[i] for i in tail], in place. `removed` is a sorted list of distinct indices, `tail`
+   a sorted sublist of it. The kept events' pointers only move down the list's array, so no event's
+   reference count is touched (rebuilding the list in Python increfs and decrefs every event several
+   times: ~29 ms on hta_trace_diff_control's 4x replica, all cache misses, for a few hundred removals). */
+static PyObject *move_to_end(PyObject *self, PyObject *args) {
+    PyObject *events, *removed, *tail;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyList_Type, &events, &PyList_Type, &removed, &PyList_Type, &tail))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(events), r = PyList_GET_SIZE(removed), t = PyList_GET_SIZE(tail);
+    Py_ssize_t *drop = PyMem_New(Py_ssize_t, r + 1), *late = PyMem_New(Py_ssize_t, t + 1);
+    PyObject **moved = PyMem_New(PyObject *, t + 1);
+    if (drop == NULL || late == NULL || moved == NULL) {
+        PyMem_Free(drop);
+        PyMem_Free(late);
+        PyMem_Free(moved);
+        return PyErr_NoMemory();
+    }
+    /* the indices, checked before anything moves: sorted, distinct, in range, tail within removed */
+    const char *bad = NULL;
+    for (Py_ssize_t k = 0; k < r && bad == NULL; k++) {
+        drop[k] = PyLong_AsSsize_t(PyList_GET_ITEM(removed, k));
+        if (drop[k] == -1 && PyErr_Occurred())
+            bad = "";
+        else if (drop[k] < 0 || drop[k] >= n || (k && drop[k] <= drop[k - 1]))
+            bad = "removed must hold sorted, distinct indices of events";
+    }
+    for (Py_ssize_t k = 0, at = 0; k < t && bad == NULL; k++) {
+        late[k] = PyLong_AsSsize_t(PyList_GET_ITEM(tail, k));
+        if (late[k] == -1 && PyErr_Occurred()) {
+            bad = "";
+            break;
+        }
+        while (at < r && drop[at] < late[k])
+            at++;
+        if (at == r || drop[at] != late[k] || (k && late[k] <= late[k - 1]))
+            bad = "tail must be a sorted sublist of removed";
+    }
+    if (bad != NULL) {
+        if (*bad)
+            PyErr_SetString(PyExc_ValueError, bad);
+        PyMem_Free(drop);
+        PyMem_Free(late);
+        PyMem_Free(moved);
+        return NULL;
+    }
+    PyObject **item = ((PyListObject *)events)->ob_item;
+    for (Py_ssize_t k = 0; k < t; k++)
+        moved[k] = item[late[k]]; /* (the list's reference, carried to the end) */
+    Py_ssize_t write = 0, next = 0, next_late = 0;
+    for (Py_ssize_t read = 0; read < n; read++) {
+        if (next < r && drop[next] == read) {
+            next++;
+            if (next_late < t && late[next_late] == read)
+                next_late++;
+            else
+                Py_DECREF(item[read]);
+            continue;
+        }
+        item[write++] = item[read];
+    }
+    for (Py_ssize_t k = 0; k < t; k++)
+        item[write++] = moved[k];
+    Py_SET_SIZE(events, write); /* (the array keeps its allocation; only the end shrank) */
+    PyMem_Free(drop);
+    PyMem_Free(late);
+    PyMem_Free(moved);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"arrows", arrows, METH_VARARGS, "arrows(events, flow_indices, ts_ns): flows._arrows's dict, or None."},
     {"halves_and_reorder", halves_and_reorder, METH_VARARGS,
@@ -263,6 +333,8 @@ static PyMethodDef methods[] = {
     {"intended", intended, METH_VARARGS,
      "intended(events, flow_indices, flow_tracks, ts_ns, by_correlation, moved, shared, intended_of, at_risk, "
      "one): flows._intended_and_at_risk's loop."},
+    {"move_to_end", move_to_end, METH_VARARGS,
+     "move_to_end(events, removed, tail): drops the removed events but those of tail, which go last, in place."},
     {NULL, NULL, 0, NULL},
 };
 

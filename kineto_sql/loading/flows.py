@@ -95,13 +95,7 @@ def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], re
     rebound, unresolved, drop, late = _rebind_explicitly(events, touched, to_rebind, intended_of)
     reorder |= late
     if drop or reorder:
-        tail = [events[i] for i in sorted(reorder - drop)]
-        kept, previous = [], 0
-        for i in sorted(drop | reorder):
-            kept += events[previous:i]
-            previous = i + 1
-        kept += events[previous:]
-        events[:] = kept + tail
+        _move_to_end(events, sorted(drop | reorder), sorted(reorder - drop))
     report.add("flow_followed_lane", moved,
                "flow events bound to a slice moved to an overlap lane were moved with it")
     report.add("flow_bound_explicitly", rebound,
@@ -116,6 +110,21 @@ def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], re
     if keep is not None:
         keep.append((pairs, intended_of, at_risk, begins, lazy_stacks))
     return bool(moved or rebound or reorder)
+
+
+def _move_to_end(events: list, removed: list[int], tail: list[int]) -> None:
+    """Drops the events at the sorted indices `removed`, except those of `tail` (a sorted part of it), which
+    go to the end of the list, in file order."""
+    if _cflows is not None:
+        _cflows.move_to_end(events, removed, tail)
+        return
+    late = [events[i] for i in tail]
+    kept, previous = [], 0
+    for i in removed:
+        kept += events[previous:i]
+        previous = i + 1
+    kept += events[previous:]
+    events[:] = kept + late
 
 
 def _intended_and_at_risk(events: list[dict], scan: TraceScan, moved: set[int]) -> tuple[dict, list]:
