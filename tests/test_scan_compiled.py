@@ -93,3 +93,27 @@ def test_a_float_time_is_rounded_as_the_engine_rounds_it():
     compiled = _compiled(events)
     assert compiled.ts_ns == [1001, None, 3500] == scan.scan_events_python(events).ts_ns
     assert compiled.push_negdur.tolist() == [-2003, 0]
+
+
+def test_the_loops_look_up_by_orjson_s_own_key_objects_and_still_find_any_equal_key():
+    """validate, scan and the flow loops take orjson's cached key objects as their keys (use_keys), so a
+    parsed event's keys match by identity; an event whose keys are other objects of the same text (a
+    dict built in Python, or a key orjson's cache has since replaced) gives the same columns."""
+    import orjson
+
+    from kineto_sql.loading import flows, validate
+    from kineto_sql.loading.events import orjson_keys
+
+    text = (b'[{"ph":"X","pid":1,"tid":2,"ts":5,"dur":3,"args":{"correlation":7}},'
+            b'{"ph":"s","pid":1,"tid":2,"ts":5,"id":7,"cat":"ac2g","name":"n"},{"ph":"i","s":"t","pid":1,"tid":2,"ts":6}]')
+    parsed = orjson.loads(text)
+    keys = orjson_keys()
+    assert all(k is next(q for q in keys if q == k) for k in parsed[0] if k in keys)  # orjson's own objects
+    built = [{"".join(list(k)): v for k, v in e.items()} for e in orjson.loads(text)]  # fresh, equal keys
+    assert not any(k is q for k in built[0] for q in keys)
+    _assert_same(scan.scan_events(parsed), scan.scan_events_python(built))
+    _assert_same(scan.scan_events(built), scan.scan_events_python(built))
+    assert len(scan.scan_events(parsed).by_correlation) == 1 and scan.scan_events(parsed).flow_indices == [1]
+    for module in (scan._cscan, validate._cvalidate, flows._cflows):
+        with pytest.raises(TypeError):
+            module.use_keys([("ph", 0)])

@@ -34,4 +34,34 @@ static inline int intern_keys(const char *const names[], PyObject **const keys[]
     return 0;
 }
 
+/* Each of the module's key strings that `sample` (a dict orjson parsed) holds an equal key of becomes that
+   key object. orjson hands out one cached object per key name (not the interned string), so a lookup with
+   that very object matches by identity instead of comparing the text: validate, scan and the flow loops
+   did ~15% of the loader child's work in dict lookups, much of it in that comparison. A key the sample
+   lacks, or one orjson's cache later replaces, is still found, by its text. */
+static inline void adopt_keys(PyObject *sample, PyObject **const keys[], int count) {
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(sample, &pos, &key, &value)) {
+        for (int k = 0; k < count; k++) {
+            if (key != *keys[k] && PyUnicode_CheckExact(key) && PyUnicode_Compare(key, *keys[k]) == 0) {
+                Py_INCREF(key);
+                Py_SETREF(*keys[k], key);
+            }
+        }
+    }
+}
+
+/* The module method use_keys(sample) over the module's KEY_NAMES / KEYS (adopt_keys). */
+#define USE_KEYS_METHOD                                                                                     \
+    static PyObject *use_keys(PyObject *self, PyObject *sample) {                                          \
+        if (!PyDict_CheckExact(sample)) {                                                                  \
+            PyErr_SetString(PyExc_TypeError, "use_keys takes a dict");                                     \
+            return NULL;                                                                                   \
+        }                                                                                                  \
+        adopt_keys(sample, KEYS, (int)(sizeof(KEYS) / sizeof(KEYS[0])));                                   \
+        Py_RETURN_NONE;                                                                                    \
+    }
+#define USE_KEYS_ENTRY {"use_keys", use_keys, METH_O, "use_keys(sample): look events up with sample's key objects."}
+
 #endif

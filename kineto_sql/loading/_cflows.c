@@ -326,7 +326,12 @@ static PyObject *move_to_end(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static const char *const KEY_NAMES[] = {"id", "cat", "name", "ph", "bp"};
+static PyObject **const KEYS[] = {&K_ID, &K_CAT, &K_NAME, &K_PH, &K_BP};
+USE_KEYS_METHOD
+
 static PyMethodDef methods[] = {
+    USE_KEYS_ENTRY,
     {"arrows", arrows, METH_VARARGS, "arrows(events, flow_indices, ts_ns): flows._arrows's dict, or None."},
     {"halves_and_reorder", halves_and_reorder, METH_VARARGS,
      "halves_and_reorder(events, pairs, ts_ns): flows._halves_and_reorder's answer, or None."},
@@ -341,9 +346,9 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cflows", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__cflows(void) {
-    static const char *const names[] = {"id", "cat", "name", "ph", "bp", "f", "e"};
-    static PyObject **const keys[] = {&K_ID, &K_CAT, &K_NAME, &K_PH, &K_BP, &S_F, &S_E};
-    if (intern_keys(names, keys, 7) < 0)
+    static const char *const values[] = {"f", "e"};
+    static PyObject **const value_strings[] = {&S_F, &S_E};
+    if (intern_keys(KEY_NAMES, KEYS, 5) < 0 || intern_keys(values, value_strings, 2) < 0)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -278,7 +278,12 @@ out:
     return result;
 }
 
+static const char *const KEY_NAMES[] = {"ph", "pid", "tid", "ts", "dur", "args", "s", "correlation"};
+static PyObject **const KEYS[] = {&K_PH, &K_PID, &K_TID, &K_TS, &K_DUR, &K_ARGS, &K_S, &K_CORR};
+USE_KEYS_METHOD
+
 static PyMethodDef methods[] = {
+    USE_KEYS_ENTRY,
     {"scan", scan, METH_VARARGS, "scan(events, fast_ns): scan.scan_events's columns, or None."},
     {NULL, NULL, 0, NULL},
 };
@@ -286,9 +291,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cscan", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__cscan(void) {
-    static const char *const names[] = {"ph", "pid", "tid", "ts", "dur", "args", "s", "correlation"};
-    static PyObject **const keys[] = {&K_PH, &K_PID, &K_TID, &K_TS, &K_DUR, &K_ARGS, &K_S, &K_CORR};
-    if (intern_keys(names, keys, 8) < 0 || (THOUSAND = PyLong_FromLong(1000)) == NULL)
+    if (intern_keys(KEY_NAMES, KEYS, 8) < 0 || (THOUSAND = PyLong_FromLong(1000)) == NULL)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -243,7 +243,12 @@ static PyObject *validate(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static const char *const KEY_NAMES[] = {"ph", "ts", "dur", "id", "pid", "tid", "name", "cat", "args", "s", "bp"};
+static PyObject **const KEYS[] = {&K_PH, &K_TS, &K_DUR, &K_ID, &K_PID, &K_TID, &K_NAME, &K_CAT, &K_ARGS, &K_S, &K_BP};
+USE_KEYS_METHOD
+
 static PyMethodDef methods[] = {
+    USE_KEYS_ENTRY,
     {"validate", validate, METH_VARARGS, "validate._validate_loop's common case; the rest to fallback."},
     {NULL, NULL, 0, NULL},
 };
@@ -251,10 +256,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cvalidate", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__cvalidate(void) {
-    static const char *const names[] = {"ph", "ts", "dur", "id", "pid", "tid", "name", "cat", "args", "s", "bp"};
-    static PyObject **const keys[] = {&K_PH, &K_TS, &K_DUR, &K_ID, &K_PID, &K_TID, &K_NAME, &K_CAT, &K_ARGS, &K_S,
-                                      &K_BP};
-    if (intern_keys(names, keys, 11) < 0)
+    if (intern_keys(KEY_NAMES, KEYS, 11) < 0)
         return NULL;
     if ((ONE = PyLong_FromLong(1)) == NULL)
         return NULL;

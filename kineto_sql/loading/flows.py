@@ -16,7 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 
-from kineto_sql.loading.events import engine_tid, ns, pushes_slice, sort_key
+from kineto_sql.loading.events import engine_tid, ns, orjson_keys, pushes_slice, sort_key
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.scan import TraceScan
 
@@ -24,6 +24,8 @@ try:  # the three loops over every flow event, compiled (pyproject's ext-modules
     from kineto_sql.loading import _cflows
 except ImportError:
     _cflows = None
+if _cflows is not None:
+    _cflows.use_keys(orjson_keys())
 
 FLOW_PHASES = ("s", "t", "f")
 # Explicit (v2) flow ids live in their own id space in the importer; start high for readability.

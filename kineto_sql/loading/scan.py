@@ -16,12 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import floor
 
-from kineto_sql.loading.events import ns
+from kineto_sql.loading.events import ns, orjson_keys
 
 try:  # the loop below, compiled (pyproject's ext-modules); absent where no C compiler built it
     from kineto_sql.loading import _cscan
 except ImportError:
     _cscan = None
+if _cscan is not None:
+    _cscan.use_keys(orjson_keys())
 try:  # the sorts and groupings over the columns, compiled; absent where no C compiler built it
     from kineto_sql.loading import _coverlaps
 except ImportError:

@@ -58,12 +58,15 @@ from dataclasses import dataclass
 
 import orjson
 
+from kineto_sql.loading.events import orjson_keys
 from kineto_sql.loading.report import IngestReport
 
 try:  # the common case of _validate_loop, compiled (pyproject's ext-modules); absent without a C compiler
     from kineto_sql.loading import _cvalidate
 except ImportError:
     _cvalidate = None
+if _cvalidate is not None:
+    _cvalidate.use_keys(orjson_keys())
 
 # A Kineto trace nests args two or three levels deep; 32 leaves room for any real producer, and stays far
 # from the recursion limits of orjson (255) and of the engine's own JSON reader.
