@@ -284,3 +284,21 @@ def test_the_id_remap_visits_every_event_whose_ids_it_can_change(entries):
     hit = [i for i, e in enumerate(events)
            if e.get("pid", _MISSING) in changed or e.get("tid", _MISSING) in changed]
     assert survey.odd_ids == hit
+
+
+_NESTED = st.recursive(st.integers(0, 3), lambda inner: st.lists(inner, max_size=2), max_leaves=8)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_NESTED, st.integers(0, 6))
+def test_the_compiled_unwrapping_of_a_probed_piece_is_the_python_one(value, levels):
+    """source.DepthProbe's walk down its wrapper lists, compiled (_crawcheck.innermost), on any nesting."""
+    from kineto_sql.loading import source
+
+    if source._innermost is source._innermost_python:
+        pytest.skip("no C compiler here: the walk runs in Python only")
+    assert source._innermost(value, levels) == source._innermost_python(value, levels)
+    wrapped = value
+    for _ in range(levels):
+        wrapped = [wrapped]
+    assert source._innermost(wrapped, levels) is value

@@ -1,4 +1,5 @@
-/* rawcheck._long_digit_runs compiled: every maximal run of 19 or more ASCII digits in a text.
+/* Two checks of the loader's over the raw text and its parse, compiled: rawcheck._long_digit_runs (every
+   maximal run of 19 or more ASCII digits in a text) and source.DepthProbe's unwrapping (innermost, below).
 
    The text-facts helper (loading.text_facts) runs it on every piece of the trace while the loader child
    parses; the numpy form would make the helper import numpy (~58 ms at the lowest priority, on the core
@@ -48,9 +49,28 @@ static PyObject *long_digit_runs(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* innermost(value, levels): value[0][0]...[0] (`levels` times) when each of those levels is a list of
+   exactly one item, else None. source.DepthProbe's check of a piece parsed inside its ~767 wrapper
+   lists: in Python that walk cost ~0.12 ms a piece, ~26 ms over the 213 pieces of a 112 MB trace. */
+static PyObject *innermost(PyObject *self, PyObject *args) {
+    PyObject *value;
+    Py_ssize_t levels;
+    if (!PyArg_ParseTuple(args, "On", &value, &levels))
+        return NULL;
+    for (Py_ssize_t k = 0; k < levels; k++) {
+        if (!PyList_CheckExact(value) || PyList_GET_SIZE(value) != 1)
+            Py_RETURN_NONE;
+        value = PyList_GET_ITEM(value, 0);
+    }
+    Py_INCREF(value);
+    return value;
+}
+
 static PyMethodDef methods[] = {
     {"long_digit_runs", long_digit_runs, METH_VARARGS,
      "long_digit_runs(text): (start, end) of every maximal run of 19 or more ASCII digits."},
+    {"innermost", innermost, METH_VARARGS,
+     "innermost(value, levels): the value inside `levels` one-item lists, or None."},
     {NULL, NULL, 0, NULL},
 };
 
