@@ -83,14 +83,12 @@ def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], re
     # A flow end sorted before its start (same timestamp, written first) is dropped by the importer
     # (stat flow_end_without_start, severity info only). Equal-time events that are not X keep file
     # order, so moving the end to the end of the file fixes it without touching any timestamp.
-    pairs = _arrows(events, flow_indices, ts_ns)
-    halves, reorder = _halves_and_reorder(events, pairs, ts_ns)
-
+    # Only the pairs with a member to rebind are built, in the order of the file (the explicit ids follow it).
+    keys = {(events[j]["id"], events[j].get("cat"), events[j].get("name")) for j in to_rebind}
+    halves, reorder, pairs = _arrow_summary(events, flow_indices, ts_ns, {key[0] for key in keys})
     report.add("flow_half_arrow", halves,
                "flow events whose other half is not in the file (a start without an end or the reverse): "
                "no arrow can be drawn for them, in Perfetto or anywhere; nothing was changed")
-    # Only the pairs with a member to rebind, in the order of the file (the explicit ids follow it).
-    keys = {(events[j]["id"], events[j].get("cat"), events[j].get("name")) for j in to_rebind}
     touched = {key: pairs[key] for key in sorted(keys, key=lambda k: pairs[k][0])}
     for j in to_rebind_partners(touched, to_rebind, intended_of, events):
         intended_of[j] = stacks().own_target(j)
@@ -185,10 +183,20 @@ def _intended_and_at_risk(events: list[dict], scan: TraceScan, moved: set[int]) 
     return intended_of, at_risk
 
 
-def _arrows(events: list[dict], flow_indices: list[int], ts_ns: list) -> dict[tuple, list[int]]:
+def _arrow_summary(events: list[dict], flow_indices: list[int], ts_ns: list, ids: set) -> tuple[int, set[int], dict]:
+    """_halves_and_reorder of every arrow, and the arrows (_arrows) of the ids in `ids`: counted in C without
+    building the other arrows where it can."""
+    compiled = _cflows.summary(events, flow_indices, ts_ns, ids) if _cflows is not None else None
+    if compiled is not None:
+        return compiled
+    pairs = _arrows(events, flow_indices, ts_ns)
+    return (*_halves_and_reorder(events, pairs, ts_ns), {key: members for key, members in pairs.items() if key[0] in ids})
+
+
+def _arrows(events: list[dict], flow_indices: list[int], ts_ns: list, ids: set | None = None) -> dict[tuple, list[int]]:
     """The flow events with a timestamp by arrow, in file order: an arrow's events share id, cat and name
-    (after validate_events an id is an int or a str)."""
-    compiled = _cflows.arrows(events, flow_indices, ts_ns) if _cflows is not None else None
+    (after validate_events an id is an int or a str). `ids`: only the arrows with one of these ids."""
+    compiled = _cflows.arrows(events, flow_indices, ts_ns, ids) if _cflows is not None else None
     if compiled is not None:
         return compiled
     pairs: dict[tuple, list[int]] = {}
@@ -197,6 +205,8 @@ def _arrows(events: list[dict], flow_indices: list[int], ts_ns: list) -> dict[tu
             continue
         e = events[j]
         key = (e["id"], e.get("cat"), e.get("name"))
+        if ids is not None and key[0] not in ids:
+            continue
         members = pairs.get(key)
         if members is None:
             pairs[key] = [j]
