@@ -52,17 +52,11 @@ static Py_UCS4 phase_of(PyObject *events, PyObject *j) {
     return PyUnicode_READ_CHAR(ph, 0);
 }
 
-/* arrows(events, flow_indices, ts_ns[, ids]) -> {(id, cat, name): [j, ...]} of the flow events with a ts
-   (and, given `ids`, an id in that set), or None. */
+/* arrows(events, flow_indices, ts_ns) -> {(id, cat, name): [j, ...]} of the flow events with a ts, or None. */
 static PyObject *arrows(PyObject *self, PyObject *args) {
-    PyObject *events, *flow_indices, *ts_ns, *ids = Py_None;
-    if (!PyArg_ParseTuple(args, "O!O!O!|O", &PyList_Type, &events, &PyList_Type, &flow_indices, &PyList_Type, &ts_ns,
-                          &ids))
+    PyObject *events, *flow_indices, *ts_ns;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyList_Type, &events, &PyList_Type, &flow_indices, &PyList_Type, &ts_ns))
         return NULL;
-    if (ids != Py_None && !PyAnySet_Check(ids)) {
-        PyErr_SetString(PyExc_TypeError, "ids must be a set");
-        return NULL;
-    }
     PyObject *pairs = PyDict_New();
     if (pairs == NULL)
         return NULL;
@@ -78,13 +72,6 @@ static PyObject *arrows(PyObject *self, PyObject *args) {
             if (PyErr_Occurred())
                 goto error;
             goto fallback; /* e["id"]: the Python loop raises its KeyError */
-        }
-        if (ids != Py_None) {
-            int wanted = PySet_Contains(ids, id);
-            if (wanted < 0)
-                goto error;
-            if (!wanted)
-                continue;
         }
         PyObject *cat = get_or_none(e, K_CAT), *name = cat ? get_or_none(e, K_NAME) : NULL;
         if (name == NULL)

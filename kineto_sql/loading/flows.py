@@ -183,20 +183,21 @@ def _intended_and_at_risk(events: list[dict], scan: TraceScan, moved: set[int]) 
     return intended_of, at_risk
 
 
-def _arrow_summary(events: list[dict], flow_indices: list[int], ts_ns: list, ids: set) -> tuple[int, set[int], dict]:
+def _arrow_summary(events: list[dict], flow_indices: list[int], ts_ns: list, ids: set) -> tuple[int, set, dict]:
     """_halves_and_reorder of every arrow, and the arrows (_arrows) of the ids in `ids`: counted in C without
     building the other arrows where it can."""
     compiled = _cflows.summary(events, flow_indices, ts_ns, ids) if _cflows is not None else None
     if compiled is not None:
         return compiled
     pairs = _arrows(events, flow_indices, ts_ns)
-    return (*_halves_and_reorder(events, pairs, ts_ns), {key: members for key, members in pairs.items() if key[0] in ids})
+    halves, reorder = _halves_and_reorder(events, pairs, ts_ns)
+    return halves, reorder, {key: members for key, members in pairs.items() if key[0] in ids}
 
 
-def _arrows(events: list[dict], flow_indices: list[int], ts_ns: list, ids: set | None = None) -> dict[tuple, list[int]]:
+def _arrows(events: list[dict], flow_indices: list[int], ts_ns: list) -> dict[tuple, list[int]]:
     """The flow events with a timestamp by arrow, in file order: an arrow's events share id, cat and name
-    (after validate_events an id is an int or a str). `ids`: only the arrows with one of these ids."""
-    compiled = _cflows.arrows(events, flow_indices, ts_ns, ids) if _cflows is not None else None
+    (after validate_events an id is an int or a str)."""
+    compiled = _cflows.arrows(events, flow_indices, ts_ns) if _cflows is not None else None
     if compiled is not None:
         return compiled
     pairs: dict[tuple, list[int]] = {}
@@ -205,8 +206,6 @@ def _arrows(events: list[dict], flow_indices: list[int], ts_ns: list, ids: set |
             continue
         e = events[j]
         key = (e["id"], e.get("cat"), e.get("name"))
-        if ids is not None and key[0] not in ids:
-            continue
         members = pairs.get(key)
         if members is None:
             pairs[key] = [j]
