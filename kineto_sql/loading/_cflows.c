@@ -213,11 +213,11 @@ static Py_ssize_t find_arrow(const arrow *arrows, const int32_t *slots, size_t m
 }
 
 /* summary(events, flow_indices, ts_ns, ids) -> (halves, reorder, some): halves_and_reorder(events,
-   arrows(events, flow_indices, ts_ns), ts_ns) and arrows(events, flow_indices, ts_ns, ids), or None where
-   either would be (the caller then runs them). The arrows are counted in a C table instead of a dict of
-   tuple keys holding lists, and only those of the ids asked for are built: on hta_trace_diff_control's 4x
-   replica the two build ~99k tuples, lists and dict entries, ~100 ms, to count what one pass counts here
-   (~48 ms), for the few arrows bind_flows rewrites. */
+   arrows(events, flow_indices, ts_ns), ts_ns), and `some` the entries of those arrows whose id is in `ids`
+   (in the same order), or None where either would be (the caller then runs them). The arrows are counted
+   in a C table instead of a dict of tuple keys holding lists, and only those of the ids asked for are
+   built: on hta_trace_diff_control's 4x replica the two build ~99k tuples, lists and dict entries,
+   ~100 ms, to count what one pass counts here (~48 ms), for the few arrows bind_flows rewrites. */
 static PyObject *summary(PyObject *self, PyObject *args) {
     PyObject *events, *flow_indices, *ts_ns, *ids;
     if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyList_Type, &events, &PyList_Type, &flow_indices, &PyList_Type, &ts_ns,
@@ -260,7 +260,8 @@ static PyObject *summary(PyObject *self, PyObject *args) {
         Py_hash_t parts[3] = {PyObject_Hash(id), PyObject_Hash(cat), PyObject_Hash(name)};
         if (parts[0] == -1 || parts[1] == -1 || parts[2] == -1)
             goto out;
-        Py_hash_t hash = parts[0] * 1000003 ^ parts[1] * 31 ^ parts[2];
+        Py_uhash_t mixed = (Py_uhash_t)parts[0] * 1000003u ^ (Py_uhash_t)parts[1] * 31u ^ (Py_uhash_t)parts[2];
+        Py_hash_t hash = (Py_hash_t)mixed; /* (unsigned: an overflowing product wraps instead of being undefined) */
         Py_ssize_t at = find_arrow(table, slots, size - 1, hash, id, cat, name);
         if (at == -1)
             goto out;
