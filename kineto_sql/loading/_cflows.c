@@ -52,6 +52,26 @@ static Py_UCS4 phase_of(PyObject *events, PyObject *j) {
     return PyUnicode_READ_CHAR(ph, 0);
 }
 
+/* What the arrow loops read of flow event j (an index in flow_indices): its arrow key's three objects,
+   borrowed, into key[0..2] (id, cat, name). KEY_READ; KEY_NO_TS for an event without a timestamp (not
+   in any arrow); KEY_FALLBACK where the Python loop must run (not a dict, no id: it raises its KeyError);
+   KEY_ERROR with an error set. */
+enum { KEY_ERROR = -1, KEY_READ = 0, KEY_NO_TS = 1, KEY_FALLBACK = 2 };
+
+static int arrow_key(PyObject *events, PyObject *ts_ns, PyObject *j, PyObject *key[3]) {
+    PyObject *ts = item_at(ts_ns, j), *e = item_at(events, j);
+    if (ts == NULL || e == NULL || !PyDict_CheckExact(e))
+        return KEY_FALLBACK;
+    if (ts == Py_None)
+        return KEY_NO_TS;
+    key[0] = PyDict_GetItemWithError(e, K_ID);
+    if (key[0] == NULL)
+        return PyErr_Occurred() ? KEY_ERROR : KEY_FALLBACK;
+    key[1] = get_or_none(e, K_CAT);
+    key[2] = key[1] ? get_or_none(e, K_NAME) : NULL;
+    return key[2] == NULL ? KEY_ERROR : KEY_READ;
+}
+
 /* arrows(events, flow_indices, ts_ns) -> {(id, cat, name): [j, ...]} of the flow events with a ts, or None. */
 static PyObject *arrows(PyObject *self, PyObject *args) {
     PyObject *events, *flow_indices, *ts_ns;
@@ -61,22 +81,16 @@ static PyObject *arrows(PyObject *self, PyObject *args) {
     if (pairs == NULL)
         return NULL;
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(flow_indices); k++) {
-        PyObject *j = PyList_GET_ITEM(flow_indices, k);
-        PyObject *ts = item_at(ts_ns, j), *e = item_at(events, j);
-        if (ts == NULL || e == NULL || !PyDict_CheckExact(e))
-            goto fallback;
-        if (ts == Py_None)
+        PyObject *j = PyList_GET_ITEM(flow_indices, k), *read[3];
+        int got = arrow_key(events, ts_ns, j, read);
+        if (got == KEY_NO_TS)
             continue;
-        PyObject *id = PyDict_GetItemWithError(e, K_ID);
-        if (id == NULL) {
-            if (PyErr_Occurred())
+        if (got != KEY_READ) {
+            if (got == KEY_ERROR)
                 goto error;
-            goto fallback; /* e["id"]: the Python loop raises its KeyError */
+            goto fallback;
         }
-        PyObject *cat = get_or_none(e, K_CAT), *name = cat ? get_or_none(e, K_NAME) : NULL;
-        if (name == NULL)
-            goto error;
-        PyObject *key = PyTuple_Pack(3, id, cat, name);
+        PyObject *key = PyTuple_Pack(3, read[0], read[1], read[2]);
         if (key == NULL)
             goto error;
         PyObject *members = PyDict_GetItemWithError(pairs, key);
@@ -239,21 +253,16 @@ static PyObject *summary(PyObject *self, PyObject *args) {
     }
     memset(slots, 0xff, size * sizeof(int32_t));
     for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *j = PyList_GET_ITEM(flow_indices, k);
-        PyObject *ts = item_at(ts_ns, j), *e = item_at(events, j);
-        if (ts == NULL || e == NULL || !PyDict_CheckExact(e))
-            goto fallback;
-        if (ts == Py_None)
+        PyObject *j = PyList_GET_ITEM(flow_indices, k), *read[3];
+        int got = arrow_key(events, ts_ns, j, read);
+        if (got == KEY_NO_TS)
             continue;
-        PyObject *id = PyDict_GetItemWithError(e, K_ID);
-        if (id == NULL) {
-            if (PyErr_Occurred())
+        if (got != KEY_READ) {
+            if (got == KEY_ERROR)
                 goto out;
             goto fallback;
         }
-        PyObject *cat = get_or_none(e, K_CAT), *name = cat ? get_or_none(e, K_NAME) : NULL;
-        if (name == NULL)
-            goto out;
+        PyObject *id = read[0], *cat = read[1], *name = read[2];
         Py_UCS4 ph = phase_of(events, j);
         if (ph == 0)
             goto fallback; /* (the Python loops say what is wrong with it, or give its answer) */
