@@ -7,6 +7,7 @@ cannot stand for the whole one (a corrupt file, a trace small enough to parse wh
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gzip
 import json
@@ -20,7 +21,7 @@ import orjson
 import pytest
 
 from kineto_sql.errors import TraceInputError
-from kineto_sql.loading import rebase, source, stream, text_facts, ts_fields
+from kineto_sql.loading import lazy_args, rebase, source, stream, text_facts, ts_fields
 from kineto_sql.loading.prepare import prepare, prepare_path
 from kineto_sql.loading.source import read_bytes
 from tests.kineto_builder import Kernel, KinetoTrace, Launch, ProfilerStep
@@ -63,15 +64,31 @@ def _write(tmp_path: Path, doc, how: str) -> Path:
     return path
 
 
+@contextlib.contextmanager
+def _args_parsed():
+    """The streamed parse with every args parsed, as the whole-text parse does (no lazy_args cut)."""
+    kept = lazy_args._cargs
+    lazy_args._cargs = None
+    try:
+        yield
+    finally:
+        lazy_args._cargs = kept
+
+
 def _same_as_whole(path: Path):
     """prepare_path of the file, with its text facts searched in the parse and by the helper process,
-    against prepare() of the whole text."""
+    against prepare() of the whole text: the same bytes with every args parsed; with the args kept as the
+    file's text (lazy_args), the same JSON values (the args as written, not as orjson writes them)."""
     whole = prepare(read_bytes(path), path)
+    with _args_parsed():
+        parsed = prepare_path(path)
+    assert parsed.data == whole.data
+    expected = orjson.loads(whole.data)
     for facts_helper in (False, True):
         streamed = prepare_path(path, facts_helper=facts_helper)
         assert dataclasses.asdict(streamed.report) == dataclasses.asdict(whole.report)
         assert streamed.metadata == whole.metadata
-        assert streamed.data == whole.data
+        assert orjson.loads(streamed.data) == expected
     return streamed
 
 
@@ -91,7 +108,12 @@ def test_a_streamed_trace_prepares_as_its_whole_text(tmp_path, how, overlap):
 def test_cuts_inside_strings_and_nested_objects_are_not_taken(tmp_path):
     path = _write(tmp_path, _tricky(300), "gzip")
     streamed = stream.parse_file(path)
-    assert streamed is not None and streamed.doc == orjson.loads(read_bytes(path))
+    assert streamed is not None
+    kept = [e["args"] for e in streamed.doc["traceEvents"] if type(e.get("args")) is lazy_args.ArgsText]
+    assert len(kept) >= 300  # the args, brackets and quotes in their strings, are kept as their text
+    assert all(k.text in read_bytes(path) for k in kept)
+    lazy_args.materialize(streamed.doc["traceEvents"])
+    assert streamed.doc == orjson.loads(read_bytes(path))
     assert list(streamed.doc) == ["schemaVersion", "traceEvents", "deviceProperties"]
     _same_as_whole(path)
 

@@ -6,6 +6,32 @@
 #include <Python.h>
 #include <stdint.h>
 
+/* An event's args object kept as its text (loading.lazy_args; made by _cargs.c): its `texts` is the
+   `[text,text,...]` of one piece's cut args, this one's text at start..start+size. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *texts;
+    Py_ssize_t start, size;
+    PyObject *correlation; /* its top-level "correlation" (the last one, as a JSON parser keeps): int or None */
+} ArgsText;
+
+/* _cargs.ArgsText, or NULL (no error left set) where _cargs was not built: then no event holds one. */
+static inline PyTypeObject *import_args_text(void) {
+    PyObject *module = PyImport_ImportModule("kineto_sql.loading._cargs");
+    if (module == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *type = PyObject_GetAttrString(module, "ArgsText");
+    Py_DECREF(module);
+    if (type == NULL || !PyType_Check(type)) {
+        PyErr_Clear();
+        Py_XDECREF(type);
+        return NULL;
+    }
+    return (PyTypeObject *)type; /* (kept for the life of the process) */
+}
+
 /* d.get(key): borrowed; Py_None when absent; NULL (an error set) when the lookup failed. */
 static inline PyObject *get_or_none(PyObject *d, PyObject *key) {
     PyObject *v = PyDict_GetItemWithError(d, key);

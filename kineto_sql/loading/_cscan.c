@@ -15,6 +15,7 @@
 
 #include "_capi.h"
 
+static PyTypeObject *ARGS_TEXT; /* _cargs.ArgsText: its correlation was read from its text */
 static PyObject *K_PH, *K_PID, *K_TID, *K_TS, *K_DUR, *K_ARGS, *K_S, *K_CORR, *THOUSAND;
 
 enum { NOT_PUSHING = 0, IS_X = 1, IS_FLOW = 2, IS_INSTANT = 3, FALLBACK = -1 };
@@ -217,6 +218,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             PyObject *event_args = get_or_none(e, K_ARGS);
             if (event_args == NULL) {
                 rc = -1;
+            } else if (Py_TYPE(event_args) == ARGS_TEXT) {
+                PyObject *corr = ((ArgsText *)event_args)->correlation;
+                if (corr != Py_None) {
+                    PyObject *index = PyLong_FromSsize_t(i);
+                    rc = index == NULL ? -1 : note_correlation(by_correlation, track, corr, index);
+                    Py_XDECREF(index);
+                }
             } else if (event_args != Py_None) {
                 if (!PyDict_CheckExact(event_args)) {
                     fallback = 1;
@@ -293,5 +301,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cscan", NULL, -1, m
 PyMODINIT_FUNC PyInit__cscan(void) {
     if (intern_keys(KEY_NAMES, KEYS, 8) < 0 || (THOUSAND = PyLong_FromLong(1000)) == NULL)
         return NULL;
+    ARGS_TEXT = import_args_text();
     return PyModule_Create(&module);
 }

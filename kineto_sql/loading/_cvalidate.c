@@ -13,6 +13,7 @@
 #define MAX_US 9223372036854775LL /* (2**63 - 1) // 1000: validate.MAX_US */
 #define EXACT_DOUBLE 9007199254740992.0 /* 2**53: below it a double compares with MAX_US exactly */
 
+static PyTypeObject *ARGS_TEXT; /* _cargs.ArgsText: args kept as text are as good as a dict here */
 static PyObject *K_PH, *K_TS, *K_DUR, *K_ID, *K_PID, *K_TID, *K_NAME, *K_CAT, *K_ARGS, *K_S, *K_BP;
 
 /* A number's value as both an int64 (when it is an int) and a double; 0 when it is not an exact int or
@@ -97,7 +98,7 @@ static int clean(PyObject *e, PyObject *ph, fields *seen) {
             return 0;
     }
     PyObject *args = PyDict_GetItemWithError(e, K_ARGS);
-    if (args != NULL && args != Py_None && !PyDict_CheckExact(args))
+    if (args != NULL && args != Py_None && !PyDict_CheckExact(args) && Py_TYPE(args) != ARGS_TEXT)
         return 0;
     if (c != 'X' && !(exact_str_or_absent(e, K_S) && exact_str_or_absent(e, K_BP)))
         return 0;
@@ -258,6 +259,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cvalidate", NULL, -
 PyMODINIT_FUNC PyInit__cvalidate(void) {
     if (intern_keys(KEY_NAMES, KEYS, 11) < 0)
         return NULL;
+    ARGS_TEXT = import_args_text();
     if ((ONE = PyLong_FromLong(1)) == NULL)
         return NULL;
     ZERO_TID_PHASES = Py_BuildValue("{ssssssssssss}", "X", "", "i", "", "I", "", "s", "", "t", "", "f", "");

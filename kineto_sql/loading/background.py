@@ -7,8 +7,9 @@ creates the engine (as soon as the child has said how large the file is) and fee
 arrives. The events never exist in the process that holds the engine, and the two cores work at once.
 
 The child sends, in order: the input size, then the metadata and ingest report, then the pieces (read
-here one ahead, on a thread, while the engine parses the one before: _ReadAhead), then an end mark; or,
-at any point, the error that stopped it (the same one-sentence TraceInputError a serial load raises). A
+here one ahead, on a thread, while the engine parses the one before: _ReadAhead), then an end mark, then
+its check of the args it kept as text (lazy_args; run while the engine ends the file: verify()); or, at
+any point, the error that stopped it (the same one-sentence TraceInputError a serial load raises). A
 child that dies without an end mark is reported as such; nothing half-read is used.
 """
 from __future__ import annotations
@@ -124,22 +125,37 @@ class StreamedPrepared:
         # imports it made the 35 MB load ~0.1 s slower and its tree PSS 23 MB larger (8 rounds).
         _reuse_freed_buffers()
         ahead = _ReadAhead(self._message)
+        ended = False
         try:
             while True:
                 kind, body = self._receive(ahead.next)
                 if kind != _PIECE:
                     assert kind == "end", kind
+                    ended = True
                     return
                 yield body
         finally:
-            # (also for a consumer that stopped early: the child ends, so the reading thread ends)
-            self.close()
+            # (also for a consumer that stopped early: the child ends, so the reading thread ends; after the
+            # end mark the child stays, to say whether the args it kept as text are JSON: verify())
+            if not ended:
+                self.close()
             ahead.stop()
             _give_back_freed_memory()  # before the engine's end-of-file pass, where this process peaks
 
+    def verify(self) -> None:
+        """The child's word, after the last piece, on the args its parse kept as text (PreparedTrace.verify):
+        the load's error for one that is not JSON."""
+        if self._pid is None:
+            return
+        kind, _ = self._receive()
+        assert kind == "checked", kind
+        self.close()
+
     @property
     def data(self) -> bytes:
-        return b"".join(self.chunks())
+        data = b"".join(self.chunks())
+        self.verify()
+        return data
 
     def close(self) -> str:
         """Ends the child (killing it if it still runs); returns how it ended, in words."""
@@ -271,6 +287,8 @@ def _child(path: Path, writer) -> None:
                 unreturned = 0
                 _give_back_freed_memory()
         control("end")
+        prepared.verify()  # while the engine's process runs its end-of-file pass
+        control("checked")
     except KinetoSqlError as exc:
         control("error", exc)
     except BaseException as exc:  # an unexpected failure: say it as a LoaderDied with the cause

@@ -70,6 +70,7 @@ def open_prepared(prepared: PreparedTrace | background.StreamedPrepared, path: P
     tp = KinetoTraceProcessor(choice, sql_package=("kineto", package_modules()), sql_package_dir=package_dir())
     try:
         tp.load_chunks(prepared.chunks())
+        prepared.verify()
         tp.attach(LoadedTrace(path, prepared.report, prepared.metadata, rank_of(prepared, rank_from_name)))
         _add_ingest_tables(tp, prepared, path, tp.rank)
         _check_loss(tp, prepared, path, choice.allow_loss)

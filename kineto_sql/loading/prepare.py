@@ -27,12 +27,13 @@ from pathlib import Path
 import orjson
 
 from kineto_sql.errors import TraceInputError
+from kineto_sql.loading import lazy_args
 from kineto_sql.loading.flows import bind_flows
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.scan import TraceScan, scan_events
 from kineto_sql.loading.rawcheck import integer_beyond_int64, null_token
 from kineto_sql.loading.rebase import REBASE_ABOVE_US, TS_STRING, Reading, rebase_text
-from kineto_sql.loading.source import parse_trace_probed, read_bytes
+from kineto_sql.loading.source import parse_trace, parse_trace_probed, read_bytes
 from kineto_sql.loading.stream import check_same_file, parse_file
 from kineto_sql.loading.validate import (DEEP_ARGS_WHY, UINT32_MAX, Survey, cut_deep, validate_and_survey,
                                          validate_metadata)
@@ -64,8 +65,10 @@ class PreparedTrace:
     """
 
     def __init__(self, data: bytes | None, metadata: dict, report: IngestReport, events: list | None = None,
-                 spent: list | None = None):
+                 spent: list | None = None, checks: lazy_args.Checks | None = None):
         self._data = data
+        # The args the parse kept as text, to check as JSON before the load may succeed (verify()).
+        self._checks = checks
         self._events = events
         # What the fixes looked the events up with (the scan's columns, the flow pass's maps: ~55 ms to free
         # on hta_trace_diff_control's 4x replica), freed once the first piece is out, while the engine parses
@@ -85,7 +88,15 @@ class PreparedTrace:
     def data(self) -> bytes:
         if self._data is None:
             self._data = b"".join(self.chunks())
+            self.verify()
         return self._data
+
+    def verify(self) -> None:
+        """Checks the args the parse kept as text (lazy_args) as JSON; the load's error for one that is not.
+        Once the text is written: the loader's child runs it beside the engine's end-of-file pass."""
+        checks, self._checks = self._checks, None
+        if checks is not None:
+            checks.run()
 
     @property
     def size_hint(self) -> int:
@@ -110,7 +121,7 @@ class PreparedTrace:
                 piece = events[start:start + CHUNK_EVENTS]
                 events[start:start + CHUNK_EVENTS] = [None] * len(piece)
                 try:
-                    text = orjson.dumps(piece)
+                    text = orjson.dumps(piece, default=lazy_args.write_default)
                 except orjson.JSONEncodeError:  # an arg of 252-254 levels: writable alone, not in a list
                     text = _dumps_deep(piece)
                 del piece
@@ -128,10 +139,16 @@ def _dumps_deep(events: list) -> bytes:
     texts = []
     for e in events:
         try:
-            texts.append(orjson.dumps(e))
+            texts.append(orjson.dumps(e, default=lazy_args.write_default))
         except orjson.JSONEncodeError:
-            texts.append(json.dumps(e, separators=(",", ":"), ensure_ascii=False).encode())
+            texts.append(json.dumps(e, separators=(",", ":"), ensure_ascii=False, default=_args_of_text).encode())
     return b"[" + b",".join(texts) + b"]"
+
+
+def _args_of_text(value):
+    if type(value) is lazy_args.ArgsText:
+        return orjson.loads(value.text)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def prepare(raw: bytes, path: Path) -> PreparedTrace:
@@ -166,8 +183,16 @@ def _prepare_file(path: Path, on_size, reading: Reading | None, facts_helper: bo
     report = IngestReport(source=str(path), input_bytes=streamed.size)
     if streamed.rebased is not None:
         streamed.rebased.report(report)
+    checks = lazy_args.Checks(streamed.args_texts, lambda: _refuse_args(path)) if streamed.args_texts else None
     return _prepare_parsed(streamed.doc, streamed.shallow, lambda: streamed.args_may_change, [], report,
-                           path, lambda: _text_again(path, streamed.identity), reading, string_ts=streamed.string_ts)
+                           path, lambda: _text_again(path, streamed.identity), reading, string_ts=streamed.string_ts,
+                           checks=checks)
+
+
+def _refuse_args(path: Path):
+    """The load's error for args kept as text that are not JSON: the whole-file parse's sentence."""
+    parse_trace(read_bytes(path), path)
+    raise TraceInputError(f"{path} is not valid JSON in an event's args; re-export the trace from torch.profiler")
 
 
 def _text_again(path: Path, identity: tuple) -> bytes:
@@ -220,20 +245,20 @@ class _RebaseAgain(Exception):
 
 def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: IngestReport, path: Path,
                     unchanged_text, reading: Reading | None = None, rebase_settled=lambda: None,
-                    string_ts: bool = False) -> PreparedTrace:
+                    string_ts: bool = False, checks: lazy_args.Checks | None = None) -> PreparedTrace:
     """The fixes, on the parsed document. `text` holds the input text while it may still be needed (it is
     emptied once the trace is certain to be rewritten); `text_shows_arg_fix()` says whether the text shows
     a null or an integer beyond int64; `unchanged_text()` gives the text an unchanged trace is loaded as.
     `reading`: the limits the rebase was chosen with (None the first time); raises _RebaseAgain when the rebase
     must be chosen again, else calls `rebase_settled()`. `string_ts`: the text shows a timestamp written as
-    a string."""
+    a string. `checks`: the events' args kept as text (lazy_args), to check as JSON before the load ends."""
     fixes_before = len(report.fixes)
     if isinstance(doc, list):
         events, metadata = doc, {}
-        _settle_times(events, {}, report, reading, string_ts)
+        _settle_times(events, {}, report, reading, string_ts, checks)
     elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
         events = doc["traceEvents"]
-        _settle_times(events, doc, report, reading, string_ts)
+        _settle_times(events, doc, report, reading, string_ts, checks)
         metadata = validate_metadata({k: v for k, v in doc.items() if k != "traceEvents"}, report)
     else:
         raise TraceInputError(
@@ -272,17 +297,28 @@ def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: 
     changed |= bind_flows(events, scan, moved_to_lanes, report, keep=spent)
     del scan
     if args_may_change:
+        _materialize(events, checks)
         changed |= _scan_args(events, report)
 
     if not changed:
         del events, doc, spent
-        return PreparedTrace(unchanged_text(), metadata, report)
+        return PreparedTrace(unchanged_text(), metadata, report, checks=checks)
     # Peak memory is the parsed events plus the text on either side: let the input text go first, and
     # write the output only while the engine reads it (PreparedTrace.chunks).
     text.clear()
     del doc
     report.rewritten = True
-    return PreparedTrace(None, metadata, report, events, spent)
+    return PreparedTrace(None, metadata, report, events, spent, checks)
+
+
+def _materialize(events: list, checks: lazy_args.Checks | None) -> None:
+    """The args kept as text parsed back (for the passes that change args), or the load's error for one
+    that is not JSON."""
+    if checks is not None:
+        try:
+            lazy_args.materialize(events)
+        except lazy_args.NotJSON:
+            checks.refuse()
 
 
 # -- what the textual rebase cannot see ----------------------------------------------------------------
@@ -290,13 +326,14 @@ def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: 
 _NUMBER = (int, float)
 
 
-def _settle_times(events: list, doc: dict, report: IngestReport, reading: Reading | None, string_ts: bool) -> None:
+def _settle_times(events: list, doc: dict, report: IngestReport, reading: Reading | None, string_ts: bool,
+                  checks: lazy_args.Checks | None = None) -> None:
     """_settle_rebase where the text was rebased (a base of 0 too: a field below the events may have set
     it, or it is a second reading); where it was not, a timestamp written as a string that needs the rebase
     (negative, or a fraction at >= 1e12 us) has the text read again with the base at or below it, and a
     metadata event's negative one is written as 0 (the engine drops the event, its name with it)."""
     if report.fix_count("timestamps_rebased") or reading is not None:
-        _settle_rebase(events, doc, report, reading)
+        _settle_rebase(events, doc, report, reading, checks)
         return
     if not string_ts:
         return
@@ -327,7 +364,8 @@ def _second_reading(events: list, base_us: int, texts: list[tuple[dict, Decimal]
     return Reading(floor=min(lows) - 1 if lows else None, low=math.floor(min(strings)) if strings else None)
 
 
-def _settle_rebase(events: list, doc: dict, report: IngestReport, reading: Reading | None) -> None:
+def _settle_rebase(events: list, doc: dict, report: IngestReport, reading: Reading | None,
+                   checks: lazy_args.Checks | None = None) -> None:
     """The rebase (loading.rebase) rewrites every `"ts": number` of the text, before the parse can tell
     an event's own timestamp from an arg or a top-level field that happens to be named ts, and it does not
     see a timestamp written as a string. After the parse, in one pass over the events:
@@ -385,6 +423,7 @@ def _settle_rebase(events: list, doc: dict, report: IngestReport, reading: Readi
                 restored[0] += 1
 
     if base_us:  # (a base of 0 moved nothing)
+        _materialize(events, checks)  # (a field named ts may be in args kept as text)
         for e in events:
             if type(e) is dict:
                 restore(e, skip="ts")  # an event's fields but its own ts
@@ -578,7 +617,7 @@ def _split_overlaps(events: list[dict], scan: TraceScan, report: IngestReport,
             lane_of.append(lane)
         if thread_names is None:
             metadata = events if metadata_events is None else [events[i] for i in metadata_events]
-            thread_names = {(e.get("pid"), e.get("tid")): (e.get("args") or {}).get("name")
+            thread_names = {(e.get("pid"), e.get("tid")): (lazy_args.args_of(e) or {}).get("name")
                             for e in metadata if e.get("ph") == "M" and e.get("name") == "thread_name"}
         pid, tid = scan.tracks[track]
         lane_tids = [tid]

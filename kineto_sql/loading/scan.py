@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from math import floor
 
 from kineto_sql.loading.events import ns, orjson_keys
+from kineto_sql.loading.lazy_args import ArgsText
 
 try:  # the loop below, compiled (pyproject's ext-modules); absent where no C compiler built it
     from kineto_sql.loading import _cscan
@@ -197,7 +198,7 @@ def scan_events_python(events: list[dict]) -> TraceScan:
         if is_x:
             args = e.get("args")
             if args is not None:
-                corr = args.get("correlation")
+                corr = args.correlation if args.__class__ is ArgsText else args.get("correlation")
                 if isinstance(corr, int):
                     point = (track, corr)
                     have = by_correlation.get(point)

@@ -17,6 +17,7 @@ from pathlib import Path
 import orjson
 
 from kineto_sql.errors import TraceInputError
+from kineto_sql.loading import lazy_args
 from kineto_sql.loading.rawcheck import integer_orjson_rounds
 
 try:  # ISA-L's inflate: the same bytes as zlib's in about 40% of the time (the loader inflates each gzip trace
@@ -220,11 +221,12 @@ def _parse_in_pieces(raw: bytes, probe: DepthProbe | None = None):
     return rest
 
 
-def first_events(text: bytes, start: int, probe: DepthProbe | None, fix=None):
+def first_events(text: bytes, start: int, probe: DepthProbe | None, fix=None, texts: list | None = None):
     """The first run of whole events of `text` from `start` (the `{` of an event) that is at least
     PIECE_BYTES long: (its events, the piece parsed, the index of the `{` that follows it), or None when
     no cut within _TRIES tries parses. `fix(piece, start)`, when given, is the text parsed instead of the
-    piece (the streamed parse rebases each piece before its parse)."""
+    piece (the streamed parse rebases each piece before its parse). `texts`, when given, has the events'
+    args kept as text (lazy_args.parse_cut) and collects what is left to check of them."""
     search_from = start + PIECE_BYTES
     for _ in range(_TRIES):
         cut = _BETWEEN_EVENTS.search(text, search_from)
@@ -233,29 +235,32 @@ def first_events(text: bytes, start: int, probe: DepthProbe | None, fix=None):
         piece = text[start:cut.start() + 1]
         if fix is not None:
             piece = fix(piece, start)
-        part = _items(piece, probe)
+        part = _items(piece, probe, texts)
         if part is not None:
             return part, piece, cut.end() - 1
         search_from = cut.end()
     return None
 
 
-def last_events(text: bytes, start: int, probe: DepthProbe | None):
+def last_events(text: bytes, start: int, probe: DepthProbe | None, texts: list | None = None):
     """The events from `start` up to the `]` that closes the event list: (the events, the index just
-    after that `]`), or None when no `]` within _TRIES tries ends a run of whole events."""
+    after that `]`), or None when no `]` within _TRIES tries ends a run of whole events. `texts`: as
+    first_events'."""
     search_from = start
     for _ in range(_TRIES):
         end = _AFTER_LAST_EVENT.search(text, search_from)
         if end is None:
             return None
-        part = _items(text[start:end.start() + 1], probe)
+        part = _items(text[start:end.start() + 1], probe, texts)
         if part is not None:
             return part, end.end()
         search_from = end.end()
     return None
 
 
-def _items(piece: bytes, probe: DepthProbe | None):
+def _items(piece: bytes, probe: DepthProbe | None, texts: list | None = None):
+    if texts is not None:
+        return lazy_args.parse_cut(piece, lambda text: _items(text, probe), texts)
     return loads_list(b"[" + piece + b"]") if probe is None else probe.loads_items(piece)
 
 

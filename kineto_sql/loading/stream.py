@@ -17,12 +17,12 @@ the result never depends on which path ran.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kineto_sql.errors import TraceInputError
-from kineto_sql.loading import source
+from kineto_sql.loading import lazy_args, source
 from kineto_sql.loading.rebase import Reading, TimestampSpan, shift
 from kineto_sql.loading.text_facts import FactsHelper, Fallback, NeedsRebase, TextFacts
 
@@ -46,6 +46,7 @@ class StreamedDoc:
     identity: tuple  # the file's (device, inode, size, mtime) when it was read
     rebased: TimestampSpan | None = None  # the timestamps, when the text was rebased as it was read
     string_ts: bool = False  # the text shows a `"ts"` written as a string
+    args_texts: list = field(default_factory=list)  # the events' args kept as text, still to check (lazy_args)
 
 
 def file_identity(path: Path) -> tuple:
@@ -224,7 +225,7 @@ def _parse(path: Path, identity: tuple, facts: TextFacts | FactsHelper, span: Ti
     head = fix(bytes(buffer[:key.start()]))
     text, at = bytes(buffer), key.end()  # the events' text from `at` on
     del buffer
-    probe, events = source.DepthProbe(), []
+    probe, events, args_texts = source.DepthProbe(), [], []
     facts.see(head)
     while True:
         if len(text) - at < 2 * source.PIECE_BYTES:
@@ -243,7 +244,7 @@ def _parse(path: Path, identity: tuple, facts: TextFacts | FactsHelper, span: Ti
             del parts
             if have < 2 * source.PIECE_BYTES:
                 break  # the file is read: what is left ends the event list
-        found = source.first_events(text, at, probe, fix)
+        found = source.first_events(text, at, probe, fix, args_texts)
         if found is None:
             raise Fallback
         part, piece, at = found
@@ -254,7 +255,7 @@ def _parse(path: Path, identity: tuple, facts: TextFacts | FactsHelper, span: Ti
     rest = fix(text[at:], at)
     del text
     facts.see(rest)
-    found = source.last_events(rest, 0, probe)
+    found = source.last_events(rest, 0, probe, args_texts)
     if found is None:
         raise Fallback
     last, after = found
@@ -263,6 +264,15 @@ def _parse(path: Path, identity: tuple, facts: TextFacts | FactsHelper, span: Ti
     if type(doc) is not dict or doc.get("traceEvents") != []:
         raise Fallback
     facts.finish()
+    if facts.huge and args_texts:
+        # An integer beyond int64 may be in args kept as text: they are parsed now, as the pieces would have
+        # been (one orjson refuses, beyond 64 bits, is for the whole-text parse: source.parse_exact).
+        try:
+            lazy_args.materialize(events)
+        except lazy_args.NotJSON:
+            raise Fallback from None
+        args_texts = []
     check_same_file(path, identity)
     doc["traceEvents"] = events
-    return StreamedDoc(doc, probe.bounded, size, facts.null or facts.huge, identity, span, facts.string_ts)
+    return StreamedDoc(doc, probe.bounded, size, facts.null or facts.huge, identity, span, facts.string_ts,
+                       args_texts)

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 import orjson
 
 from kineto_sql.loading.events import orjson_keys
+from kineto_sql.loading.lazy_args import ArgsText
 from kineto_sql.loading.report import IngestReport
 
 try:  # the common case of _validate_loop, compiled (pyproject's ext-modules); absent without a C compiler
@@ -178,7 +179,7 @@ def _validate_loop(pairs, drops: dict, fixes: dict, kept: list, phases: dict, pi
         if not (type(cat) is str or cat is None):
             e["cat"] = text_of(cat)
             fixes["name_or_cat_coerced_to_text"].append(index)
-        if not (type(args) is dict or args is None):
+        if not (type(args) is dict or args is None or type(args) is ArgsText):
             e["args"] = {"value": text_of(args)}
             fixes["args_not_object_wrapped"].append(index)
         if ph != "X":
