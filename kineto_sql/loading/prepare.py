@@ -10,7 +10,10 @@ This module fixes the input first and records each change in an IngestReport:
   microseconds, so every event keeps its nanoseconds; the offset is in the report (loading.rebase);
 - pids/tids Perfetto cannot hold get fresh ids in a reserved range, with their original in the name;
 - an X event that cannot nest goes to an "overlap lane" of the same process (a new thread named after
-  the original thread), and the flow events that belong to it follow it there.
+  the original thread), and the flow events that belong to it follow it there;
+- a text that shows a string escape is written again by orjson, every character raw but those JSON must
+  escape, since the importer keeps the escapes of a string without an escaped quote as written
+  (rawcheck.escape_token); the strings it will still keep escaped are reported.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ from kineto_sql.loading import lazy_args
 from kineto_sql.loading.flows import bind_flows
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.scan import TraceScan, scan_events
-from kineto_sql.loading.rawcheck import integer_beyond_int64, null_token
+from kineto_sql.loading.rawcheck import escape_token, integer_beyond_int64, null_token
 from kineto_sql.loading.rebase import REBASE_ABOVE_US, TS_STRING, Reading, rebase_text
 from kineto_sql.loading.source import parse_trace, parse_trace_probed, read_bytes
 from kineto_sql.loading.stream import check_same_file, parse_file
@@ -186,7 +189,7 @@ def _prepare_file(path: Path, on_size, reading: Reading | None, facts_helper: bo
     checks = lazy_args.Checks(streamed.args_texts, lambda: _refuse_args(path)) if streamed.args_texts else None
     return _prepare_parsed(streamed.doc, streamed.shallow, lambda: streamed.args_may_change, [], report,
                            path, lambda: _text_again(path, streamed.identity), reading, string_ts=streamed.string_ts,
-                           checks=checks)
+                           checks=checks, text_shows_escape=lambda: streamed.escape)
 
 
 def _refuse_args(path: Path):
@@ -228,8 +231,10 @@ def _prepare(holder: list, path: Path, reading: Reading | None = None) -> Prepar
     text = [rebased]
     del rebased
     try:
+        escape = escape_token(text[0])
         return _prepare_parsed(doc, shallow, lambda: null_token(text[0]) or integer_beyond_int64(text[0]), text,
-                               report, path, text.pop, reading, original.clear, string_ts)
+                               report, path, text.pop, reading, original.clear, string_ts,
+                               text_shows_escape=lambda: escape)
     except _RebaseAgain as again:
         del doc, text
         return _prepare(original, path, again.reading)
@@ -245,13 +250,15 @@ class _RebaseAgain(Exception):
 
 def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: IngestReport, path: Path,
                     unchanged_text, reading: Reading | None = None, rebase_settled=lambda: None,
-                    string_ts: bool = False, checks: lazy_args.Checks | None = None) -> PreparedTrace:
+                    string_ts: bool = False, checks: lazy_args.Checks | None = None,
+                    text_shows_escape=lambda: False) -> PreparedTrace:
     """The fixes, on the parsed document. `text` holds the input text while it may still be needed (it is
     emptied once the trace is certain to be rewritten); `text_shows_arg_fix()` says whether the text shows
     a null or an integer beyond int64; `unchanged_text()` gives the text an unchanged trace is loaded as.
     `reading`: the limits the rebase was chosen with (None the first time); raises _RebaseAgain when the rebase
     must be chosen again, else calls `rebase_settled()`. `string_ts`: the text shows a timestamp written as
-    a string. `checks`: the events' args kept as text (lazy_args), to check as JSON before the load ends."""
+    a string. `checks`: the events' args kept as text (lazy_args), to check as JSON before the load ends.
+    `text_shows_escape()`: the text may hold a string escape the engine would keep as written."""
     fixes_before = len(report.fixes)
     if isinstance(doc, list):
         events, metadata = doc, {}
@@ -284,6 +291,9 @@ def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: 
     # The args pass changes or reports something only if the text shows an integer beyond int64, a null
     # or a value nested deeper than a JSON writer goes; on most traces the text rules all three out.
     args_may_change = not shallow or text_shows_arg_fix()
+    # A string escape the engine would keep as written: the trace is written by orjson, which writes every
+    # character raw but those JSON must escape (rawcheck.escape_token).
+    changed |= text_shows_escape()
     if changed:  # rewritten for certain: the input text is not needed any more
         text.clear()
         doc = None
@@ -299,6 +309,8 @@ def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: 
     if args_may_change:
         _materialize(events, checks)
         changed |= _scan_args(events, report)
+    if text_shows_escape():
+        _report_kept_escapes(events, report)
 
     if not changed:
         del events, doc, spent
@@ -309,6 +321,33 @@ def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: 
     del doc
     report.rewritten = True
     return PreparedTrace(None, metadata, report, events, spent, checks)
+
+
+def _report_kept_escapes(events: list, report: IngestReport) -> None:
+    """Counts the strings the engine will still keep escaped: one with a backslash or a control character
+    (which JSON must write escaped) and no quote (the engine unescapes a string that holds an escaped
+    quote, and then every escape in it)."""
+    kept: list[str] = []
+
+    def look(value) -> None:
+        if type(value) is str:
+            if '"' not in value and ("\\" in value or any(c < " " for c in value)):
+                kept.append(value)
+        elif type(value) is dict:
+            for key, item in value.items():
+                look(key)
+                look(item)
+        elif type(value) is list:
+            for item in value:
+                look(item)
+
+    for e in events:  # (args kept as text hold no escape: lazy_args parses those)
+        look(e)
+    report.add("escape_kept_by_engine", len(kept),
+               "a string with a backslash or a control character (a newline, a tab) and no quote: Perfetto v52's "
+               "JSON importer unescapes only strings that hold an escaped quote, so it stores these escapes as "
+               "written (a newline as a backslash and an n); every other escaped character was written as itself",
+               examples=[repr(text[:60]) for text in kept[:5]])
 
 
 def _materialize(events: list, checks: lazy_args.Checks | None) -> None:

@@ -15,6 +15,8 @@ Each answers "certainly not there" or "maybe" (a digit run inside a string, `: n
 """
 from __future__ import annotations
 
+import re
+
 try:  # _long_digit_runs compiled (pyproject's ext-modules), so the text-facts helper imports no numpy
     from kineto_sql.loading import _crawcheck
 except ImportError:
@@ -22,6 +24,18 @@ except ImportError:
 
 INT64_MIN, INT64_MAX, UINT64_MAX = -2**63, 2**63 - 1, 2**64 - 1
 _JSON_SPACE = b" \t\r\n"
+
+
+# A backslash escape other than \" (a string that holds one is unescaped whole by the engine: escape_token).
+_ESCAPE = re.compile(rb'\\[^"]')
+
+
+def escape_token(raw: bytes) -> bool:
+    r"""Whether the text may hold a string escape that Perfetto v52 would keep as written: its JSON tokenizer
+    unescapes a string only when the string holds an escaped quote, so `"caf\u00e9"` is stored as the nine
+    characters caf\u00e9 and `"a\nb"` with a backslash and an n (measured on name, cat, args keys and
+    values, process, thread and counter names). A maybe, like the others: `\\"` also ends a string."""
+    return _ESCAPE.search(raw) is not None
 
 
 def null_token(raw: bytes) -> bool:

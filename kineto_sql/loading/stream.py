@@ -47,6 +47,7 @@ class StreamedDoc:
     rebased: TimestampSpan | None = None  # the timestamps, when the text was rebased as it was read
     string_ts: bool = False  # the text shows a `"ts"` written as a string
     args_texts: list = field(default_factory=list)  # the events' args kept as text, still to check (lazy_args)
+    escape: bool = False  # the text shows a string escape the engine would keep as written (rawcheck.escape_token)
 
 
 def file_identity(path: Path) -> tuple:
@@ -275,4 +276,4 @@ def _parse(path: Path, identity: tuple, facts: TextFacts | FactsHelper, span: Ti
     check_same_file(path, identity)
     doc["traceEvents"] = events
     return StreamedDoc(doc, probe.bounded, size, facts.null or facts.huge, identity, span, facts.string_ts,
-                       args_texts)
+                       args_texts, facts.escape)

@@ -1,5 +1,5 @@
 """What prepare asks of a trace's whole text: a null, an integer beyond int64, a timestamp written as a
-string, and whether the timestamp rebase may apply; gathered piece by piece beside the streamed parse
+string, a string escape the engine would keep as written, and whether the timestamp rebase may apply; gathered piece by piece beside the streamed parse
 (TextFacts), or by a helper process that reads the file again while the parse runs (FactsHelper).
 
 Each fact is a search of the text (rawcheck, rebase), and each is a "maybe": a fact seen where nothing
@@ -23,7 +23,7 @@ import os
 import signal
 
 from kineto_sql.loading import forked
-from kineto_sql.loading.rawcheck import integer_beyond_int64, integer_orjson_rounds, null_token
+from kineto_sql.loading.rawcheck import escape_token, integer_beyond_int64, integer_orjson_rounds, null_token
 from kineto_sql.loading.rebase import TS_STRING, TS_UNUSUAL, RebaseEvidence
 
 
@@ -41,10 +41,11 @@ class TextFacts:
 
     def __init__(self, watch_rebase: bool):
         self.rebase = RebaseEvidence() if watch_rebase else None
-        self.null = self.huge = self.string_ts = False
+        self.null = self.huge = self.string_ts = self.escape = False
 
     def see(self, piece: bytes) -> None:
         self.null = self.null or null_token(piece)
+        self.escape = self.escape or escape_token(piece)
         unusual = TS_UNUSUAL.search(piece)  # (a string timestamp is one; none is found before the first)
         if unusual is not None and not self.string_ts:
             self.string_ts = bool(TS_STRING.search(piece, unusual.start()))
@@ -74,7 +75,7 @@ class FactsHelper:
     def __init__(self, parts):
         self._pid, self._reader = forked.start(_helper, parts)
         self._answered = False
-        self.null = self.huge = self.string_ts = False
+        self.null = self.huge = self.string_ts = self.escape = False
 
     def see(self, piece: bytes) -> None:
         if not self._answered and self._reader.poll():
@@ -95,7 +96,7 @@ class FactsHelper:
             raise NeedsRebase
         if answer == "fallback":
             raise Fallback
-        self.null, self.huge, self.string_ts = answer
+        self.null, self.huge, self.string_ts, self.escape = answer
 
     def close(self) -> None:
         if self._pid is None:
@@ -115,7 +116,7 @@ def _helper(parts, writer) -> None:
         try:
             for text, _ in parts():
                 facts.see(text)
-            answer = (facts.null, facts.huge, facts.string_ts)
+            answer = (facts.null, facts.huge, facts.string_ts, facts.escape)
         except NeedsRebase:
             answer = "rebase"
         except (Fallback, OSError):
