@@ -7,10 +7,10 @@
    step here is the C API call of its Python statement (dict lookups, tuple keys, rich comparisons), so
    the results are the same objects in the same order.
    - summary() counts the half arrows and the late ends of every arrow in one pass over a C table, and
-     builds only the arrows bind_flows asked for (arrows() and halves_and_reorder() in one, ~half the time);
-   - arrows(), halves_and_reorder() and summary() return None for anything outside the shapes validate leaves
-     (an event that is not a dict, a ph that is not a one-letter str, a flow without id), and the
-     caller runs the Python loop, which defines the behaviour (and says any error in its words);
+     builds only the arrows bind_flows asked for (flows._arrows and _halves_and_reorder in one, ~half the
+     time the two took compiled); it returns None for anything outside the shapes validate leaves (an
+     event that is not a dict, a ph that is not a one-letter str, a flow without id), and the caller runs
+     those two Python loops, which define the behaviour (and say any error in their words);
    - intended() does the common case inline (an int id, one slice with that correlation beginning at
      the flow's time) and hands every other flow event, in order, to the Python rule (`one`).
    Built when a C compiler is there (pyproject's ext-modules, optional); flows.py falls back without it. */
@@ -52,7 +52,7 @@ static Py_UCS4 phase_of(PyObject *events, PyObject *j) {
     return PyUnicode_READ_CHAR(ph, 0);
 }
 
-/* What the arrow loops read of flow event j (an index in flow_indices): its arrow key's three objects,
+/* What summary() reads of flow event j (an index in flow_indices): its arrow key's three objects,
    borrowed, into key[0..2] (id, cat, name). KEY_READ; KEY_NO_TS for an event without a timestamp (not
    in any arrow); KEY_FALLBACK where the Python loop must run (not a dict, no id: it raises its KeyError);
    KEY_ERROR with an error set. */
@@ -72,57 +72,6 @@ static int arrow_key(PyObject *events, PyObject *ts_ns, PyObject *j, PyObject *k
     return key[2] == NULL ? KEY_ERROR : KEY_READ;
 }
 
-/* arrows(events, flow_indices, ts_ns) -> {(id, cat, name): [j, ...]} of the flow events with a ts, or None. */
-static PyObject *arrows(PyObject *self, PyObject *args) {
-    PyObject *events, *flow_indices, *ts_ns;
-    if (!PyArg_ParseTuple(args, "O!O!O!", &PyList_Type, &events, &PyList_Type, &flow_indices, &PyList_Type, &ts_ns))
-        return NULL;
-    PyObject *pairs = PyDict_New();
-    if (pairs == NULL)
-        return NULL;
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(flow_indices); k++) {
-        PyObject *j = PyList_GET_ITEM(flow_indices, k), *read[3];
-        int got = arrow_key(events, ts_ns, j, read);
-        if (got == KEY_NO_TS)
-            continue;
-        if (got != KEY_READ) {
-            if (got == KEY_ERROR)
-                goto error;
-            goto fallback;
-        }
-        PyObject *key = PyTuple_Pack(3, read[0], read[1], read[2]);
-        if (key == NULL)
-            goto error;
-        PyObject *members = PyDict_GetItemWithError(pairs, key);
-        int rc;
-        if (members != NULL) {
-            rc = PyList_Append(members, j);
-        } else if (PyErr_Occurred()) {
-            rc = -1;
-        } else {
-            members = PyList_New(1);
-            if (members == NULL) {
-                rc = -1;
-            } else {
-                Py_INCREF(j);
-                PyList_SET_ITEM(members, 0, j);
-                rc = PyDict_SetItem(pairs, key, members);
-                Py_DECREF(members);
-            }
-        }
-        Py_DECREF(key);
-        if (rc < 0)
-            goto error;
-    }
-    return pairs;
-fallback:
-    Py_DECREF(pairs);
-    Py_RETURN_NONE;
-error:
-    Py_DECREF(pairs);
-    return NULL;
-}
-
 /* (ts_ns[a], a) < (ts_ns[b], b): 1, 0, or -1 on error. */
 static int sorts_before(PyObject *ts_ns, PyObject *a, PyObject *b) {
     PyObject *ta = item_at(ts_ns, a), *tb = item_at(ts_ns, b);
@@ -136,62 +85,6 @@ static int sorts_before(PyObject *ts_ns, PyObject *a, PyObject *b) {
     if (!same)
         return PyObject_RichCompareBool(ta, tb, Py_LT);
     return PyObject_RichCompareBool(a, b, Py_LT);
-}
-
-/* halves_and_reorder(events, pairs, ts_ns) -> (half-arrow events, {ends written before their start}),
-   or None. */
-static PyObject *halves_and_reorder(PyObject *self, PyObject *args) {
-    PyObject *events, *pairs, *ts_ns;
-    if (!PyArg_ParseTuple(args, "O!O!O!", &PyList_Type, &events, &PyDict_Type, &pairs, &PyList_Type, &ts_ns))
-        return NULL;
-    PyObject *reorder = PySet_New(NULL);
-    if (reorder == NULL)
-        return NULL;
-    Py_ssize_t halves = 0, pos = 0;
-    PyObject *key, *members;
-    while (PyDict_Next(pairs, &pos, &key, &members)) {
-        if (!PyList_CheckExact(members))
-            goto fallback;
-        Py_ssize_t n = PyList_GET_SIZE(members);
-        if (n == 1) { /* half an arrow: the common case on GPU traces (flow ends without starts) */
-            halves++;
-            continue;
-        }
-        PyObject *start = NULL, *end = NULL;
-        Py_ssize_t starts = 0, ends = 0;
-        for (Py_ssize_t m = 0; m < n; m++) {
-            PyObject *j = PyList_GET_ITEM(members, m);
-            Py_UCS4 ph = phase_of(events, j);
-            if (ph == 0)
-                goto fallback;
-            if (ph == 's') {
-                starts++;
-                start = j;
-            } else if (ph == 'f') {
-                ends++;
-                end = j;
-            }
-        }
-        /* two members "sf"/"fs" and the general case agree: one start and one end, the end sorting first */
-        if (starts == 1 && ends == 1) {
-            int before = sorts_before(ts_ns, end, start);
-            if (before < 0 || (before && PySet_Add(reorder, end) < 0))
-                goto error;
-        }
-        if (n == 2 && starts == 1 && ends == 1)
-            continue;
-        if (starts == 0 || ends == 0)
-            halves += n;
-    }
-    PyObject *result = Py_BuildValue("(nO)", halves, reorder);
-    Py_DECREF(reorder);
-    return result;
-fallback:
-    Py_DECREF(reorder);
-    Py_RETURN_NONE;
-error:
-    Py_DECREF(reorder);
-    return NULL;
 }
 
 /* One arrow of summary()'s table: its key's three objects (borrowed: the events hold them), their hash,
@@ -226,12 +119,13 @@ static Py_ssize_t find_arrow(const arrow *arrows, const int32_t *slots, size_t m
     }
 }
 
-/* summary(events, flow_indices, ts_ns, ids) -> (halves, reorder, some): halves_and_reorder(events,
-   arrows(events, flow_indices, ts_ns), ts_ns), and `some` the entries of those arrows whose id is in `ids`
-   (in the same order), or None where either would be (the caller then runs them). The arrows are counted
-   in a C table instead of a dict of tuple keys holding lists, and only those of the ids asked for are
-   built: on hta_trace_diff_control's 4x replica the two build ~99k tuples, lists and dict entries,
-   ~100 ms, to count what one pass counts here (~48 ms), for the few arrows bind_flows rewrites. */
+/* summary(events, flow_indices, ts_ns, ids) -> (halves, reorder, some): flows._halves_and_reorder(events,
+   flows._arrows(events, flow_indices, ts_ns), ts_ns), and `some` the entries of those arrows whose id is
+   in `ids` (in the same order), or None for events of another shape (the caller then runs those two).
+   The arrows are counted in a C table instead of a dict of tuple keys holding lists, and only those of the
+   ids asked for are built: on hta_trace_diff_control's 4x replica the two build ~99k tuples, lists and
+   dict entries, ~100 ms, to count what one pass counts here (~48 ms), for the few arrows bind_flows
+   rewrites. */
 static PyObject *summary(PyObject *self, PyObject *args) {
     PyObject *events, *flow_indices, *ts_ns, *ids;
     if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyList_Type, &events, &PyList_Type, &flow_indices, &PyList_Type, &ts_ns,
@@ -424,12 +318,10 @@ static PyObject *move_to_end(PyObject *self, PyObject *args) {
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(events), r = PyList_GET_SIZE(removed), t = PyList_GET_SIZE(tail);
     Py_ssize_t *drop = PyMem_New(Py_ssize_t, r + 1), *late = PyMem_New(Py_ssize_t, t + 1);
-    PyObject **moved = PyMem_New(PyObject *, t + 1);
+    PyObject **moved = PyMem_New(PyObject *, t + 1), *result = NULL;
     if (drop == NULL || late == NULL || moved == NULL) {
-        PyMem_Free(drop);
-        PyMem_Free(late);
-        PyMem_Free(moved);
-        return PyErr_NoMemory();
+        PyErr_NoMemory();
+        goto done;
     }
     /* the indices, checked before anything moves: sorted, distinct, in range, tail within removed */
     const char *bad = NULL;
@@ -454,10 +346,7 @@ static PyObject *move_to_end(PyObject *self, PyObject *args) {
     if (bad != NULL) {
         if (*bad)
             PyErr_SetString(PyExc_ValueError, bad);
-        PyMem_Free(drop);
-        PyMem_Free(late);
-        PyMem_Free(moved);
-        return NULL;
+        goto done;
     }
     PyObject **item = ((PyListObject *)events)->ob_item;
     for (Py_ssize_t k = 0; k < t; k++)
@@ -477,10 +366,13 @@ static PyObject *move_to_end(PyObject *self, PyObject *args) {
     for (Py_ssize_t k = 0; k < t; k++)
         item[write++] = moved[k];
     Py_SET_SIZE(events, write); /* (the array keeps its allocation; only the end shrank) */
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
     PyMem_Free(drop);
     PyMem_Free(late);
     PyMem_Free(moved);
-    Py_RETURN_NONE;
+    return result;
 }
 
 static const char *const KEY_NAMES[] = {"id", "cat", "name", "ph", "bp"};
@@ -489,9 +381,6 @@ USE_KEYS_METHOD
 
 static PyMethodDef methods[] = {
     USE_KEYS_ENTRY,
-    {"arrows", arrows, METH_VARARGS, "arrows(events, flow_indices, ts_ns): flows._arrows's dict, or None."},
-    {"halves_and_reorder", halves_and_reorder, METH_VARARGS,
-     "halves_and_reorder(events, pairs, ts_ns): flows._halves_and_reorder's answer, or None."},
     {"intended", intended, METH_VARARGS,
      "intended(events, flow_indices, flow_tracks, ts_ns, by_correlation, moved, shared, intended_of, at_risk, "
      "one): flows._intended_and_at_risk's loop."},

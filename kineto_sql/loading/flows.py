@@ -196,10 +196,7 @@ def _arrow_summary(events: list[dict], flow_indices: list[int], ts_ns: list, ids
 
 def _arrows(events: list[dict], flow_indices: list[int], ts_ns: list) -> dict[tuple, list[int]]:
     """The flow events with a timestamp by arrow, in file order: an arrow's events share id, cat and name
-    (after validate_events an id is an int or a str)."""
-    compiled = _cflows.arrows(events, flow_indices, ts_ns) if _cflows is not None else None
-    if compiled is not None:
-        return compiled
+    (after validate_events an id is an int or a str). Run where _cflows.summary declines the events."""
     pairs: dict[tuple, list[int]] = {}
     for j in flow_indices:
         if ts_ns[j] is None:
@@ -216,9 +213,6 @@ def _arrows(events: list[dict], flow_indices: list[int], ts_ns: list) -> dict[tu
 
 def _halves_and_reorder(events: list[dict], pairs: dict[tuple, list[int]], ts_ns: list) -> tuple[int, set[int]]:
     """How many flow events are half an arrow, and the arrow ends that sort before their start."""
-    compiled = _cflows.halves_and_reorder(events, pairs, ts_ns) if _cflows is not None else None
-    if compiled is not None:
-        return compiled
     reorder, halves = set(), 0
     for members in pairs.values():
         if len(members) == 1:  # half an arrow: the common case on GPU traces (flow ends without starts)

@@ -189,7 +189,7 @@ def _prepare_file(path: Path, on_size, reading: Reading | None, facts_helper: bo
     checks = lazy_args.Checks(streamed.args_texts, lambda: _refuse_args(path)) if streamed.args_texts else None
     return _prepare_parsed(streamed.doc, streamed.shallow, lambda: streamed.args_may_change, [], report,
                            path, lambda: _text_again(path, streamed.identity), reading, string_ts=streamed.string_ts,
-                           checks=checks, text_shows_escape=lambda: streamed.escape)
+                           checks=checks, escape=streamed.escape)
 
 
 def _refuse_args(path: Path):
@@ -231,10 +231,9 @@ def _prepare(holder: list, path: Path, reading: Reading | None = None) -> Prepar
     text = [rebased]
     del rebased
     try:
-        escape = escape_token(text[0])
         return _prepare_parsed(doc, shallow, lambda: null_token(text[0]) or integer_beyond_int64(text[0]), text,
                                report, path, text.pop, reading, original.clear, string_ts,
-                               text_shows_escape=lambda: escape)
+                               escape=escape_token(text[0]))
     except _RebaseAgain as again:
         del doc, text
         return _prepare(original, path, again.reading)
@@ -251,14 +250,14 @@ class _RebaseAgain(Exception):
 def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: IngestReport, path: Path,
                     unchanged_text, reading: Reading | None = None, rebase_settled=lambda: None,
                     string_ts: bool = False, checks: lazy_args.Checks | None = None,
-                    text_shows_escape=lambda: False) -> PreparedTrace:
+                    escape: bool = False) -> PreparedTrace:
     """The fixes, on the parsed document. `text` holds the input text while it may still be needed (it is
     emptied once the trace is certain to be rewritten); `text_shows_arg_fix()` says whether the text shows
     a null or an integer beyond int64; `unchanged_text()` gives the text an unchanged trace is loaded as.
     `reading`: the limits the rebase was chosen with (None the first time); raises _RebaseAgain when the rebase
     must be chosen again, else calls `rebase_settled()`. `string_ts`: the text shows a timestamp written as
     a string. `checks`: the events' args kept as text (lazy_args), to check as JSON before the load ends.
-    `text_shows_escape()`: the text may hold a string escape the engine would keep as written."""
+    `escape`: the text may hold a string escape the engine would keep as written."""
     fixes_before = len(report.fixes)
     if isinstance(doc, list):
         events, metadata = doc, {}
@@ -293,7 +292,7 @@ def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: 
     args_may_change = not shallow or text_shows_arg_fix()
     # A string escape the engine would keep as written: the trace is written by orjson, which writes every
     # character raw but those JSON must escape (rawcheck.escape_token).
-    changed |= text_shows_escape()
+    changed |= escape
     if changed:  # rewritten for certain: the input text is not needed any more
         text.clear()
         doc = None
@@ -309,7 +308,7 @@ def _prepare_parsed(doc, shallow: bool, text_shows_arg_fix, text: list, report: 
     if args_may_change:
         _materialize(events, checks)
         changed |= _scan_args(events, report)
-    if text_shows_escape():
+    if escape:
         _report_kept_escapes(events, report)
 
     if not changed:
