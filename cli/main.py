@@ -25,6 +25,7 @@ COMMANDS = {
     "run": "kineto_sql.cli.query_cmds:run_command",
     "lint": "kineto_sql.cli.query_cmds:lint_command",
     "new": "kineto_sql.cli.query_cmds:new_command",
+    "mcp": "kineto_sql.cli.mcp_cmd:command",
 }
 
 
