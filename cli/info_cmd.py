@@ -85,7 +85,7 @@ def _render(info: TraceInfo) -> None:
     else:  # a rule would be as wide as the pipe console
         console.print(f"== {info.source}{rank} ==")
     console.print(f"{info.input_bytes / 1e6:.1f} MB JSON, schema {info.schema_version}, engine {info.engine}; "
-                  f"flags: {', '.join(k for k, v in info.flags.items() if v) or 'none recorded'}")
+                  f"recorded with: {', '.join(info.options()) or 'no profiler option (shapes, stacks, memory, flops)'}")
     for d in info.devices:
         console.print(f"device {d['id']}: {d['name']} ({d['memory_gb']} GB)")
     phases = ", ".join(f"{k}={v}" for k, v in info.events_by_phase.items())

@@ -200,3 +200,24 @@ def test_run_checks_every_query_and_value_before_loading(trace_path, monkeypatch
     assert result.exit_code == 2
     assert message in result.stderr
     assert loads == []
+
+
+@pytest.mark.parametrize(("query_id", "hint"), [
+    ("sync_forcing_op", "(did you mean catalog.sync_forcing_op?)"),
+    ("catalog.sync_forcng_op", "(did you mean catalog.sync_forcing_op?)"),
+    ("reading.step_tabel", "(did you mean reading.step_table or "),
+])
+def test_an_unknown_id_suggests_the_closest(query_id, hint):
+    result = CliRunner().invoke(cli, ["show", query_id])
+    assert result.exit_code == 2 and hint in result.stderr
+
+
+def test_an_id_far_from_every_query_gets_no_suggestion():
+    result = CliRunner().invoke(cli, ["show", "catalog.zzzzzz"])
+    assert result.exit_code == 2 and "did you mean" not in result.stderr
+
+
+def test_top_help_starts_with_diagnose():
+    text = invoke("--help").stdout
+    start = text.index("Start here:")
+    assert text[start:].splitlines()[1].strip().startswith("kineto-sql diagnose trace.json.gz")
