@@ -9,6 +9,7 @@ import pandas as pd
 
 from kineto_sql.catalog import KINDS, load_catalog
 from kineto_sql.cli.engine_options import engine_choice, engine_options
+from kineto_sql.cli.progress import spinner
 from kineto_sql.cli.output import (emit_frame, emit_json, emit_not_applicable, format_option, frame_records,
                                    friendly_errors)
 from kineto_sql.query_pool import default_jobs
@@ -97,8 +98,11 @@ def run_command(query_ids: tuple[str, ...], trace: Path, params: tuple[tuple[str
       kineto-sql run hta.kernel_breakdown hta.idle_time_breakdown hta.queue_length trace.json.gz
     """
     plan = list(_plan(query_ids, dict(params)))
-    with open_trace(trace, engine_choice(engine_kind, tp_shell), jobs=default_jobs()) as tp:
-        results = [run_query(tp, spec, values) for spec, values in plan]
+    with spinner() as say, open_trace(trace, engine_choice(engine_kind, tp_shell), jobs=default_jobs()) as tp:
+        results = []
+        for k, (spec, values) in enumerate(plan, 1):
+            say(f"query {k} of {len(plan)}: {spec.id}")
+            results.append(run_query(tp, spec, values))
     if len(results) == 1:
         _emit_result(results[0], fmt)
     elif fmt == "json":

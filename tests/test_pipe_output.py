@@ -182,3 +182,32 @@ def test_narrow_tables_keep_every_number(args, columns):
         for column in numeric:
             cell = human(column, row[column])
             assert cell == "" or any(f" {cell} " in line for line in lines), (column, cell)
+
+
+def test_a_terminal_gets_one_spinner_that_follows_the_stages(monkeypatch):
+    """On a terminal the spinner's text follows the library's stages and the command's own (rule k of n);
+    in a pipe the same stages are plain lines."""
+    import io
+    import sys
+
+    from kineto_sql.cli import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    texts = []
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    progress.configure(quiet=False)
+    import rich.progress
+
+    real = rich.progress.Progress.update
+    monkeypatch.setattr(rich.progress.Progress, "update",
+                        lambda self, task, **kw: (texts.append(kw.get("description")), real(self, task, **kw))[1])
+    from kineto_sql.loading.load import open_trace
+
+    with progress.spinner() as say, open_trace(TRACE) as tp:
+        say("query 1 of 1: reading.op_table")
+        assert tp.rows("SELECT 1 AS one").column("one") == [1]
+    assert any(t and t.startswith("loaded gc_stall_planted.json.gz") for t in texts), texts
+    assert "query 1 of 1: reading.op_table" in texts
