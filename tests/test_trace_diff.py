@@ -136,7 +136,8 @@ def test_resnet50_num_workers_pair_says_host_side():
     report = D.build_diff(before, after)
     # median step: nw0 steps 164-181 ms (median of 6: 176.1 / 176.5 -> the lower, 176.1), nw4 116-182 ms
     assert report.before.steps == (5, 6, 7, 8, 9, 10) and len(report.after.steps) == 6
-    assert report.headline.startswith("AFTER is 28.2% faster")
+    # the verdict of the steady windows (all six a side here), with its interval: tests/test_diff_verdict.py
+    assert report.headline.startswith("AFTER is faster by 28.2% (95% CI ")
     assert "the saving is host-side; the largest host change is " \
            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ -69.3 ms" in report.headline
     top = report.rows.iloc[0]
