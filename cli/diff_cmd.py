@@ -79,7 +79,7 @@ def diff_command(before: Path, after: Path | None, fmt: str, device: str, median
     if after is None and baseline_name is None:
         raise click.UsageError("diff compares BEFORE and AFTER, or one TRACE against --baseline NAME.")
     if hta_compat:
-        if after is None:
+        if after is None or baseline_name is not None:
             raise click.UsageError("--hta-compat compares two traces; a baseline keeps no HTA summary.")
         return _hta_diff(before, after, fmt, device, all_steps, -1 if step is None else step, limit, choice)
     window = "step" if step is not None else "median" if median_step else "all"
@@ -93,6 +93,9 @@ def diff_command(before: Path, after: Path | None, fmt: str, device: str, median
         path = baselines.save(sides[0], baseline_name, baseline_dir)
         click.echo(f"baseline {baseline_name!r} stored at {path} (from {before})", err=True)
         if update_baseline:
+            if fail_pct is not None:
+                click.echo("regression gate: not judged, so not failed: --update-baseline stores a baseline and "
+                           "compares nothing.", err=True)
             return
     report = trace_diff.build_diff(sides[0], sides[1], options, None if device == "all" else device)
     result = None

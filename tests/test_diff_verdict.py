@@ -237,10 +237,12 @@ def test_baseline_store_reuse_and_errors(tmp_path):
     def run(*args):
         return CliRunner().invoke(cli, ["diff", *args, "--baseline-dir", str(store)])
 
-    stored = run(p["base"], "--baseline", "main", "--update-baseline")
+    stored = run(p["base"], "--baseline", "main", "--update-baseline", "--fail-on-regression", "10")
     assert stored.exit_code == 0, stored.output
     assert stored.stdout == ""
-    assert stored.stderr.splitlines()[-1] == f"baseline 'main' stored at {store / 'main.json'} (from {p['base']})"
+    assert stored.stderr.splitlines()[-2:] == [
+        f"baseline 'main' stored at {store / 'main.json'} (from {p['base']})",
+        "regression gate: not judged, so not failed: --update-baseline stores a baseline and compares nothing."]
     body = json.loads((store / "main.json").read_text())
     assert body["summary"]["widths"] == [int(w * 1000) for w in widths(1000)]
     assert "traceEvents" not in body and (store / "main.json").stat().st_size < 20_000
@@ -264,6 +266,8 @@ def test_baseline_store_reuse_and_errors(tmp_path):
     assert "Traceback" not in broken.output
     lone = CliRunner().invoke(cli, ["diff", p["slow"]])
     assert lone.exit_code == 2 and "one TRACE against --baseline NAME" in lone.output
+    hta = run(p["slow"], "--baseline", "main", "--hta-compat")
+    assert hta.exit_code == 2 and "a baseline keeps no HTA summary" in hta.output
 
 
 def test_summary_round_trips_through_json(tmp_path):
