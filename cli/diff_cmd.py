@@ -153,7 +153,7 @@ def _bucket_table(verdict, min_us: float) -> str:
     --min-us are left out. Fits 80 columns."""
     from kineto_sql.diff_verdict import GROUPS
 
-    lines = [f"{'ledger bucket':<22} {'change':>8} {'95% CI':>19}  (median per steady window, ms)"]
+    lines = [f"{'ledger bucket':<22} {'change':>8} {'95% CI':>19}  ms (steady medians)"]
     entries = [(GROUPS[k] + " (all)", iv) for k, iv in verdict.groups.items()]
     entries += sorted(verdict.buckets.items(), key=lambda kv: -abs(kv[1].point))
     for name, iv in entries:
