@@ -40,6 +40,9 @@ class SideSummary:
     buckets: dict            # bucket -> [ns per window], 0 where the window has none
     settings: dict           # with_stack / record_shapes / profile_memory -> bool
     problems: list = field(default_factory=list)   # catalog.capture_validity evidence sentences
+    # The query versions the numbers come from (reading.step_ledger and the libs it reads): a baseline
+    # stored by another version may draw windows or buckets differently.
+    method: str = ""
 
     @property
     def steady(self) -> list[int]:
@@ -67,7 +70,7 @@ class SideSummary:
     def to_json(self) -> dict:
         return {"schema": SUMMARY_SCHEMA, "label": self.label, "device": self.device, "source": self.source,
                 "steps": self.steps, "cold": self.cold, "widths": self.widths, "buckets": self.buckets,
-                "settings": self.settings, "problems": self.problems}
+                "settings": self.settings, "problems": self.problems, "method": self.method}
 
     @classmethod
     def from_json(cls, data: dict) -> "SideSummary":
@@ -79,7 +82,8 @@ class SideSummary:
         return cls(str(data["label"]), str(data["device"]), data["source"], [int(s) for s in data["steps"]],
                    [bool(c) for c in data["cold"]], [int(w) for w in data["widths"]],
                    {str(k): [int(x) for x in v] for k, v in data["buckets"].items()},
-                   {k: bool(data["settings"].get(k, False)) for k in SETTINGS}, [str(p) for p in data["problems"]])
+                   {k: bool(data["settings"].get(k, False)) for k in SETTINGS}, [str(p) for p in data["problems"]],
+                   str(data.get("method", "")))
 
 
 def summarise(tp, label: str) -> SideSummary:
@@ -87,7 +91,8 @@ def summarise(tp, label: str) -> SideSummary:
     from kineto_sql.runner import capabilities, run_query, trace_device_name
     from kineto_sql.sql_files import read_sql
 
-    ledger = run_query(tp, "reading.step_ledger").df
+    run = run_query(tp, "reading.step_ledger")
+    ledger = run.df
     windows = ledger.drop_duplicates("window_id").sort_values("window_id")
     ids = [int(w) for w in windows["window_id"]]
     position = {w: i for i, w in enumerate(ids)}
@@ -104,7 +109,8 @@ def summarise(tp, label: str) -> SideSummary:
     problems = [str(e) for e in validity["evidence"]] if len(validity) else []
     return SideSummary(label, device, "+".join(sources) if sources else None,
                        [int(s) for s in windows["step"]], [bool(c) for c in windows["is_cold"]],
-                       [int(w) for w in windows["window_dur"]], buckets, settings, problems)
+                       [int(w) for w in windows["window_dur"]], buckets, settings, problems,
+                       f"{run.spec.id_version} {run.spec.header.get('lib', '')}".strip())
 
 
 @dataclass(frozen=True)
@@ -136,6 +142,10 @@ def checks(before: SideSummary, after: SideSummary) -> list[Check]:
     elif before.steps and after.steps and (before.steps[0] != after.steps[0] or len(before.steps) != len(after.steps)):
         out.append(Check("schedule", False, f"Another schedule shape: BEFORE captured {before.schedule()}, "
                          f"AFTER {after.schedule()}."))
+    if before.method and after.method and before.method != after.method:
+        out.append(Check("method", False, "BEFORE's and AFTER's numbers come from different query versions "
+                         f"({before.method} against {after.method}): windows or buckets may be drawn "
+                         "differently; store the baseline again."))
     differ = [k for k in SETTINGS if before.settings.get(k) != after.settings.get(k)]
     if differ:
         says = ", ".join(f"{k} {_on(before.settings.get(k))} -> {_on(after.settings.get(k))}" for k in differ)

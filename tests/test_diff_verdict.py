@@ -257,6 +257,14 @@ def test_baseline_store_reuse_and_errors(tmp_path):
     # two traces and --baseline: BEFORE is stored as NAME
     again = run(p["slow"], p["base"], "--baseline", "pr")
     assert again.exit_code == 0 and json.loads((store / "pr.json").read_text())["trace"] == p["slow"]
+    # a baseline from other query versions is flagged, not refused
+    body["summary"]["method"] = "reading.step_ledger@0 lib.ledger@1"
+    (store / "old.json").write_text(json.dumps(body))
+    old = run(p["slow"], "--baseline", "old", "--format", "json")
+    flagged = [c for c in json.loads(old.stdout)["verdict"]["checks"] if c["name"] == "method"]
+    assert len(flagged) == 1 and not flagged[0]["blocking"]
+    assert flagged[0]["sentence"].startswith("BEFORE's and AFTER's numbers come from different query versions "
+                                             "(reading.step_ledger@0 lib.ledger@1 against reading.step_ledger@1 lib.")
     missing = run(p["slow"], "--baseline", "nope")
     assert missing.exit_code == 2
     assert missing.stderr.strip() == (f"error: no baseline 'nope' at {store / 'nope.json'}: record one with "
