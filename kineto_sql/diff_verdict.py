@@ -16,6 +16,7 @@ Comparability, before any number is read:
 """
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 
 from kineto_sql.diff_stats import CONFIDENCE, MIN_WINDOWS, Bootstrap, Interval
@@ -212,11 +213,7 @@ def verdict(before: SideSummary, after: SideSummary) -> Verdict:
 
 
 def _median(values: list) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return float(ordered[mid]) if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
+    return float(statistics.median(values)) if values else None
 
 
 # ------------------------------------------------------------------------------------------ wording
