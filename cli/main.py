@@ -16,7 +16,7 @@ COMMANDS = {
     "diagnose": "kineto_sql.cli.diagnose_cmd:command",
     "open": "kineto_sql.cli.open_cmd:command",
     "ranks": "kineto_sql.cli.ranks_cmd:command",
-    "diff": "kineto_sql.cli.ranks_cmd:diff_command",
+    "diff": "kineto_sql.cli.diff_cmd:diff_command",
     "collectives": "kineto_sql.cli.collectives_cmd:command",
     "try": "kineto_sql.cli.try_cmd:command",
     "fleet": "kineto_sql.cli.fleet_cmd:command",
