@@ -2,13 +2,8 @@
 then every applicable detector, findings summed per detector, each claiming ledger time, ranked by the
 share of steady step time they claim.
 
-Claims: a detector's header names the ledger buckets its impact is drawn from (`-- claims:`). The ledger
-puts every nanosecond of every window in exactly one bucket, so detectors that claim different buckets
-never claim the same time. Where several claim one bucket, the larger estimate claims first and the others
-get what is left (`rest of ...` claims go last: they take what no specific cause explained); a rule with
-no claims line claims from every steady bucket, last. The claimed time is the finding's impact, so the
-steady findings' shares add up to at most 100% of the steady step time. Cold windows are their own pool
-(`cold`): catalog.cold_start claims it and ranks after the steady findings.
+Claims (which ledger time each finding's impact is drawn from, so that no two findings claim the same
+nanosecond) are resolved in kineto_sql/diagnose/claims.py, per window.
 
 A capture that is mostly its cold start (kineto.lib.steady_sample: fewer than 3 steady windows holding under
 10% of the windows' time) has no steady state to rank against: every share is then of all the windows, and
@@ -23,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from kineto_sql import catalog
+from kineto_sql.diagnose.claims import COLD, resolve_window_claims, window_pools
 from kineto_sql.diagnose.model import (SEVERITIES, Diagnosis, Finding, LedgerBucket, Skipped, StepRow,
                                        TraceDiagnosis, Verdict, Where, severity_rank)
 from kineto_sql.diagnose.narrate import narrate
@@ -40,9 +36,8 @@ STEP_TABLE = "reading.step_table"
 STEP_LEDGER = "reading.step_ledger"
 VERDICT = "reading.verdict"
 OP_TABLE = "reading.op_table"
-RESIDUAL = "rest of "
-COLD = "cold"
-COMMON = ("ts", "dur", "impact_dur", "step", "evidence", "fix", "max_severity", "min_severity")
+CLAIM_BUCKET = "claim_bucket"
+COMMON = ("ts", "dur", "impact_dur", "step", "evidence", "fix", "max_severity", "min_severity", CLAIM_BUCKET)
 # Findings about the capture itself come before every other finding, whatever their impact: a capture
 # that lost GPU activity or ran under counter replay makes every other number suspect.
 FIRST = ("catalog.capture_validity",)
@@ -87,7 +82,7 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
     denominator = verdict.lane_ns or verdict.total_step_ns or _trace_span(tp)
     # lane_ns already holds the cold windows when the steady sample is too small
     cold_denominator = denominator if not verdict.steady_representative else \
-        (verdict.lane_ns or 0) + pools.get(COLD, 0) or denominator
+        (verdict.lane_ns or 0) + sum(ns for (_, b), ns in pools.items() if b == COLD) or denominator
     fired, silent, skipped, errors = [], [], [], []
     for spec in detectors():
         try:
@@ -101,7 +96,7 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
             silent.append(spec.id)
         else:
             fired.append((spec, result.rows))
-    claimed = resolve_claims([(spec, _estimate(df)) for spec, df in fired], pools)
+    claimed = resolve_window_claims([(spec, _estimate_by_step(df)) for spec, df in fired], pools)
     findings = [_finding(spec, df, cold_denominator if spec.claims == (COLD,) else denominator, source,
                          claimed[spec.id], of_capture=not verdict.steady_representative) for spec, df in fired]
     findings = rank_findings(findings, cold_apart=verdict.steady_representative)
@@ -130,53 +125,27 @@ def query_plan() -> tuple[list[catalog.QuerySpec], dict[str, list[str]]]:
     return specs, {spec.id: kineto_dependencies(spec.path.read_text()) + [spec.module] for spec in specs}
 
 
+def _estimate_by_step(rows: Rows) -> dict:
+    """The rows' impact per (step, bucket): step None for rows without a step (claimed from any window),
+    bucket None unless the rule returns a `claim_bucket` column (the one bucket of its claims line a row's
+    impact is drawn from: a device finding names its kernels' bucket)."""
+    if "impact_dur" not in rows:
+        return {}
+    steps = rows.column("step") if "step" in rows else [None] * len(rows)
+    hints = rows.column(CLAIM_BUCKET) if CLAIM_BUCKET in rows else [None] * len(rows)
+    out: dict = {}
+    for step, hint, impact in zip(steps, hints, numbers(rows.column("impact_dur"), missing_as=0)):
+        key = (None if missing(step) else int(step), None if missing(hint) else str(hint))
+        out[key] = out.get(key, 0) + max(int(impact), 0)
+    return out
+
+
 def _estimate(rows: Rows) -> int:
     if "impact_dur" not in rows:
         return 0
     return int(column_sum(max(v, 0) for v in numbers(rows.column("impact_dur"), missing_as=0)))
 
 
-
-
-def _expand(claim: str, pools: dict[str, int]) -> list[str]:
-    """`busy.*` names every bucket of a kind; a plain name is itself."""
-    if claim.endswith(".*"):
-        prefix = claim[:-1]
-        return sorted(b for b in pools if b.startswith(prefix))
-    return [claim]
-
-
-def resolve_claims(estimates, pools: dict[str, int]) -> dict[str, dict[str, int]]:
-    """What each detector's finding claims: at most its own estimate, at most what is left of its buckets.
-
-    `estimates` is [(spec, estimate_ns)], `pools` the ledger time per bucket (steady windows) plus `cold`.
-    Order: rules with specific claims by estimate (largest first, then id), then `rest of` claims, then rules
-    without a claims line (which claim from every steady bucket). No bucket is ever claimed twice over.
-    Returns, per detector id, the time taken from each bucket (its impact is their sum)."""
-    left = dict(pools)
-    steady = [b for b in pools if b != COLD]
-
-    def order(item):
-        spec, estimate = item
-        claims = spec.claims
-        tier = 2 if not claims else (1 if claims[0].startswith(RESIDUAL) else 0)
-        return tier, -estimate, spec.id
-
-    out = {}
-    for spec, estimate in sorted(estimates, key=order):
-        claims = [c.removeprefix(RESIDUAL) for c in spec.claims] or steady
-        buckets = [b for c in claims for b in _expand(c, left)]
-        want, taken = estimate, {}
-        for bucket in buckets:
-            take = min(want, left.get(bucket, 0))
-            if take > 0:
-                left[bucket] -= take
-                taken[bucket] = take
-                want -= take
-            if want <= 0:
-                break
-        out[spec.id] = taken
-    return out
 
 
 def _devices(tp) -> tuple[str, ...]:
@@ -245,8 +214,7 @@ def _verdict(tp, runs: dict[str, query_pool.Outcome]) -> tuple[Verdict, dict[str
     v = verdict_run.rows.record(0)
     ledger = ledger_run.rows.records()
     steady = [r for r in ledger if not truthy(r["is_cold"])]
-    pools = {str(b): int(d) for b, d in dur_by(steady, "bucket").items()}
-    pools[COLD] = int(column_sum(r["dur"] for r in ledger if truthy(r["is_cold"])))
+    pools = window_pools(ledger)
     lane_ns = _int(v.get("lane_dur"))
     representative = _num(v.get("steady_representative"))
     representative = True if representative is None else bool(representative)
@@ -316,9 +284,13 @@ def _float(value):
 
 
 def _finding(spec, rows: Rows, denominator: int | None, source: str,
-             claimed: dict[str, int] | None = None, of_capture: bool = False) -> Finding:
+             claimed: dict | None = None, of_capture: bool = False) -> Finding:
+    """`claimed`: what claim resolution gave the finding, per (step, bucket)."""
     estimate = _estimate(rows)
     impact = estimate if claimed is None else sum(claimed.values())
+    by_bucket: dict[str, int] = {}
+    for (_, bucket), ns in (claimed or {}).items():
+        by_bucket[bucket] = by_bucket.get(bucket, 0) + ns
     pct = round(100.0 * impact / denominator, 2) if denominator else None
     severity = severity_for(impact, pct)
     cold = spec.claims == (COLD,)
@@ -350,21 +322,23 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
         query_id=spec.id,
         id_version=spec.id_version,
         title=spec.title,
-        catalog_row=spec.source,
+        catalog_row=spec.references,
         severity=severity,
         count=len(rows),
         impact_ns=impact,
         impact_pct=pct,
         evidence=evidence,
-        signature=spec.signature or "",
+        signature=spec.what or "",
         confirming=spec.confirming or "",
-        fix=row_fix(worst) or spec.fix or "",
+        fix=row_fix(worst) or spec.use_instead or "",
         where=where,
         reproduce=(f"kineto-sql run {spec.id} {source}", f"kineto-sql show {spec.id} --paste",
                    f"kineto-sql open {source} --finding {spec.id}"),
         numbers=figures,
         claims=spec.claims,
-        claimed=dict(claimed or {}),
+        claimed=by_bucket,
+        claimed_windows=tuple(sorted(((s, b, ns) for (s, b), ns in (claimed or {}).items()),
+                                     key=lambda x: (x[0] is None, x[0] or 0, x[1]))),
         estimate_ns=estimate,
         scope="cold" if cold else "steady",
         of_capture=of_capture and not cold,

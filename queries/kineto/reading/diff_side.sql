@@ -2,15 +2,10 @@
 -- version: 3
 -- kind: reading
 -- title: One side of a trace diff: per step, its width, CPU / GPU busy, GPU time by kernel class, and every op and kernel by call path
--- source: issue 17 (diff v2: a headline that says why, rows by time moved, structural alignment)
+-- references: PyTorch profiler documentation (https://pytorch.org/docs/stable/profiler.html); HTA's TraceDiff
+--   (https://github.com/facebookresearch/HolisticTraceAnalysis): a before/after diff by time moved
 -- needs: none
 -- status: stable
--- locked: 3 bba28d992e53834c
--- lib: lib.collectives@3 lib.cpu_ops@5 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3
---   lib.gpu_idle@1 lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3
---   lib.iterations@5 lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4
---   lib.steps@9 lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1 reading.step_table@3
--- cases: one_step_one_kernel=382f2415
 
 -- kineto_sql/trace_diff.py runs this on both traces and compares them. Rows, all per window (a
 -- ProfilerStep; the whole capture, step NULL, when the trace has none):

@@ -2,15 +2,12 @@
 -- version: 3
 -- kind: reading
 -- title: Step table: step width, CPU busy, GPU busy and occupancy per ProfilerStep
--- source: seed 000 section 2, reading order step 1; seed 001 "Cold-Start Overhead"
+-- references: torch.profiler & HTA: the Framework View, "Reading order" step 1; Profiling in PyTorch: A
+--   Beginner's Guide to torch.profiler, "Cold-Start Overhead"
 -- needs: steps
 -- status: stable
 -- default sparse_below_pct: 50
 -- default cold_start_factor: 1.5
--- locked: 3 766dde83d91fde2a
--- lib: lib.cpu_ops@5 lib.device_busy@3 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3
---   lib.interval_merge@3 lib.kernels@6 lib.steps@9 lib.stream_busy@4 lib.thread_slices@2
---   lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
