@@ -35,7 +35,7 @@ DETECTOR_KEYS = ("what", "confirming", "why", "known_problems", "example", "use_
 DOC_SECTIONS = {"what": "what it looks like in the trace", "confirming": "what a person checks to confirm",
                 "why": "why it costs step time", "known_problems": "where it fires although nothing is wrong",
                 "example": "the name of a case of its test file that fires", "use_instead": "what to change"}
-# Keys of earlier headers, and what they became (python migrate_headers.py converts a checkout).
+# Keys of earlier headers, and what they became: lint names the new key.
 RENAMED_KEYS = {"signature": "what", "cost": "why", "false_positives": "known_problems", "fix": "use_instead",
                 "source": "references"}
 # Lock data lives in queries/LOCK.toml (kineto_sql/versions.py), never in a header.
