@@ -107,7 +107,7 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
 
 
 def _run_queries(tp, jobs: int, on_start) -> dict[str, query_pool.Outcome]:
-    """The verdict, the ledger, every detector and the op table, by id."""
+    """The verdict, the ledger, the step table, every detector and the op table, by id."""
     capabilities(tp)  # cached before any fork, so both processes read the same
     trace_device_name(tp)
     specs, needs = query_plan()
@@ -121,7 +121,7 @@ def query_plan() -> tuple[list[catalog.QuerySpec], dict[str, list[str]]]:
     """What diagnose runs and the modules each query includes. The ledger's chain and the op table's are
     the longest: they go first, so that with two processes each starts one. Read once per process
     (diagnose_path reads it while the loader child parses the trace)."""
-    specs = [resolve_spec(VERDICT), resolve_spec(OP_TABLE), resolve_spec(STEP_LEDGER)] + detectors()
+    specs = [resolve_spec(VERDICT), resolve_spec(OP_TABLE), resolve_spec(STEP_LEDGER), resolve_spec(STEP_TABLE)] + detectors()
     return specs, {spec.id: kineto_dependencies(spec.path.read_text()) + [spec.module] for spec in specs}
 
 
@@ -231,7 +231,7 @@ def _verdict(tp, runs: dict[str, query_pool.Outcome]) -> tuple[Verdict, dict[str
         regime=str(v["regime"]),
         regime_reason=str(v["sentence"]).rstrip("."),
         has_gpu=has_gpu,
-        per_step=_per_step(ledger),
+        per_step=_per_step(_rows(runs.get(STEP_TABLE))),
         window_source=str(v["window_source"]),
         cold_windows=int(v["cold_windows"]),
         cold_ns=int(v["cold_dur"] or 0),
@@ -253,24 +253,34 @@ def _busy_pct(steady: list[dict], lane_ns: int | None) -> float | None:
     return round(100.0 * busy / lane_ns, 1) if lane_ns else None
 
 
-def _per_step(ledger: list[dict]) -> tuple[StepRow, ...]:
-    """One row per window, read on its busiest device (host-only ledgers: ATen-op time as CPU busy)."""
+def _per_step(step_table: Rows | None) -> tuple[StepRow, ...]:
+    """One row per window from reading.step_table (the one definition of CPU busy: merged ATen-op time),
+    read on its busiest device."""
+    if step_table is None or step_table.empty:
+        return ()
     windows: dict = {}
-    for row in ledger:
-        if missing(row["window_id"]) or missing(row["step"]):
+    for row in step_table.records():
+        if missing(row["step"]):
             continue
-        windows.setdefault((row["window_id"], row["step"]), []).append(row)
+        windows.setdefault((row["ts"], row["step"]), []).append(row)
     rows = []
-    for (window, step) in sorted(windows, key=lambda k: (sort_key(k[0]), sort_key(k[1]))):
-        group = windows[(window, step)]
-        width = int(group[0]["window_dur"])
-        busy = dur_by([r for r in group if r["kind"] == "busy"], "device", keep_missing=True)
-        gpu = int(max(busy.values())) if busy else None
-        host = column_sum(r["dur"] for r in group if r["bucket"] == "host.ops")
-        rows.append(StepRow(step=int(step), dur_ns=width, cpu_busy_ns=int(host) if host else None,
+    for (_, step), group in sorted(windows.items(), key=lambda kv: (sort_key(kv[0][0]), sort_key(kv[0][1]))):
+        width = int(group[0]["dur"])
+        busy = [int(r["gpu_busy_dur"]) for r in group if not missing(r["device"]) and not missing(r["gpu_busy_dur"])]
+        gpu = max(busy) if busy else None
+        cpu = group[0]["cpu_busy_dur"]
+        rows.append(StepRow(step=int(step), dur_ns=width, cpu_busy_ns=None if missing(cpu) else int(cpu),
                             gpu_busy_ns=gpu, gpu_occupancy_pct=round(100.0 * gpu / width, 2) if gpu and width else
-                            (0.0 if any(not missing(r["device"]) for r in group) else None)))
+                            (0.0 if busy else None)))
     return tuple(rows)
+
+
+def _rows(outcome: query_pool.Outcome | None) -> Rows | None:
+    try:
+        run = outcome.get() if outcome is not None else None
+    except KinetoSqlError:
+        return None
+    return None if run is None or run.not_applicable else run.rows
 
 
 def _int(value):
