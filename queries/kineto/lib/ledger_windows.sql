@@ -28,24 +28,11 @@ CREATE OR REPLACE PERFETTO TABLE kineto_ledger_windows(
   has_device BOOL,
   -- Device busy time summed over the lanes (busy.* buckets).
   busy_dur DURATION,
-  -- Busy time of the busiest device (NULL on a host-only lane).
-  max_device_busy_dur DURATION,
   -- Start of the first busy segment on any lane (NULL when no device was busy).
   first_busy_ts TIMESTAMP,
   -- Communication hidden under compute (busy.comm_overlapped), summed over the lanes.
-  comm_overlapped_dur DURATION,
-  -- ATen-op time of a host-only lane (host.ops; 0 with device lanes).
-  host_ops_dur DURATION
+  comm_overlapped_dur DURATION
 ) AS
-WITH
-  per_lane AS (
-    SELECT
-      window_id,
-      device,
-      sum(CASE WHEN kind = 'busy' THEN dur ELSE 0 END) AS busy_dur
-    FROM kineto_ledger
-    GROUP BY window_id, device
-  )
 SELECT
   l.window_id,
   max(l.upid) AS upid,
@@ -58,10 +45,7 @@ SELECT
   count(DISTINCT coalesce(l.device, -1)) AS lanes,
   max(l.device IS NOT NULL) AS has_device,
   sum(CASE WHEN l.kind = 'busy' THEN l.dur ELSE 0 END) AS busy_dur,
-  (SELECT max(p.busy_dur) FROM per_lane AS p WHERE p.window_id = l.window_id AND p.device IS NOT NULL)
-    AS max_device_busy_dur,
   min(CASE WHEN l.kind = 'busy' THEN l.first_ts END) AS first_busy_ts,
-  sum(CASE WHEN l.bucket = 'busy.comm_overlapped' THEN l.dur ELSE 0 END) AS comm_overlapped_dur,
-  sum(CASE WHEN l.bucket = 'host.ops' THEN l.dur ELSE 0 END) AS host_ops_dur
+  sum(CASE WHEN l.bucket = 'busy.comm_overlapped' THEN l.dur ELSE 0 END) AS comm_overlapped_dur
 FROM kineto_ledger AS l
 GROUP BY l.window_id;
