@@ -100,7 +100,7 @@ RETURNS TABLE(
   model STRING,
   -- The ledger bucket its kernels' time is in (their main kernel class, as kineto.lib.ledger buckets it):
   -- the one bucket of the claims line its impact is drawn from, so kernel time another finding claimed
-  -- (catalog.kernel_mix's softmax, say) is not counted twice.
+  -- (catalog.kernel_mix's softmax, say) is not counted twice; NULL when no kernel of it is classed.
   claim_bucket STRING
 ) AS
 WITH
@@ -136,20 +136,33 @@ WITH
     FROM shapes
     GROUP BY name
   ),
-  -- the main kernel class of each op (by device time of the kernels its calls launched)
+  -- the main kernel class of each op (by device time of the kernels launched by its calls or by the ops
+  -- under them, as kineto.lib.op_roofline counts its device time)
+  launched AS (
+    SELECT l.op_name AS name, l.gpu_first_id
+    FROM kineto_launches AS l
+    WHERE
+      l.op_name IN (SELECT name FROM ops)
+    UNION ALL
+    SELECT anc.name, l.gpu_first_id
+    FROM kineto_launches AS l
+    CROSS JOIN ancestor_slice(l.op_id) AS anc
+    WHERE
+      l.op_id IS NOT NULL
+      AND l.op_name NOT IN (SELECT name FROM ops)
+      AND anc.name IN (SELECT name FROM ops)
+  ),
   op_class AS (
-    SELECT op_name AS name, class
+    SELECT name, class
     FROM (
       SELECT
-        l.op_name,
+        x.name,
         k.class,
-        row_number() OVER (PARTITION BY l.op_name ORDER BY sum(k.dur) DESC, k.class) AS rn
-      FROM kineto_launches AS l
+        row_number() OVER (PARTITION BY x.name ORDER BY sum(k.dur) DESC, k.class) AS rn
+      FROM launched AS x
       JOIN kineto_kernel_classes AS k
-        ON k.id = l.gpu_first_id
-      WHERE
-        l.op_name IN (SELECT name FROM ops)
-      GROUP BY l.op_name, k.class
+        ON k.id = x.gpu_first_id
+      GROUP BY x.name, k.class
     )
     WHERE
       rn = 1
@@ -199,7 +212,8 @@ SELECT
     WHEN 'reduction' THEN 'busy.elementwise'
     WHEN 'elementwise' THEN 'busy.elementwise'
     WHEN 'copy_kernel' THEN 'busy.elementwise'
-    ELSE 'busy.compute_other'
+    WHEN 'embedding' THEN 'busy.compute_other'
+    WHEN 'other' THEN 'busy.compute_other'
   END AS claim_bucket
 FROM judged
 LEFT JOIN op_class AS c

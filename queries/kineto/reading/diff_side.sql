@@ -1,5 +1,5 @@
 -- id: reading.diff_side
--- version: 3
+-- version: 4
 -- kind: reading
 -- title: One side of a trace diff: per step, its width, CPU / GPU busy, GPU time by kernel class, and every op and kernel by call path
 -- references: PyTorch profiler documentation (https://pytorch.org/docs/stable/profiler.html); HTA's TraceDiff
@@ -30,6 +30,7 @@ INCLUDE PERFETTO MODULE kineto.lib.kernel_classes;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
 INCLUDE PERFETTO MODULE kineto.lib.device_busy;
 INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.reading.step_table;
 
 -- Call path of every host op: its enclosing ops and annotations, outermost first.
@@ -104,9 +105,13 @@ RETURNS TABLE(
   dur DURATION
 ) AS
 WITH
+  -- ProfilerStep windows only: the op, kernel and bucket rows below are keyed by ProfilerStep (the step
+  -- table also reads inferred iterations; without ProfilerStep the side is the whole capture)
   steps AS (
     SELECT step, dur, cpu_busy_dur, gpu_busy_dur
     FROM kineto_reading_step_table(50, 1.5)
+    WHERE
+      step IN (SELECT step FROM kineto_steps)
   ),
   device_work AS (
     SELECT k.id, k.dur, k.name, c.class, l.step, l.op_id, l.op_name
