@@ -70,7 +70,7 @@ def test_a_rows_fix_and_severity_cap_follow_the_cause():
     columns["max_severity"] = [None, "low"]
     assert finding_from_rows(spec, Rows.of_columns(columns), 10_000, "t.json").severity == "high"
     no_fix = {k: v for k, v in columns.items() if k != "fix"}
-    assert finding_from_rows(spec, Rows.of_columns(no_fix), 10_000, "t.json").fix == spec.fix
+    assert finding_from_rows(spec, Rows.of_columns(no_fix), 10_000, "t.json").fix == spec.use_instead
     # a floor lifts a finding that costs no step time itself (a capture that lost its GPU activity)
     free = {**{k: v for k, v in columns.items() if k != "max_severity"}, "impact_dur": [0, 0],
             "min_severity": ["high", None]}
