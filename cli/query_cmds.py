@@ -137,17 +137,18 @@ def _emit_result(result, fmt: str) -> None:
 
 @click.command("lint")
 @click.argument("ids", nargs=-1)
-@click.option("--update-lock", is_flag=True, help="Write the version lock lines of every header (or of IDS) "
-                                                  "after you bumped versions.")
+@click.option("--update-lock", is_flag=True, help="Write queries/LOCK.toml for every query and lib module (or "
+                                                  "for IDS) after you bumped versions.")
 @click.option("--force", is_flag=True, help="With --update-lock: accept changed SQL or cases at the same "
                                             "version (only for a query not released yet).")
 @friendly_errors
 def lint_command(ids: tuple[str, ...], update_lock: bool, force: bool):
     """Check every query file against queries/README.md; print `path:line: what to fix`.
 
-    Exit status 1 when anything is wrong. `--update-lock` writes each header's `locked` / `lib` / `cases`
-    lines (it refuses where SQL or a case changed and the version did not). IDS (e.g. catalog.gc_gil_stall,
-    lib.steps) limit the update to those files.
+    Exit status 1 when anything is wrong. `--update-lock` writes the generated queries/LOCK.toml (per
+    query: version, SQL hash, included lib versions, case digests; it refuses where SQL or a case changed and
+    the version did not) and queries/REFERENCE.md. IDS (e.g. catalog.gc_gil_stall, lib.steps) limit the
+    update to those entries.
 
     \b
     Examples:
@@ -164,7 +165,8 @@ def lint_command(ids: tuple[str, ...], update_lock: bool, force: bool):
             sys.exit(1)
         from kineto_sql.rule_page import write_reference
 
-        click.echo(f"locked {', '.join(ids) if ids else 'every query and lib module'}; wrote {write_reference()}")
+        click.echo(f"locked {', '.join(ids) if ids else 'every query and lib module'} in {versions.lock_path()}; "
+                   f"wrote {write_reference()}")
     problems = lint.lint()
     for problem in problems:
         click.echo(str(problem))

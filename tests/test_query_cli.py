@@ -59,9 +59,9 @@ def test_run_csv(trace_path):
 def test_run_not_applicable_exits_0(tmp_path):
     from tests.kineto_builder import CpuOp, KinetoTrace
     path = KinetoTrace([CpuOp("aten::add", 0, 5)]).write(tmp_path)
-    result = invoke("run", "reading.step_table", str(path))
+    result = invoke("run", "hta.step_times", str(path))
     assert result.exit_code == 0
-    assert result.stdout.startswith("not applicable: reading.step_table needs steps")
+    assert result.stdout.startswith("not applicable: hta.step_times needs steps")
 
 
 @pytest.mark.parametrize(("args", "message"), [
