@@ -113,11 +113,11 @@ def test_show_renders_the_rule_page_with_its_example():
     result = CliRunner().invoke(cli, ["show", "catalog.gc_gil_stall"])
     assert result.exit_code == 0, result.output
     out = result.output
-    for heading in ("What it detects", "How to confirm", "Why it costs time", "Known false positives",
-                    "Example (case at_threshold_1 of gc_gil_stall.test.toml)", "Fix", "Parameters"):
+    for heading in ("What it does", "How to confirm", "Why is this bad?", "Known problems",
+                    "Example (case at_threshold_1 of gc_gil_stall.test.toml)", "Use instead", "Parameters"):
         assert f"\n{heading}" in out, heading
     assert "PythonFrame(name='Python GC', ts_us=200, dur_us=1000)" in out and "gc_count=1, gc_dur=1000000" in out
-    assert out.index("Example (case") < out.index("\nFix")
+    assert out.index("Example (case") < out.index("\nUse instead")
 
 
 def test_show_and_run_of_an_unknown_id_is_one_sentence():
