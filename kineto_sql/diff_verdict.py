@@ -111,7 +111,16 @@ def summarise(tp, label: str) -> SideSummary:
     return SideSummary(label, device, "+".join(sources) if sources else None,
                        [int(s) for s in windows["step"]], [bool(c) for c in windows["is_cold"]],
                        [int(w) for w in windows["window_dur"]], buckets, settings, problems,
-                       f"{run.spec.id_version} {run.spec.header.get('lib', '')}".strip())
+                       _method(run.spec))
+
+
+def _method(spec) -> str:
+    """The query versions a side's numbers come from: the ledger query and the lib modules it reads
+    (queries/LOCK.toml), so a baseline from other versions is flagged."""
+    from kineto_sql.versions import read_lock
+
+    libs = " ".join(read_lock().get(spec.id, {}).get("lib", ()))
+    return f"{spec.id_version} {libs}".strip()
 
 
 @dataclass(frozen=True)
