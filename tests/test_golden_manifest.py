@@ -85,6 +85,7 @@ SIGNAL_SCENARIO = {
     "test_optimizer_signal": "optimizer_foreach",
     "test_gc_stall_signal": "gc_stall",
     "test_straggler_signal": "straggler",
+    "test_ddp_allreduce_signal": "ddp_allreduce",
     "test_memory_churn_signal": "memory_churn",
     "test_schedule_cold_signal": "schedule_cold",
     "test_record_function_signal": "record_function",
@@ -462,9 +463,9 @@ def test_straggler_signal(tag):
     assert max(f_mm) < 1.5 * min(f_mm), f_mm
 
 
-def test_ddp_allreduce_signal():
+def test_ddp_allreduce_signal(tag):
     for variant in ("planted", "fixed"):
-        for t in ranks("ddp_allreduce", variant):
+        for t in ranks("ddp_allreduce", variant, tag=tag):
             for s in t.steps:
                 bw = t.in_step(s, pred=lambda e: e["name"].startswith("autograd::engine::evaluate_function"))
                 bw_end = max(e["ts"] + e["dur"] for e in bw)
