@@ -75,12 +75,20 @@ class Ctx:
 
     @property
     def stem(self) -> Path:
-        base = f"{self.scenario.name}_{self.variant}"
+        base = f"{self.scenario.name}_{self.variant}" + (f"_{recording_tag()}" if recording_tag() else "")
         if self.scenario.world_size > 1:
             d = self.out_dir / base
             d.mkdir(parents=True, exist_ok=True)
             return d / f"rank{self.rank}"
         return self.out_dir / base
+
+
+def recording_tag() -> str | None:
+    """``GOLDEN_TAG`` (e.g. ``torch215``): a second recording of the same scenarios with another torch. Its
+    files get the tag as a suffix and its ground truth a ``recording_tag`` field, so they sit beside the
+    primary recording without being mistaken for it."""
+    tag = os.environ.get("GOLDEN_TAG", "").strip()
+    return tag or None
 
 
 def pick_device() -> str:
@@ -132,6 +140,8 @@ def ground_truth(ctx: Ctx, *, profiler: dict[str, Any], extra: dict[str, Any] | 
         "rank": ctx.rank,
         "world_size": ctx.world_size,
     }
+    if recording_tag():
+        gt["recording_tag"] = recording_tag()
     if extra:
         gt.update(extra)
     return gt

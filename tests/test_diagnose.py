@@ -219,7 +219,14 @@ def test_a_planted_minor_row_is_among_the_findings(path, fault_id, diagnosed):
 
 
 # Planted recordings diagnose does not get right yet (strict: the mark fails the day it does).
-TOP_FINDING_NOT_YET: dict[str, str] = {}  # trace file name -> what diagnose gets wrong today
+TOP_FINDING_NOT_YET: dict[str, str] = {  # trace file name -> what diagnose gets wrong today
+    "item_print_loop_planted.json.gz": "input_bound high 12.2% (one DataLoader step stretched on a shared machine) "
+                                       "ranks above sync_forcing_op low 0.0%",
+    "inference_requests_planted.json.gz": "on the record_function-only request windows small_op_storm does not "
+                                          "fire; cold_start low is first",
+    "varlen_gloo_planted": "the imbalance alternates by step: own-work excess 3% of a step, ranks_summary names "
+                           "no straggler",
+}
 
 
 def _top_finding_cases():

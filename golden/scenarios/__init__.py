@@ -26,6 +26,14 @@ MODULES = [
     "compile_eager_island",
     "gc_not_cold",
     "with_stack_python_loop",
+    "item_print_loop",
+    "autocast_excluded_attention",
+    "varlen_gloo",
+    "foreach_off_many_params",
+    "inference_requests",
+    "collate_heavy_python",
+    "random_batch_memory",
+    "matmul_tiny_vs_big",
 ]
 
 
