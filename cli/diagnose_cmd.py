@@ -17,6 +17,7 @@ from kineto_sql.diagnose.model import SEVERITIES
 from kineto_sql.diagnose.render_html import render_html
 from kineto_sql.diagnose.render_text import render_markdown, render_text
 from kineto_sql.diagnose.run import diagnose_path
+from kineto_sql.fleet.run import diagnose_directory
 from kineto_sql.fleet.executors import executor_for
 from kineto_sql.query_pool import default_jobs
 
@@ -56,9 +57,12 @@ def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jo
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True, disable=not show) as bar:
         task = bar.add_task("loading", total=None)
-        diagnosis = diagnose_path(target, engine_choice(engine_kind, tp_shell),
-                                  progress=lambda text: (bar.update(task, description=text), stage(text)),
-                                  jobs=jobs, executor=executor_for(executor, jobs, address))
+        say = lambda text: (bar.update(task, description=text), stage(text))  # noqa: E731
+        if target.is_dir():
+            diagnosis = diagnose_directory(target, engine_choice(engine_kind, tp_shell), progress=say, jobs=jobs,
+                                           executor=executor_for(executor, jobs, address))
+        else:
+            diagnosis = diagnose_path(target, engine_choice(engine_kind, tp_shell), progress=say, jobs=jobs)
     if fmt == "json":
         text = orjson.dumps(diagnosis.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS,
                             default=str).decode() + "\n"

@@ -21,6 +21,7 @@ from kineto_sql.diagnose.narrate import narrate
 from kineto_sql.diagnose.render_html import render_html
 from kineto_sql.diagnose.render_text import render_markdown, render_text
 from kineto_sql.diagnose.run import detectors, diagnose_path, diagnose_trace, rank_findings, severity_for
+from kineto_sql.fleet.run import diagnose_directory
 from tests.conftest import CORPUS, GOLDEN, corpus_id, corpus_traces, needs_corpus
 from tests.query_support import load_trace  # noqa: F401  (fixture)
 
@@ -306,7 +307,7 @@ def _rank_trace(rank: int, findings) -> TraceDiagnosis:
 
 
 def test_a_ranks_straggler_finding_follows_the_cross_rank_reading():
-    from kineto_sql.diagnose.run import agree_with_ranks
+    from kineto_sql.fleet.run import agree_with_ranks
 
     waits = _finding("catalog.straggler_rank", 0, 0.0, "info")
     comm = _finding("catalog.exposed_communication", 50, 60.0, "high")
@@ -331,7 +332,7 @@ def test_a_ranks_straggler_finding_follows_the_cross_rank_reading():
 def test_two_gloo_ranks_read_the_same_straggler_from_both_sides(variant, straggler, waiting):
     # ddp_allreduce_planted: rank 0 works ~40 ms a step, rank 1 ~14 ms and waits ~37 ms in gloo for it; the
     # fixed twin's ranks work 17 / 14 ms (4% of a step apart) and rank 1's 1.6x wait is the all-reduce itself
-    d = diagnose_path(GOLDEN / "traces" / f"ddp_allreduce_{variant}")
+    d = diagnose_directory(GOLDEN / "traces" / f"ddp_allreduce_{variant}")
     assert d.ranks_summary["straggler"] == straggler
     fired = [t.rank for t in d.traces if any(f.query_id == "catalog.straggler_rank" for f in t.findings)]
     assert fired == waiting
