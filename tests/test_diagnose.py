@@ -328,6 +328,32 @@ def test_a_ranks_straggler_finding_follows_the_cross_rank_reading():
     assert "catalog.straggler_rank" not in [f.query_id for f in itself.findings]
 
 
+def test_a_named_straggler_leads_the_multi_rank_diagnosis_and_the_waits_point_at_it():
+    from kineto_sql.diagnose.model import Diagnosis
+    from kineto_sql.diagnose.render_text import render_markdown, render_text
+    from kineto_sql.fleet.run import agree_with_ranks
+
+    summary = {"ranks": 2, "straggler": 0, "quantity": "own work per step", "excess_pct_of_step": 25.76,
+               "narration": "Rank 0 is the straggler: its own work per step is the highest of 2 ranks."}
+    comm = _finding("catalog.exposed_communication", 50, 60.0, "high")
+    waiting = agree_with_ranks(_rank_trace(1, [comm]), summary)
+    (exposed,) = waiting.findings
+    assert exposed.evidence[0] == ("The cross-rank reading names rank 0 the straggler (own work per step, 25.76% "
+                                   "of a step): part of this wait is for rank 0.")
+    assert "part of this wait is for rank 0" in exposed.narration
+    # the straggler's own exposed communication is its own: nothing to point at; nor when nobody is named
+    assert agree_with_ranks(_rank_trace(0, [comm]), summary).findings == (comm,)
+    assert agree_with_ranks(_rank_trace(1, [comm]), {"ranks": 2, "straggler": None}).findings == (comm,)
+    d = Diagnosis("job/", (agree_with_ranks(_rank_trace(0, [comm]), summary), waiting), summary)
+    assert d.names_straggler and d.worst_severity == "high"   # rank 0 is a straggler too (not falsy)
+    text = render_text(d)
+    assert text.startswith("across ranks (first: the straggler every other rank waits for): Rank 0 is the straggler")
+    assert text.count("Rank 0 is the straggler") == 1
+    assert render_markdown(d).split("\n")[2] == "## Across ranks: the straggler"
+    quiet = Diagnosis("job/", (waiting,), {"ranks": 2, "straggler": None, "narration": "No straggler: ..."})
+    assert not quiet.names_straggler and render_text(quiet).rstrip().endswith("across ranks: No straggler: ...")
+
+
 @pytest.mark.parametrize("variant,straggler,waiting", [("planted", 0, [1]), ("fixed", None, [])])
 def test_two_gloo_ranks_read_the_same_straggler_from_both_sides(variant, straggler, waiting):
     # ddp_allreduce_planted: rank 0 works ~40 ms a step, rank 1 ~14 ms and waits ~37 ms in gloo for it; the

@@ -182,10 +182,13 @@ def agree_with_ranks(trace, summary: dict | None):
     from kineto_sql.diagnose.model import Skipped
     from kineto_sql.diagnose.run import _with_narration as with_narration
 
-    ours = [f for f in trace.findings if f.query_id == STRAGGLER]
-    if not ours or not summary:
+    if not summary:
         return trace
     named = summary.get("straggler")
+    trace = _point_at_straggler(trace, named, summary)
+    ours = [f for f in trace.findings if f.query_id == STRAGGLER]
+    if not ours:
+        return trace
     if named is not None and named != trace.rank:
         note = (f"The cross-rank reading names rank {named} the straggler "
                 f"({summary.get('quantity')}, {summary.get('excess_pct_of_step')}% of a step).")
@@ -198,3 +201,18 @@ def agree_with_ranks(trace, summary: dict | None):
               "not a slower peer.")
     return replace(trace, findings=tuple(f for f in trace.findings if f.query_id != STRAGGLER),
                    skipped=(*trace.skipped, Skipped(STRAGGLER, reason)))
+
+
+EXPOSED = "catalog.exposed_communication"
+
+
+def _point_at_straggler(trace, named, summary: dict):
+    """On every rank but the straggler, the exposed-communication finding says whom part of that wait is for."""
+    from kineto_sql.diagnose.run import _with_narration as with_narration
+
+    if named is None or named == trace.rank or not any(f.query_id == EXPOSED for f in trace.findings):
+        return trace
+    note = (f"The cross-rank reading names rank {named} the straggler ({summary.get('quantity')}, "
+            f"{summary.get('excess_pct_of_step')}% of a step): part of this wait is for rank {named}.")
+    return replace(trace, findings=tuple(with_narration(replace(f, evidence=(note, *f.evidence)))
+                                         if f.query_id == EXPOSED else f for f in trace.findings))
