@@ -174,3 +174,47 @@ def test_verdict_names_the_rank_that_works_longest_on_a_cpu_job():
     assert verdict.straggler == 0 and verdict.quantity.column == "own_work_us"
     assert verdict.quantity.excess_pct_of_step == pytest.approx(26.0)
     assert "compare rank 0's op table" in verdict.narration
+
+
+def _shape_balance(rows: list[tuple]) -> pd.DataFrame:
+    """fleet.shape_balance over a hand-made op_shapes table of (rank, name, input_dims, calls_per_step)."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.register("op_shapes", pd.DataFrame(rows, columns=["rank", "name", "input_dims", "calls_per_step"]))
+    con.execute(fleet_sql("shape_balance"))
+    return con.table("fleet_shape_balance").df().set_index("rank")
+
+
+def test_same_work_is_the_machine_and_more_work_is_data_imbalance():
+    from kineto_sql.fleet.verdict import straggler_cause
+
+    mm, big = "[[256, 384], [384, 384]]", "[[512, 384], [384, 384]]"
+    same = _shape_balance([(r, "aten::mm", mm, 3.0) for r in range(4)] + [(r, "aten::tanh", "[[256]]", 3.0)
+                                                                          for r in range(4)])
+    assert same["work_diff_pct"].tolist() == [0.0] * 4 and not same["work_differs"].any()
+    assert straggler_cause(2, same.reset_index()) == "machine"
+    # rank 2 runs 6x the matmuls: 15 more calls over the typical 6 per step, 250%
+    more = _shape_balance([(r, "aten::mm", mm, 18.0 if r == 2 else 3.0) for r in range(4)]
+                          + [(r, "aten::tanh", "[[256]]", 3.0) for r in range(4)])
+    assert more.loc[2, "work_diff_pct"] == pytest.approx(250.0) and more.loc[2, "work_differs"]
+    assert straggler_cause(2, more.reset_index()) == "data imbalance"
+    # the same count on larger inputs: a row the others lack (+1) and one it lacks (-1) per step, of 2
+    larger = _shape_balance([(r, "aten::mm", big if r == 1 else mm, 1.0) for r in range(3)]
+                            + [(r, "aten::add", "[[8]]", 1.0) for r in range(3)])
+    assert larger.loc[1, "work_diff_pct"] == pytest.approx(100.0) and larger.loc[0, "work_diff_pct"] == 0.0
+
+
+@pytest.mark.parametrize(("extra", "differs"), [(0.1, True), (0.099, False)])
+def test_work_differs_at_five_percent_and_not_just_under(extra, differs):
+    # typical rank: 2 calls per step; 0.1 more is 5.0%, 0.099 is 4.95%
+    rows = [(r, "aten::mm", "[[4, 4]]", 2.0) for r in range(3)] + [(3, "aten::mm", "[[4, 4]]", 2.0 + extra)]
+    got = _shape_balance(rows)
+    assert got.loc[3, "work_diff_pct"] == pytest.approx(100 * extra / 2.0) and bool(got.loc[3, "work_differs"]) is differs
+
+
+def test_without_record_shapes_the_cause_is_not_claimed():
+    from kineto_sql.fleet.verdict import straggler_cause
+
+    got = _shape_balance([(r, "aten::mm", None, 3.0) for r in range(2)]).reset_index()
+    assert not got["shapes_recorded"].any() and straggler_cause(0, got) is None

@@ -18,18 +18,20 @@ import pandas as pd
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.fleet.collective_text import Thresholds
 from kineto_sql.fleet.tables import rank_tables
-from kineto_sql.fleet.verdict import QuantityStats, StragglerVerdict, no_straggler_text, straggler_text
+from kineto_sql.fleet.verdict import (QuantityStats, StragglerVerdict, no_straggler_text, straggler_cause,
+                                     straggler_text)
 
 DEFAULT_THRESHOLD_PCT = 10.0
 # view files, in dependency order; the straggler and collective_calls queries run last, with their parameters
-VIEWS = ("call_match", "clock_offsets", "collective_skew", "rank_lateness", "rank_summary", "distribution")
+VIEWS = ("call_match", "clock_offsets", "collective_skew", "rank_lateness", "rank_summary", "distribution",
+         "shape_balance")
 # The tables are small (a few rows per rank); one thread reads them, and leaves the cores to the rank
 # workers. With a view over the Parquet files per query and DuckDB's default threads, the driver's peak RSS
 # grew by ~0.5 MB per rank (every query rescanned every file); read once, single-threaded, it is flat.
 DUCKDB_CONFIG = {"threads": 1}
 HTA = ("load", "hta_steps", "hta_temporal", "hta_overlap", "hta_balance")
 NEEDS = {"rank_summary": HTA, "distribution": HTA, "call_match": ("load",), "clock_offsets": ("load",),
-         "collective_skew": ("load",), "rank_lateness": ("load",)}
+         "collective_skew": ("load",), "rank_lateness": ("load",), "shape_balance": ("op_shapes",)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -46,6 +48,7 @@ class FleetReport:
     collective_skew: pd.DataFrame | None = None  # with the slow / skewed flags of fleet.collective_calls
     rank_lateness: pd.DataFrame | None = None
     clock: pd.DataFrame | None = None  # fleet_clock_offsets: each rank's offset, its band, whether applied
+    shapes: pd.DataFrame | None = None  # fleet_shape_balance: each rank's work against the typical rank's
     tables: dict = field(default_factory=dict)  # the per-rank HTA tables (kineto_sql.fleet.tables), when asked
     failures: list = field(default_factory=list)  # (path, sentence)
     skipped: int = 0
@@ -96,7 +99,8 @@ def analyse(connection, threshold_pct: float = DEFAULT_THRESHOLD_PCT, hta: bool 
     ranks = [int(r) for r in clock["rank"]]
     skew = con.execute(fleet_sql("collective_calls"), thresholds.params()).df() if have_collectives else None
     lateness = con.table("fleet_rank_lateness").df() if have_collectives else None
-    report = FleetReport(ranks, None, None, None, skew, lateness, clock)
+    shapes = con.table("fleet_shape_balance").df() if "op_shapes" in present else None
+    report = FleetReport(ranks, None, None, None, skew, lateness, clock, shapes)
     if hta:
         summary = con.table("fleet_rank_summary").df()
         summary["rank"] = summary["rank"].astype("int64")
@@ -104,7 +108,7 @@ def analyse(connection, threshold_pct: float = DEFAULT_THRESHOLD_PCT, hta: bool 
         row = con.execute(fleet_sql("straggler"), {"threshold_pct": float(threshold_pct)}).df().iloc[0]
         report.ranks = [int(r) for r in summary["rank"]]
         report.summary, report.distribution = summary, distribution
-        report.verdict = straggler_verdict(summary, distribution, row, lateness)
+        report.verdict = straggler_verdict(summary, distribution, row, lateness, shapes)
     if per_rank_tables:
         report.tables = rank_tables(con, present, report.ranks)
     return report
@@ -123,7 +127,7 @@ def _stats(distribution: pd.DataFrame) -> tuple[QuantityStats, ...]:
 
 
 def straggler_verdict(summary: pd.DataFrame, distribution: pd.DataFrame, row,
-                      lateness: pd.DataFrame | None = None) -> StragglerVerdict:
+                      lateness: pd.DataFrame | None = None, shapes: pd.DataFrame | None = None) -> StragglerVerdict:
     """The verdict the SQL chose, in the sentences of kineto_sql.fleet.verdict."""
     stats = _stats(distribution)
     chosen = None if pd.isna(row["quantity"]) else next(s for s in stats if s.column == row["quantity"])
@@ -133,8 +137,9 @@ def straggler_verdict(summary: pd.DataFrame, distribution: pd.DataFrame, row,
     if pd.isna(row["straggler"]):
         return StragglerVerdict(None, chosen, stats, median_step, threshold,
                                 no_straggler_text(n, chosen, median_step, threshold))
-    text = straggler_text(summary, chosen, stats, median_step, lateness)
-    return StragglerVerdict(int(row["straggler"]), chosen, stats, median_step, threshold, text)
+    rank = int(row["straggler"])
+    text = straggler_text(summary, chosen, stats, median_step, lateness, shapes)
+    return StragglerVerdict(rank, chosen, stats, median_step, threshold, text, straggler_cause(rank, shapes))
 
 
 def summary_dict(report: FleetReport) -> dict:
@@ -149,5 +154,6 @@ def summary_dict(report: FleetReport) -> dict:
         "excess_pct_of_step": round(pct, 2) if pct is not None and not math.isnan(pct) else None,
         "median_step_us": verdict.median_step_us,
         "threshold_pct": verdict.threshold_pct,
+        "cause": verdict.cause,
         "narration": verdict.narration,
     }

@@ -44,7 +44,7 @@ def findings(calls: pd.DataFrame, thresholds: Thresholds = Thresholds()) -> list
             "evidence": (f"rank {int(rank)} arrived last at {len(g)} of {len(measured)} collective calls "
                          f"(start skew up to {g['start_skew_us'].max() / 1e3:.2f} ms, "
                          f"up to {(g['start_skew_us'] / g['latency_us'].clip(lower=1e-3)).max():.0f}x the "
-                         f"call's own latency, clocks aligned within {g['band_us'].max():.0f} us); the other "
+                         f"call's own latency, beyond a clock band of {g['band_us'].max():.0f} us); the other "
                          f"ranks waited {wait / 1e3:.2f} ms in those calls ({100 * wait / total:.0f}% of all "
                          "collective waiting): the time is lost before the call on that rank, not in the network"),
         })
@@ -82,8 +82,9 @@ def mismatch(clock: pd.DataFrame | None) -> str | None:
 def _band(clock: pd.DataFrame | None) -> str:
     if clock is None or clock.empty:
         return ""
-    if clock["status"].str.startswith("not aligned").any():
-        return " (clocks not aligned: " + clock["status"].iloc[0].removeprefix("not aligned: ") + ")"
+    status = clock["status"][clock["status"].str.startswith("not aligned")]
+    if not status.empty:
+        return " (clocks not aligned: " + status.iloc[0].removeprefix("not aligned: ") + ")"
     return f" (clocks aligned within {clock['band_us'].max():.0f} us)"
 
 

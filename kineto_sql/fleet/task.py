@@ -9,7 +9,8 @@ returns `skipped` (resume without reloading).
 Parts (what a caller pays for):
 - `hta`: HTA's per-rank analyses (kineto_sql.fleet.tables.ANALYSES): hta_temporal, hta_overlap, hta_idle,
   hta_kernel_types, hta_launches, hta_steps, and hta_balance (reading.rank_balance: own work vs collective
-  wait from the step ledger); the straggler reading needs these.
+  wait from the step ledger), and op_shapes (reading.op_shapes: the ops by input shapes per step, which tell
+  a slow machine from more work); the straggler reading needs these.
 - `collectives`: reading.collective_calls, one row per call with its start on the job's clock (start_ns).
 - `diagnose`: the full diagnosis (kept as an object for `diagnose RANK_DIR`), as tables: ledger
   (reading.step_ledger), steps (reading.step_table), findings (one row per finding), verdict.
@@ -40,6 +41,7 @@ COLUMNS = {
     "hta_overlap": ("comm_us", "compute_us", "overlap_us", "overlap_pct"),
     "hta_steps": ("step", "start_us", "dur_us"),
     "hta_balance": ("windows", "step_us", "own_work_us", "comm_wait_us", "wait_to_work"),
+    "op_shapes": ("name", "input_dims", "calls", "steps", "calls_per_step"),
     "collectives": ("step", "pg", "collective", "seq", "ts", "dur", "start_ns", "in_bytes", "out_bytes", "group_size",
                     "in_split", "link_gbps"),
 }
@@ -162,6 +164,8 @@ def _frames(tp, parts, source, hta_compat=False) -> tuple[dict[str, pd.DataFrame
             frames[f"hta_{key}"] = run.df
             if run.not_applicable:
                 not_applicable[query_id] = run.not_applicable
+        run = run_query(tp, "reading.op_shapes")  # the work per step, to tell a slow machine from more work
+        frames["op_shapes"] = run.df
     if "collectives" in parts:
         run = run_query(tp, "reading.collective_calls")
         df = run.df.copy()

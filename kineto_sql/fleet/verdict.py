@@ -36,6 +36,8 @@ class StragglerVerdict:
     median_step_us: float
     threshold_pct: float
     narration: str
+    # "data imbalance" / "machine" (fleet.shape_balance), None when unknown or no straggler
+    cause: str | None = None
 
 
 def _ms(us: float) -> str:
@@ -54,7 +56,8 @@ def no_straggler_text(n: int, worst: QuantityStats | None, median_step: float, t
 
 
 def straggler_text(summary: pd.DataFrame, worst: QuantityStats, stats: tuple[QuantityStats, ...],
-                   median_step: float, lateness: pd.DataFrame | None = None) -> str:
+                   median_step: float, lateness: pd.DataFrame | None = None,
+                   shapes: pd.DataFrame | None = None) -> str:
     r = worst.worst_rank
     others = summary[summary["rank"] != r]
     comm = next((s for s in stats if s.column == "comm_us"), None)
@@ -86,7 +89,42 @@ def straggler_text(summary: pd.DataFrame, worst: QuantityStats, stats: tuple[Qua
     else:
         s5 = (f"Next, open rank {r}'s idle-time breakdown (hta.idle_time_breakdown) to see whether its GPU "
               f"waits on the host or on other streams, and compare its CPU timeline with a median rank's.")
-    return " ".join(s for s in (s1, s2, s3, _at_collectives(r, lateness), s4, s5) if s)
+    return " ".join(s for s in (s1, s2, s3, _at_collectives(r, lateness), _cause_text(r, shapes), s4, s5) if s)
+
+
+def straggler_cause(r: int, shapes: pd.DataFrame | None) -> str | None:
+    """Data imbalance when the straggler's ops or input shapes per step differ from the typical rank's, the
+    machine when they are the same and record_shapes was on; None when the shapes were not read."""
+    row = _shape_row(r, shapes)
+    if row is None:
+        return None
+    if bool(row["work_differs"]):
+        return "data imbalance"
+    return "machine" if bool(row["shapes_recorded"]) else None
+
+
+def _shape_row(r: int, shapes: pd.DataFrame | None):
+    if shapes is None or shapes.empty or r not in set(shapes["rank"]) or len(shapes) < 2:
+        return None
+    row = shapes[shapes["rank"] == r].iloc[0]
+    return None if pd.isna(row["work_diff_pct"]) else row
+
+
+def _cause_text(r: int, shapes: pd.DataFrame | None) -> str:
+    row, cause = _shape_row(r, shapes), straggler_cause(r, shapes)
+    if row is None:
+        return ""
+    pct = float(row["work_diff_pct"])
+    if cause == "data imbalance":
+        return (f"Its work is not the others': {pct:.0f}% of its op calls per step differ in op or input shape "
+                f"from the typical rank's (record_shapes), so it was given more work: data imbalance (variable "
+                f"sequence length, uneven sharding), not a slow machine.")
+    if cause == "machine":
+        return (f"It runs the same ops on the same input shapes as the others (within {pct:.1f}% of the typical "
+                f"rank's op calls per step, record_shapes), so the same work takes it longer: the machine (a "
+                f"slower or busier GPU or host), not its data.")
+    return (f"It runs the same ops as the others (within {pct:.1f}% per step), but record_shapes was off, so "
+            f"equal input sizes cannot be confirmed.")
 
 
 def _at_collectives(r: int, lateness: pd.DataFrame | None) -> str:

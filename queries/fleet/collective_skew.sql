@@ -9,8 +9,9 @@
 --   own start). Starts and ends are on the job's clock with each rank's offset (fleet.clock_offsets) taken
 --   off. A call that is not one call on every rank (status other than `ok`), or any call of a job where some
 --   are not (a sampled capture shifts every later pair), has no latency, bandwidth, skew, wait or first / last
---   rank: they would measure the capture, not the job. Where the clocks could not be aligned (no synchronizing
---   collective), latency and bandwidth stand but skew, wait and first / last rank do not. band_us
+--   rank: they would measure the capture, not the job. Where no synchronizing collective gives a clock band,
+--   latency and bandwidth stand but skew, wait and first / last rank do not. Where the ends disagree too much
+--   to align (fleet.clock_offsets), the raw clocks stand and the wide band bounds every skew claim. band_us
 --   is twice the widest clock band among the call's ranks: a skew inside it is no claim. ends_apart: after
 --   alignment the ends of a synchronizing collective should coincide; ends further apart than the band mean
 --   one rank's kernel kept running after the others had finished (a slow last hop, a preempted kernel).
@@ -28,7 +29,7 @@ WITH aligned AS (
   SELECT c.rank, c.step, coalesce(c.pg, '') AS pg, c.collective, c.seq, c.dur, c.in_bytes, c.out_bytes,
          c.group_size, c.link_gbps, k.status,
          c.start_ns - o.applied_offset_ns AS t0, c.start_ns - o.applied_offset_ns + c.dur AS t1,
-         coalesce(o.band_us, 0.0) AS band_us, o.status LIKE 'not aligned%' AS unaligned, o.calls_match,
+         coalesce(o.band_us, 0.0) AS band_us, o.skew_readable, o.calls_match,
          (SELECT list_max(s) / list_avg(s) FROM (SELECT TRY_CAST(c.in_split AS DOUBLE[]) AS s)
           WHERE len(s) > 0 AND list_sum(s) > 0) AS split_imbalance
   FROM collectives c
@@ -55,11 +56,11 @@ calls AS (
          coalesce(max(split_imbalance),
                   CASE WHEN count(in_bytes) > 1 AND avg(in_bytes) > 0 THEN max(in_bytes) / avg(in_bytes) END)
            AS imbalance,
-         2 * max(band_us) AS band_us, bool_or(unaligned) AS unaligned, bool_and(calls_match) AS calls_match
+         2 * max(band_us) AS band_us, bool_and(skew_readable) AS skew_readable, bool_and(calls_match) AS calls_match
   FROM sized GROUP BY step, pg, collective, seq
 ),
 measured AS (
-  SELECT *, status = 'ok' AND calls_match AS matched, status = 'ok' AND calls_match AND NOT unaligned AS trusted,
+  SELECT *, status = 'ok' AND calls_match AS matched, status = 'ok' AND calls_match AND skew_readable AS trusted,
          CASE collective WHEN 'all_reduce' THEN 2.0 * (n - 1) / n
                          WHEN 'all_gather' THEN (n - 1) / n WHEN 'reduce_scatter' THEN (n - 1) / n
                          WHEN 'all_to_all' THEN (n - 1) / n
