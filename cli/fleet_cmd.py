@@ -120,7 +120,7 @@ def _json(report, run, out) -> dict:
         "summary": frame_records(report.summary), "distribution": frame_records(report.distribution),
         "straggler": v.straggler, "straggler_quantity": v.quantity.column if v.quantity and v.straggler is not None
         else None, "narration": v.narration,
-        "clock": frame_records(report.clock),
+        "clock": frame_records(report.clock), "straggler_cause": v.cause,
         "collective_skew": frame_records(report.collective_skew) if report.collective_skew is not None else None,
         "rank_lateness": frame_records(report.rank_lateness) if report.rank_lateness is not None else None,
         "failed_ranks": [{"path": p, "error": e} for p, e in report.failures],

@@ -69,10 +69,12 @@ def command(directory: Path, fmt: str, jobs: int, hta_compat: bool, threshold_pc
             "hta_compat": hta_compat,
             "tables": {k: frame_records(v) for k, v in report.tables.items()},
             "clock": frame_records(report.clock),
+            "shapes": frame_records(report.shapes) if report.shapes is not None else None,
             "summary": frame_records(report.summary),
             "distribution": frame_records(report.distribution),
             "straggler": verdict.straggler,
             "straggler_quantity": verdict.quantity.column if verdict.quantity and verdict.straggler is not None else None,
+            "straggler_cause": verdict.cause,
             "narration": verdict.narration,
             "failed_ranks": [{"path": f.path, "error": f.reason} for f in failures],
         })
