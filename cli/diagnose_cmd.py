@@ -17,7 +17,6 @@ from kineto_sql.diagnose.model import SEVERITIES
 from kineto_sql.diagnose.render_html import render_html
 from kineto_sql.diagnose.render_text import render_markdown, render_text
 from kineto_sql.diagnose.run import diagnose_path
-from kineto_sql.fleet.run import diagnose_directory
 from kineto_sql.fleet.executors import executor_for
 from kineto_sql.query_pool import default_jobs
 
@@ -59,6 +58,8 @@ def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jo
         task = bar.add_task("loading", total=None)
         say = lambda text: (bar.update(task, description=text), stage(text))  # noqa: E731
         if target.is_dir():
+            from kineto_sql.fleet.run import diagnose_directory  # pandas / DuckDB only for a rank directory
+
             diagnosis = diagnose_directory(target, engine_choice(engine_kind, tp_shell), progress=say, jobs=jobs,
                                            executor=executor_for(executor, jobs, address))
         else:
