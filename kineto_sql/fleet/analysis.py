@@ -22,7 +22,8 @@ from kineto_sql.fleet.verdict import (QuantityStats, StragglerVerdict, no_stragg
                                      straggler_text)
 
 DEFAULT_THRESHOLD_PCT = 10.0
-# view files, in dependency order; the straggler and collective_calls queries run last, with their parameters
+# table files (each a table computed once, read by the later ones), in dependency order; the straggler and
+# collective_calls queries run last, with their parameters
 VIEWS = ("call_match", "clock_offsets", "collective_skew", "rank_lateness", "rank_summary", "distribution",
          "shape_balance")
 # The tables are small (a few rows per rank); one thread reads them, and leaves the cores to the rank

@@ -14,7 +14,7 @@
 --   may not). A step that some ranks did not capture at all is a difference of capture windows, not of calls:
 --   its calls are `step not captured on every rank` and are left out, nothing more. A call on a single rank is
 --   `on one rank only`. The rest are `ok`; fleet.clock_offsets then checks them against time.
-CREATE OR REPLACE VIEW fleet_call_match AS
+CREATE OR REPLACE TABLE fleet_call_match AS
 WITH calls AS (
   SELECT rank, step, coalesce(pg, '') AS pg, collective, seq, dur, in_bytes FROM collectives
 ),

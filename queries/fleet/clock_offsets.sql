@@ -17,7 +17,7 @@
 --   (fleet_clock_check finds no mismatch) and no band is wider than the calls' median duration; otherwise
 --   status says why and nothing is shifted. skew_readable: the calls match and the rank has a band, so a skew
 --   can be read (claimed only beyond the band).
-CREATE OR REPLACE VIEW fleet_clock_estimate AS
+CREATE OR REPLACE TABLE fleet_clock_estimate AS
 WITH ref AS (SELECT min(rank) AS ref FROM collectives),
 ok AS (
   SELECT c.rank, m.step, m.pg, m.collective, m.seq, c.start_ns + c.dur AS end_ns, m.latency_ns
@@ -49,7 +49,7 @@ FROM est e JOIN spread s USING (rank);
 
 -- A call matched `ok` is still two different calls when, on the estimated clocks, one rank's call ended before
 -- another's began (a synchronizing collective cannot: nobody finishes before the last rank arrives).
-CREATE OR REPLACE VIEW fleet_clock_check AS
+CREATE OR REPLACE TABLE fleet_clock_check AS
 SELECT m.step, m.pg, m.collective, m.seq,
        CASE WHEN m.status <> 'ok' THEN m.status
             WHEN m.collective IN ('all_reduce', 'all_gather', 'reduce_scatter', 'all_to_all', 'barrier')
@@ -67,7 +67,7 @@ GROUP BY m.step, m.pg, m.collective, m.seq, m.status;
 -- that do not match, that is the capture (the pairs are not the same calls); with calls that match, the ends
 -- themselves disagree (gloo ops on a busy host end when each rank's thread gets the CPU back, or clocks drift):
 -- the estimate is not applied, the raw clocks stand, and the band still bounds every skew claim.
-CREATE OR REPLACE VIEW fleet_clock_offsets AS
+CREATE OR REPLACE TABLE fleet_clock_offsets AS
 WITH wide AS (SELECT count(*) AS ranks FROM fleet_clock_estimate WHERE band_ns > greatest(median_latency_ns, 2000)),
 mismatched AS (
   SELECT count(*) AS calls, string_agg(DISTINCT status, '; ' ORDER BY status) AS why

@@ -24,7 +24,7 @@
 --   n is the group size the trace records, else the ranks holding the call. imbalance (all_to_allv): the
 --   largest per-destination split over the mean split (`In split size`), else the largest rank's message over
 --   the mean message; 1.0 is balanced. Ties of first / last go to the lowest rank.
-CREATE OR REPLACE VIEW fleet_collective_skew AS
+CREATE OR REPLACE TABLE fleet_collective_skew AS
 WITH aligned AS (
   SELECT c.rank, c.step, coalesce(c.pg, '') AS pg, c.collective, c.seq, c.dur, c.in_bytes, c.out_bytes,
          c.group_size, c.link_gbps, k.status,

@@ -14,7 +14,7 @@
 --   to that rank. Quantities present on fewer than two ranks have no distribution. A step-start lag is a
 --   claim about clocks: its excess is taken inside the clock band (twice the widest rank's band,
 --   fleet.clock_offsets), so a lag no larger than the band costs nothing.
-CREATE OR REPLACE VIEW fleet_distribution AS
+CREATE OR REPLACE TABLE fleet_distribution AS
 WITH quantities(quantity, meaning, direction, ord) AS (
   VALUES ('step_start_lag_us', 'step start (after the earliest rank)', 1, 1),
          ('compute_us', 'GPU compute time', 1, 2),

@@ -9,7 +9,7 @@
 --   a rank late on average is late before every collective (compute, data, host), not in one unlucky call.
 --   Only calls with a measured skew count (one call on every rank, clocks aligned); late_beyond_band counts
 --   the calls it closed with a start skew wider than the clock band, the only ones that say it was late.
-CREATE OR REPLACE VIEW fleet_rank_lateness AS
+CREATE OR REPLACE TABLE fleet_rank_lateness AS
 WITH calls AS (
   SELECT c.rank, c.start_ns - o.applied_offset_ns AS t0, k.*,
          min(c.start_ns - o.applied_offset_ns) OVER (PARTITION BY c.step, coalesce(c.pg, ''), c.collective, c.seq)

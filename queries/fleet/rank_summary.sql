@@ -15,7 +15,7 @@
 --   exposed collectives, or on a CPU trainer every host bucket but the collective wait), the quantity
 --   catalog.straggler_rank judges one rank by, so the per-rank and cross-rank readings agree; it is what
 --   shows a slower CPU (gloo) rank, which has no GPU compute to compare.
-CREATE OR REPLACE VIEW fleet_rank_summary AS
+CREATE OR REPLACE TABLE fleet_rank_summary AS
 WITH ranks AS (
   SELECT rank, any_value(ts_offset_ns) AS ts_offset_ns FROM load GROUP BY rank
 ),

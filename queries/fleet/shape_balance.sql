@@ -11,7 +11,7 @@
 --   difference from it, as % of the typical rank's calls per step. At 5% or more (work_differs) the rank's
 --   work is not the others': dlrm's ranks differ by under 3% (a few data-dependent embedding shapes), a rank
 --   given 6x the matmuls by 230%. shapes_recorded: record_shapes was on (else only op counts compare).
-CREATE OR REPLACE VIEW fleet_shape_balance AS
+CREATE OR REPLACE TABLE fleet_shape_balance AS
 WITH s AS (SELECT rank, name, coalesce(input_dims, '') AS dims, calls_per_step FROM op_shapes),
 ranks AS (SELECT rank, bool_or(input_dims IS NOT NULL) AS shapes_recorded FROM op_shapes GROUP BY rank),
 keys AS (SELECT DISTINCT name, dims FROM s),
