@@ -6,13 +6,11 @@ from pathlib import Path
 
 import click
 import orjson
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.fleet_cmd import executor_options
 from kineto_sql.cli.output import friendly_errors
-from kineto_sql.cli.progress import configure, is_quiet, stage
+from kineto_sql.cli.progress import configure, spinner
 from kineto_sql.diagnose.model import SEVERITIES
 from kineto_sql.diagnose.render_html import render_html
 from kineto_sql.diagnose.render_text import render_markdown, render_text
@@ -52,11 +50,7 @@ def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jo
     if no_progress:
         configure(quiet=True)
     jobs = jobs or default_jobs()
-    show = not no_progress and not is_quiet() and sys.stderr.isatty()
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True, disable=not show) as bar:
-        task = bar.add_task("loading", total=None)
-        say = lambda text: (bar.update(task, description=text), stage(text))  # noqa: E731
+    with spinner() as say:
         if target.is_dir():
             from kineto_sql.fleet.run import diagnose_directory  # pandas / DuckDB only for a rank directory
 

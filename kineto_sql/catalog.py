@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import difflib
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,18 +28,23 @@ PARAM_TYPES = ("LONG", "DOUBLE", "STRING", "BOOL", "DURATION")
 SIGNATURE_TYPES = {"LONG": "LONG", "INT": "LONG", "TIMESTAMP": "LONG", "DOUBLE": "DOUBLE", "STRING": "STRING",
                    "BOOL": "BOOL", "DURATION": "DURATION"}
 CAPABILITIES = ("steps", "cpu_ops", "gpu", "stacks", "memory", "flows", "distributed", "compile")
-REQUIRED_KEYS = ("id", "version", "kind", "title", "source", "needs", "status")
-# A detector's header is its doc page: what it looks like, how to confirm it, why it costs time, where it
-# is wrong, the case that shows it (`example`, a case name of its test file) and the fix.
-DETECTOR_KEYS = ("signature", "confirming", "cost", "false_positives", "example", "fix")
-DOC_SECTIONS = {"signature": "what it looks like in the trace", "confirming": "what a person checks to confirm",
-                "cost": "why it costs step time", "false_positives": "where it fires although nothing is wrong",
-                "example": "the name of a case of its test file that fires", "fix": "what to change"}
-# Written by `kineto-sql lint --update-lock`, never by hand (kineto_sql/versions.py).
+REQUIRED_KEYS = ("id", "version", "kind", "title", "references", "needs", "status")
+# A detector's header is its doc page, in ruff's words: what it looks like, how to confirm it, why it costs
+# time, its known problems (where it is wrong), the case that shows it (`example`, a case name of its test
+# file) and what to use instead.
+DETECTOR_KEYS = ("what", "confirming", "why", "known_problems", "example", "use_instead")
+DOC_SECTIONS = {"what": "what it looks like in the trace", "confirming": "what a person checks to confirm",
+                "why": "why it costs step time", "known_problems": "where it fires although nothing is wrong",
+                "example": "the name of a case of its test file that fires", "use_instead": "what to change"}
+# Keys of earlier headers, and what they became: lint names the new key.
+RENAMED_KEYS = {"signature": "what", "cost": "why", "false_positives": "known_problems", "fix": "use_instead",
+                "source": "references"}
+# Lock data lives in queries/LOCK.toml (kineto_sql/versions.py), never in a header.
 LOCK_KEYS = ("locked", "lib", "cases")
 # claims: the step-ledger buckets (reading.step_ledger) a detector's impact is drawn from, e.g.
-#   `idle.sync, host.sync_read`; `busy.*` names a whole kind; `cold` is the cold windows' time.
-OPTIONAL_KEYS = DETECTOR_KEYS + ("catalog_row", "claims") + LOCK_KEYS
+#   `idle.sync, host.sync_read`; `busy.*` names a whole kind; `cold` is the cold windows' time. A detector
+#   that reads the ledger reads it through kineto_ledger_claim('<this line>') (lint checks they are equal).
+OPTIONAL_KEYS = DETECTOR_KEYS + ("catalog_row", "claims")
 KNOWN_KEYS = REQUIRED_KEYS + OPTIONAL_KEYS
 
 _HEADER_LINE = re.compile(r"^--\s?(?P<key>[a-z_]+):\s*(?P<value>.*?)\s*$")
@@ -87,19 +93,19 @@ class QuerySpec:
     version: int
     kind: str
     title: str
-    source: str
+    references: str
     needs: tuple[str, ...]
     params: tuple[Param, ...]
-    signature: str | None
+    what: str | None
     confirming: str | None
-    fix: str | None
+    use_instead: str | None
     path: Path
     sql: str
     entrypoint: str
     module: str
     status: str = "preview"
-    cost: str | None = None
-    false_positives: str | None = None
+    why: str | None = None
+    known_problems: str | None = None
     example: str | None = None
     catalog_rows: tuple[str, ...] = ()
     header: dict = field(default_factory=dict, compare=False, repr=False)
@@ -145,7 +151,14 @@ class Catalog:
             if _ID.match(moved):
                 raise QueryError(f"{query_id} was renamed to {moved}; use `kineto-sql show {moved}`")
             raise QueryError(f"{query_id} was removed: {moved}")
-        raise QueryError(f"no query {query_id!r}; `kineto-sql list` shows the ids")
+        raise QueryError(f"no query {query_id!r}{self._did_you_mean(query_id)}; `kineto-sql list` shows the ids")
+
+    def _did_you_mean(self, query_id: str) -> str:
+        """`sync_forcing_op` -> catalog.sync_forcing_op; `catalog.sync_forcng_op` -> the closest id."""
+        ids = [s.id for s in self.specs]
+        named = [i for i in ids if i.split(".", 1)[-1] == query_id]
+        close = named or difflib.get_close_matches(query_id, ids, n=3, cutoff=0.75)
+        return f" (did you mean {' or '.join(close)}?)" if close else ""
 
     def ids(self) -> list[str]:
         return [s.id for s in self.specs]
@@ -233,8 +246,7 @@ def parse_header(path: Path, text: str, known: tuple[str, ...] = KNOWN_KEYS
         if re.match(r"^--\s?param\s", line):
             problems.append(Problem(path, number, "`-- param` lines are gone: declare the parameter once, as an "
                                                   "argument of the entrypoint with a `--` comment above it, and give "
-                                                  "its default here as `-- default NAME: VALUE` "
-                                                  "(python tools/migrate_headers.py converts a file)"))
+                                                  "its default here as `-- default NAME: VALUE`"))
             last_key = None
             continue
         default = _DEFAULT_LINE.match(line)
@@ -250,6 +262,11 @@ def parse_header(path: Path, text: str, known: tuple[str, ...] = KNOWN_KEYS
             key = match["key"]
             if key in fields:
                 problems.append(Problem(path, number, f"header key {key!r} appears twice; keep one"))
+            elif key in LOCK_KEYS and key not in known:
+                problems.append(Problem(path, number, f"`-- {key}:` belongs in queries/LOCK.toml, not the header; "
+                                                      "delete the line and run `kineto-sql lint --update-lock`"))
+            elif key in RENAMED_KEYS and key not in known:
+                problems.append(Problem(path, number, f"header key {key!r} is now {RENAMED_KEYS[key]!r}; rename it"))
             elif key not in known:
                 problems.append(Problem(path, number, f"unknown header key {key!r}; known keys: {', '.join(known)}, "
                                                       "default"))
@@ -361,10 +378,10 @@ def parse_query_file(path: Path, root: Path | None = None) -> tuple[QuerySpec | 
             problems.append(Problem(path, fields["catalog_row"][0], f"catalog_row {row!r} must read major.<name> or "
                                                                     "minor.<name> (the fault catalog's row ids)"))
     spec = QuerySpec(
-        id=expected_id, version=version, kind=kind, title=value("title"), source=value("source"), needs=needs,
-        params=params, signature=value("signature"), confirming=value("confirming"), fix=value("fix"),
+        id=expected_id, version=version, kind=kind, title=value("title"), references=value("references"), needs=needs,
+        params=params, what=value("what"), confirming=value("confirming"), use_instead=value("use_instead"),
         path=path, sql=text, entrypoint=entrypoint, module=".".join((PACKAGE,) + rel.parts), status=status,
-        cost=value("cost"), false_positives=value("false_positives"), example=value("example"),
+        why=value("why"), known_problems=value("known_problems"), example=value("example"),
         catalog_rows=catalog_rows, claims=_claims(value("claims")), header={k: v for k, (_, v) in fields.items()})
     return spec, problems
 

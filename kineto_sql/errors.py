@@ -19,7 +19,3 @@ class EngineError(KinetoSqlError):
 
 class QueryError(KinetoSqlError):
     """A SQL statement failed; the session stays usable."""
-
-
-class NotApplicable(KinetoSqlError):
-    """The trace lacks what a query needs (no GPU kernels, no steps, one rank...)."""

@@ -7,7 +7,8 @@ argument, public names (`kineto_<module>` in lib, the entrypoint `kineto_<area>_
 `_kineto_...`), includes that resolve (lib includes only lib), no LIKE, sqlglot parses each statement's
 SELECT body once the PerfettoSQL wrapper is peeled, no `SELECT *` in public outputs, no raw event category or
 runtime-call name compared outside lib (kineto_sql/vocabulary_lint.py), declared params equal
-the entrypoint's arguments (names, order, types), detector envelope columns, and fresh version locks in the headers (kineto_sql/versions.py).
+the entrypoint's arguments (names, order, types), detector envelope columns, a detector's claim read through
+kineto_ledger_claim with its header's `claims:` line verbatim, and a fresh queries/LOCK.toml (kineto_sql/versions.py).
 Every problem is `path:line: what to fix`.
 """
 from __future__ import annotations
@@ -40,6 +41,9 @@ without function macro module perfetto include returns
 """.split())
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 _INCLUDE = re.compile(r"^INCLUDE\s+PERFETTO\s+MODULE\s+(?P<module>\S+?)\s*$", re.IGNORECASE | re.DOTALL)
+_CLAIM_CALL = re.compile(r"\bkineto_ledger_claim\s*\(\s*(?P<arg>'(?P<claims>[^']*)'|[^)]*)\s*\)")
+_LEDGER_READ = re.compile(r"\bkineto_ledger\b")
+_BUCKET_LITERAL = re.compile(r"\bbucket\s*(?:=|IN\s*\()\s*'", re.IGNORECASE)
 DETECTOR_ENVELOPE = (("ts", "TIMESTAMP"), ("dur", "DURATION"), ("impact_dur", "DURATION"), ("step", "LONG"),
                      ("evidence", "STRING"))
 
@@ -171,6 +175,8 @@ def _check_query(path: Path, spec: QuerySpec, entry: ObjectDef | None, parts: tu
     elif spec.kind != expected_kind:
         problems.append(Problem(path, 1, f"kind {spec.kind} does not fit area {parts[0]}; use kind {expected_kind}"))
     problems += _check_doc_and_cases(path, spec)
+    if spec.kind == "detector":
+        problems += check_claims(path, spec)
     if entry is None:
         return problems
     if entry.kind != "FUNCTION" or not entry.returns_table:
@@ -182,6 +188,35 @@ def _check_query(path: Path, spec: QuerySpec, entry: ObjectDef | None, parts: tu
         if lead != list(DETECTOR_ENVELOPE):
             want = ", ".join(f"{n} {t}" for n, t in DETECTOR_ENVELOPE)
             problems.append(Problem(path, entry.line, f"a detector's output starts with {want}"))
+    return problems
+
+
+def check_claims(path: Path, spec: QuerySpec) -> list[Problem]:
+    """A claim is stated once: the header's `-- claims:` line, passed verbatim to kineto_ledger_claim (the one
+    reader of a claim on the step-time ledger, kineto.lib.ledger_claim). A detector that reads the ledger
+    reads its claim that way, and names no bucket in its SQL."""
+    problems = []
+    claims = (spec.header.get("claims") or "").strip()
+    calls = 0
+    for number, line in enumerate(spec.sql.splitlines(), start=1):
+        code = line.split("--", 1)[0]
+        for call in _CLAIM_CALL.finditer(code):
+            calls += 1
+            if call["claims"] is None:
+                problems.append(Problem(path, number, "pass kineto_ledger_claim the header's claims line as one "
+                                                      f"string literal, e.g. kineto_ledger_claim('{claims or 'idle.sync'}')"))
+            elif not claims:
+                problems.append(Problem(path, number, f"kineto_ledger_claim('{call['claims']}') but the header has no "
+                                                      f"`-- claims:` line; add `-- claims: {call['claims']}`"))
+            elif call["claims"] != claims:
+                problems.append(Problem(path, number, f"kineto_ledger_claim('{call['claims']}') differs from the "
+                                                      f"header's `-- claims: {claims}`; pass the claims line verbatim"))
+        if _BUCKET_LITERAL.search(code):
+            problems.append(Problem(path, number, "a detector names no ledger bucket in its SQL: its claim is the "
+                                                  "header's `-- claims:` line, read by kineto_ledger_claim('...')"))
+    if claims and not calls and _LEDGER_READ.search("\n".join(l.split("--", 1)[0] for l in spec.sql.splitlines())):
+        problems.append(Problem(path, 1, f"{spec.id} reads kineto_ledger: read its claim through "
+                                         f"kineto_ledger_claim('{claims}') (INCLUDE PERFETTO MODULE kineto.lib.ledger_claim)"))
     return problems
 
 

@@ -1,5 +1,5 @@
 """A rule's doc page, rendered from its header and its test file (ruff's rule pages are the model):
-what it detects, how to confirm, why it costs time, known false positives, the example case, the fix,
+what it does, how to confirm, why it is bad, known problems, the example case, what to use instead,
 then parameters and bookkeeping. `kineto-sql show ID` prints it; queries/REFERENCE.md holds all of them.
 """
 from __future__ import annotations
@@ -12,8 +12,8 @@ from kineto_sql.rule_tests import RowCase, load_rule_tests
 from kineto_sql.sql_package import queries_root
 
 REFERENCE_NAME = "REFERENCE.md"
-SECTIONS = (("signature", "What it detects"), ("confirming", "How to confirm"), ("cost", "Why it costs time"),
-            ("false_positives", "Known false positives"), ("fix", "Fix"))
+SECTIONS = (("what", "What it does"), ("confirming", "How to confirm"), ("why", "Why is this bad?"),
+            ("known_problems", "Known problems"), ("use_instead", "Use instead"))
 AREAS = (("catalog", "Fault detectors"), ("reading", "Reading order"), ("guide", "Beginner's guide indicators"),
          ("hta", "HTA analyses"))
 
@@ -54,7 +54,7 @@ def render_text(spec: QuerySpec, width: int = 100) -> str:
            + (f"; catalog rows {', '.join(spec.catalog_rows)}" if spec.catalog_rows else ""), ""]
     example = _example(spec)
     for key, heading in SECTIONS:
-        if key == "fix" and example is not None:
+        if key == "use_instead" and example is not None:
             out.append(f"Example (case {example.name} of {spec.path.stem}.test.toml)")
             out += ["  " + line for line in describe_case(example)]
             out.append("")
@@ -70,9 +70,7 @@ def render_text(spec: QuerySpec, width: int = 100) -> str:
                                  initial_indent="  ", subsequent_indent="      ")
         out.append("")
     out.append(f"needs:      {', '.join(spec.needs) or 'none'}")
-    out.append(f"source:     {spec.source}")
-    if spec.header.get("lib"):
-        out.append(f"includes:   {spec.header['lib']}")
+    out.append(f"references: {spec.references}")
     out.append(f"entrypoint: {spec.entrypoint}({', '.join(p.name for p in spec.params)})  in module {spec.module}")
     out.append(f"path:       {spec.path}")
     return "\n".join(out) + "\n"
@@ -91,7 +89,7 @@ def render_markdown(spec: QuerySpec) -> str:
            + (f"; catalog rows {', '.join(f'`{r}`' for r in spec.catalog_rows)}" if spec.catalog_rows else ""), ""]
     example = _example(spec)
     for key, heading in SECTIONS:
-        if key == "fix" and example is not None:
+        if key == "use_instead" and example is not None:
             out += [f"*Example* (case `{example.name}`):", "", "```", *describe_case(example), "```", ""]
         text = getattr(spec, key)
         if text:
@@ -101,7 +99,7 @@ def render_markdown(spec: QuerySpec) -> str:
         out += [f"| `{p.name}` | {p.type} | `{_plain(p.default)}` | {p.description.replace('|', '/')} |"
                 for p in spec.params]
         out.append("")
-    out += [f"Source: {spec.source}", ""]
+    out += [f"References: {spec.references}", ""]
     return "\n".join(out)
 
 

@@ -186,56 +186,6 @@ def _toml_string(text: str) -> str:
     return f'"{escaped}"'
 
 
-def case_text(name: str, *, events: list[dict] | None = None, params: dict | None = None,
-              metadata: dict | None = None, trace_json: str | None = None, expect_count: int | None = None,
-              columns: list[str] | None = None, rows: list[list] | None = None, not_applicable: bool = False,
-              note: str | None = None) -> str:
-    """One `[[case]]` table as TOML text (appended to a test file)."""
-    lines = []
-    if note:
-        lines += [f"# {line}" for line in note.splitlines()]
-    lines += ["[[case]]", f"name = {toml_value(name)}"]
-    if params:
-        lines.append(f"params = {toml_value(params)}")
-    if metadata:
-        lines.append(f"metadata = {toml_value(metadata)}")
-    if events is not None:
-        lines.append("events = [")
-        lines += [f"  {toml_value(e)}," for e in events]
-        lines.append("]")
-    if trace_json is not None:
-        lines.append(f"trace_json = '''{trace_json}'''")
-    if not_applicable:
-        lines.append("not_applicable = true")
-    if expect_count is not None:
-        lines.append(f"expect_count = {expect_count}")
-    if columns:
-        lines.append(f"columns = {toml_value(columns)}")
-        lines.append("rows = [")
-        lines += [f"  {toml_value(list(r))}," for r in rows or []]
-        lines.append("]")
-    return "\n".join(lines) + "\n"
-
-
-def traces_text(check: str, outcomes: dict[str, list[str]], fires_when: str | None = None,
-                comment: str | None = None) -> str:
-    """A `[traces]` / `[traces.NAME]` table as TOML text."""
-    lines = ["[traces]" if check == "default" else f"[traces.{check}]"]
-    if comment:
-        lines += [f"# {line}" for line in comment.splitlines()]
-    if fires_when:
-        lines.append(f"fires_when = {toml_value(fires_when)}")
-    for outcome in OUTCOMES:
-        if outcomes.get(outcome):
-            lines.append(f"{outcome} = {toml_value(outcomes[outcome])}")
-    return "\n".join(lines) + "\n"
-
-
-def new_file_header(rule_id: str) -> str:
-    return (f"# {rule_id}: exact-row cases ([[case]]) and golden/corpus trace checks ([traces]).\n"
-            "# Format: kineto_sql/rule_tests.py; tests/test_rules.py runs every rule's file.\n")
-
-
 # ---- trace names: golden:<stem> and corpus:<stem> -----------------------------------------------------
 
 def repo_root() -> Path:

@@ -20,7 +20,7 @@ from kineto_sql.diagnose.model import Diagnosis, Finding, TraceDiagnosis, Verdic
 from kineto_sql.diagnose.narrate import narrate
 from kineto_sql.diagnose.render_html import render_html
 from kineto_sql.diagnose.render_text import render_markdown, render_text
-from kineto_sql.diagnose.run import detectors, diagnose_path, diagnose_trace, rank_findings, severity_for
+from kineto_sql.diagnose.run import detectors, diagnose_trace, rank_findings, severity_for
 from kineto_sql.fleet.run import diagnose_directory
 from tests.conftest import CORPUS, GOLDEN, corpus_id, corpus_traces, needs_corpus
 from tests.query_support import load_trace  # noqa: F401  (fixture)
@@ -71,7 +71,7 @@ def test_a_rows_fix_and_severity_cap_follow_the_cause():
     columns["max_severity"] = [None, "low"]
     assert finding_from_rows(spec, Rows.of_columns(columns), 10_000, "t.json").severity == "high"
     no_fix = {k: v for k, v in columns.items() if k != "fix"}
-    assert finding_from_rows(spec, Rows.of_columns(no_fix), 10_000, "t.json").fix == spec.fix
+    assert finding_from_rows(spec, Rows.of_columns(no_fix), 10_000, "t.json").fix == spec.use_instead
     # a floor lifts a finding that costs no step time itself (a capture that lost its GPU activity)
     free = {**{k: v for k, v in columns.items() if k != "max_severity"}, "impact_dur": [0, 0],
             "min_severity": ["high", None]}
@@ -93,10 +93,11 @@ def test_rows_read_as_pandas_reads_them():
     got = finding_from_rows(catalog.get("catalog.sync_forcing_op"), rows, 1_000, "t.json")
     assert (got.where.ts_ns, got.where.end_ns, got.where.steps, got.where.ops) == (12, 35, (1, 2), ("aten::mm",))
     assert got.numbers == {"op": "aten::mm"}  # the worst row: the largest impact
-    ledger = Rows.of_columns({"window_id": [1, 1, 1, 2, None], "step": [7, 7, 7, 8, 9], "window_dur": [100] * 5,
-                              "kind": ["busy", "busy", "idle", "idle", "busy"], "device": [0, 1, 0, None, 0],
-                              "bucket": ["a", "host.ops", "b", "host.ops", "a"], "dur": [30, 60, 10, 5, 1]})
-    steps = _per_step(ledger.records())
+    # reading.step_table's rows: one per window and device; a window without a step is left out
+    table = Rows.of_columns({"step": [7, 7, 8, None], "ts": [0, 0, 100, 200], "dur": [100] * 4,
+                             "device": [0, 1, None, 0], "cpu_busy_dur": [60, 60, 5, 1],
+                             "gpu_busy_dur": [30, 60, None, 1]})
+    steps = _per_step(table)
     assert [(s.step, s.dur_ns, s.gpu_busy_ns, s.cpu_busy_ns, s.gpu_occupancy_pct) for s in steps] == [
         (7, 100, 60, 60, 60.0), (8, 100, None, 5, None)]
 

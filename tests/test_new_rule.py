@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ rows = [[1, 2000000]]
 PAGE = {
     "example": "long_op_fires",
     "title": "Long host op: one ATen call holding the host for a millisecond or more",
-    "source": "issue 14 proof",
+    "references": "PyTorch profiler documentation (https://pytorch.org/docs/stable/profiler.html)",
 }
 
 
@@ -100,4 +101,9 @@ def test_a_new_rule_touches_no_shared_file(tmp_path):
 
     after = _snapshot(repo / "queries")
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
-    assert changed == ["REFERENCE.md", "kineto/catalog/long_host_op.sql", "kineto/catalog/long_host_op.test.toml"]
+    # the two new files, and the two generated ones (`lint --update-lock` writes both; a merge conflict in
+    # either is resolved by rerunning it)
+    assert changed == ["LOCK.toml", "REFERENCE.md", "kineto/catalog/long_host_op.sql",
+                       "kineto/catalog/long_host_op.test.toml"]
+    lock = tomllib.loads((repo / "queries" / "LOCK.toml").read_text())
+    assert lock[RULE]["version"] == 1 and set(lock[RULE]["cases"]) == {"long_op_fires"}

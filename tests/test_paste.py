@@ -38,7 +38,7 @@ def test_bundle_inlines_lib_modules_in_dependency_order():
     bundle = paste_bundle("reading.step_table")
     assert "INCLUDE PERFETTO MODULE kineto." not in bundle
     assert bundle.index("-- ---- kineto.lib.event_categories ----") < bundle.index("-- ---- kineto.lib.steps ----")
-    assert bundle.index("-- ---- kineto.lib.steps ----") < bundle.index("-- ---- kineto.reading.step_table ----")
+    assert bundle.index("-- ---- kineto.lib.ledger_windows ----") < bundle.index("-- ---- kineto.reading.step_table ----")
     assert bundle.rstrip().endswith("SELECT * FROM kineto_reading_step_table(50.0, 1.5);")
     assert "INCLUDE PERFETTO MODULE intervals.intersect;" in bundle
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import textwrap
+import tomllib
 
 import pytest
 
@@ -34,7 +35,7 @@ def test_catalog_has_the_reading_queries_with_their_params():
     step_table = cat.get("reading.step_table")
     assert [(p.name, p.type, p.default) for p in step_table.params] == [
         ("sparse_below_pct", "DOUBLE", 50.0), ("cold_start_factor", "DOUBLE", 1.5)]
-    assert step_table.needs == ("steps",)
+    assert step_table.needs == ()  # the ledger's windows: ProfilerStep, inferred iterations or the capture
     assert step_table.entrypoint == "kineto_reading_step_table"
     assert step_table.module == "kineto.reading.step_table"
     assert cat.get("reading.op_table").params[0].default == 0
@@ -77,7 +78,7 @@ GOOD = textwrap.dedent("""\
     -- version: 1
     -- kind: reading
     -- title: Demo
-    -- source: test
+    -- references: test
     -- needs: none
     -- status: preview
     -- default top_n: 5
@@ -155,8 +156,8 @@ def test_detector_needs_the_envelope_columns(tmp_path):
     assert any("a detector's output starts with ts TIMESTAMP, dur DURATION" in p for p in problems), problems
 
 
-DETECTOR_DOC = ("-- needs: none\n-- signature: s\n-- confirming: c\n-- cost: t\n-- false_positives: p\n"
-                "-- example: fires\n-- fix: f")
+DETECTOR_DOC = ("-- needs: none\n-- what: s\n-- confirming: c\n-- why: t\n-- known_problems: p\n"
+                "-- example: fires\n-- use_instead: f")
 DETECTOR = (GOOD.replace("reading.demo", "catalog.demo").replace("kind: reading", "kind: detector")
             .replace("kineto_reading_demo", "kineto_catalog_demo").replace("-- needs: none", DETECTOR_DOC))
 
@@ -164,7 +165,9 @@ DETECTOR = (GOOD.replace("reading.demo", "catalog.demo").replace("kind: reading"
 @pytest.mark.parametrize(("edit", "tests", "message"), [
     (("-- title: Demo", "-- title: TODO name it"), FIRING_CASE, "replace the TODO"),
     (("-- example: fires", "-- example: other"), FIRING_CASE, "example 'other' is not a case of demo.test.toml"),
-    (("-- cost: t\n", ""), FIRING_CASE, "a detector needs `-- cost: ...`"),
+    (("-- why: t\n", ""), FIRING_CASE, "a detector needs `-- why: ...`"),
+    (("-- why: t", "-- cost: t"), FIRING_CASE, "header key 'cost' is now 'why'"),
+    (("-- example: fires", "-- example: fires\n-- locked: 1 abc"), FIRING_CASE, "belongs in queries/LOCK.toml"),
     (("-- example: fires\n", ""), FIRING_CASE, "a detector needs `-- example: ...`"),
     (("", ""), GOOD_TESTS, "catalog.demo has no [[case]] that fires"),
     (("", ""), FIRING_CASE.replace("expect_count = 1", "expect_count = 0"), "is a case that does not fire"),
@@ -188,7 +191,9 @@ def test_update_lock_refuses_a_forgotten_bump(tmp_path):
     assert [i.message for i in versions.lock_issues(root)] == [
         "not locked yet; run `kineto-sql lint --update-lock reading.demo`"]
     assert versions.update_lock(root) == []
-    assert "-- locked: 1 " in query.read_text() and versions.lock_issues(root) == []
+    lock = tomllib.loads((tmp_path / "LOCK.toml").read_text())
+    assert lock["reading.demo"]["version"] == 1 and len(lock["reading.demo"]["sql"]) == 16
+    assert "locked" not in query.read_text() and versions.lock_issues(root) == []
     query.write_text(query.read_text().replace("LIMIT $top_n", "LIMIT $top_n + 1"))
     [issue] = versions.lock_issues(root)
     assert "bump `-- version:` to 2" in issue.message and issue.needs_bump
@@ -196,7 +201,7 @@ def test_update_lock_refuses_a_forgotten_bump(tmp_path):
     query.write_text(query.read_text().replace("version: 1", "version: 2"))
     assert versions.update_lock(root) == []
     assert versions.lock_issues(root) == []
-    assert "-- locked: 2 " in query.read_text()
+    assert tomllib.loads((tmp_path / "LOCK.toml").read_text())["reading.demo"]["version"] == 2
 
 
 def test_a_lib_change_bumps_only_the_lib_module_and_a_changed_case_bumps_the_rule(tmp_path):
@@ -211,14 +216,20 @@ def test_a_lib_change_bumps_only_the_lib_module_and_a_changed_case_bumps_the_rul
     case = root / "reading" / "demo.test.toml"
     case.write_text('[[case]]\nname = "one"\nevents = []\nexpect_count = 0\n')
     assert versions.update_lock(root) == []
-    assert "-- lib: lib.names@1" in query.read_text() and "-- cases: one=" in query.read_text()
+    lock = tomllib.loads((tmp_path / "LOCK.toml").read_text())
+    assert lock["reading.demo"]["lib"] == ["lib.names@1"] and list(lock["reading.demo"]["cases"]) == ["one"]
+    assert lock["lib.names"] == {"version": 1, "sql": lock["lib.names"]["sql"]}
     lib.write_text(lib.read_text().replace("FROM slice", "FROM slice WHERE dur > 0"))
     assert [(i.id, i.needs_bump) for i in versions.lock_issues(root)] == [("lib.names", True)]
     lib.write_text(lib.read_text().replace("version: 1", "version: 2"))
     assert versions.update_lock(root, ["lib.names"]) == []
     [issue] = versions.lock_issues(root)
     assert issue.id == "reading.demo" and not issue.needs_bump and "lib.names@1 -> lib.names@2" in issue.message
+    before = {p: p.read_text() for p in root.rglob("*.sql")}
     assert versions.update_lock(root) == []
+    # a lib bump touches one file: LOCK.toml, never the header of a query that includes the module
+    assert {p: p.read_text() for p in root.rglob("*.sql")} == before
+    assert tomllib.loads((tmp_path / "LOCK.toml").read_text())["reading.demo"]["lib"] == ["lib.names@2"]
     case.write_text(case.read_text() + '\n[[case]]\nname = "two"\nevents = []\nexpect_count = 0\n')
     [issue] = versions.lock_issues(root)
     assert not issue.needs_bump
@@ -324,3 +335,37 @@ def test_vocabulary_allow_list_names_live_files_with_a_reason():
 def test_the_repo_passes_the_vocabulary_lint():
     problems = [str(p) for p in lint.lint(check_lock=False) if "raw " in p.message]
     assert problems == []
+
+
+CLAIMING = (DETECTOR.replace("-- example: fires", "-- example: fires\n-- claims: idle.sync, host.sync_read")
+            .replace("INCLUDE", "INCLUDE"))
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("SELECT name FROM kineto_ledger_claim('idle.sync') LIMIT $top_n;", "differs from the header's `-- claims:"),
+    ("SELECT name FROM kineto_ledger_claim('idle.sync,host.sync_read') LIMIT $top_n;", "differs from the header's"),
+    ("SELECT name FROM kineto_ledger LIMIT $top_n;", "read its claim through kineto_ledger_claim('idle.sync, host.sync_read')"),
+    ("SELECT name FROM kineto_ledger WHERE bucket = 'idle.sync' LIMIT $top_n;", "names no ledger bucket"),
+])
+def test_lint_holds_a_claim_to_the_header_line(tmp_path, body, message):
+    problems = _lint_one(tmp_path, "catalog/demo.sql", CLAIMING.replace("SELECT name FROM slice LIMIT $top_n;", body),
+                         FIRING_CASE)
+    assert any(message in p for p in problems), problems
+
+
+def test_lint_accepts_the_claims_line_passed_verbatim(tmp_path):
+    body = "SELECT name FROM kineto_ledger_claim('idle.sync, host.sync_read') LIMIT $top_n;"
+    problems = _lint_one(tmp_path, "catalog/demo.sql", CLAIMING.replace("SELECT name FROM slice LIMIT $top_n;", body),
+                         FIRING_CASE)
+    assert not any("claim" in p for p in problems), problems
+
+
+def test_every_claiming_detector_passes_its_claims_line():
+    """The shipped rules: each kineto_ledger_claim call carries its header's claims line (lint enforces it;
+    this pins which detectors read their claim that way)."""
+    readers = sorted(s.id for s in load_catalog().by_kind("detector") if "kineto_ledger_claim(" in s.sql)
+    assert readers == ["catalog.blocking_copy", "catalog.cold_start", "catalog.dataloader_workers_missing",
+                       "catalog.exposed_communication", "catalog.host_compute_gaps", "catalog.input_bound",
+                       "catalog.memory_churn", "catalog.small_op_storm", "catalog.sync_forcing_op"]
+    for spec in load_catalog().by_kind("detector"):
+        assert lint.check_claims(spec.path, spec) == [], spec.id

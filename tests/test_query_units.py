@@ -361,7 +361,7 @@ def test_step_table_rows(load_trace):
                                       "verdict", "cold_start"]].itertuples(index=False)]
     assert got == [(1, 1000 * US, 0, 200 * US, 50 * US, 5.0, "sparse", 1),
                    (2, 500 * US, 0, 20 * US, 0, 0.0, "sparse", 0)]
-    assert run.id_version == "reading.step_table@3"
+    assert run.id_version == "reading.step_table@4"
 
 
 def test_step_table_params_change_verdict_and_cold_start(load_trace):
@@ -377,10 +377,12 @@ def test_step_table_without_device_activity(load_trace):
     assert run.df[["device", "cpu_busy_pct", "verdict"]].values.tolist() == [[None, 10.0, "no device activity"]]
 
 
-def test_step_table_not_applicable_without_steps(load_trace):
+def test_step_table_without_steps_reads_the_ledger_window(load_trace):
+    """No ProfilerStep: the step table is the ledger's window (here the whole capture), not a refusal."""
     run = run_query(load_trace(KinetoTrace([CpuOp("aten::add", 0, 10)])), "reading.step_table")
-    assert run.df.empty
-    assert run.not_applicable.startswith("reading.step_table needs steps, which this trace lacks")
+    assert run.not_applicable is None
+    assert run.df[["dur", "device", "cpu_busy_dur", "verdict"]].values.tolist() == [
+        [10 * US, None, 10 * US, "no device activity"]]
 
 
 def test_op_table_rows(load_trace):

@@ -8,6 +8,12 @@ tests carry `xdist_group` marks, but pytest >= 9.2 no longer lets pytest-xdist 3
 nodeid (pytest-dev/pytest-xdist#1386: `--dist loadgroup` then silently groups nothing), so the workers
 also write {nodeid: group} to a directory the controller gives them, and `TraceGroupScheduling` (xdist's
 loadgroup scheduler) takes each test's work unit from that map.
+
+Kept (rather than pinning pytest < 9.2): a pin would hold every install of the test extra on an old pytest,
+while this module only changes how tests are scheduled. Remove when a pytest-xdist release carries
+pytest-dev/pytest-xdist#1388 (the fix for #1386): then require that pytest-xdist in pyproject.toml, delete
+this module, its test and the three xdist hooks in tests/conftest.py, and keep only the `xdist_group`
+marks (`mark_items`). Checked 2026-12-07 against pytest 9.2.0 / pytest-xdist 3.8.0; check again by 2027-06-30.
 """
 from __future__ import annotations
 

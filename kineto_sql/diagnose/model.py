@@ -122,6 +122,8 @@ class Finding:
     # True when the share is of every window, cold ones included (the steady sample was too small to be
     # the denominator: Verdict.steady_representative is False).
     of_capture: bool = False
+    # what claim resolution gave it per window: (step, bucket, ns); `claimed` is their sum per bucket
+    claimed_windows: tuple = field(default=(), compare=False)
 
     def to_json(self) -> dict:
         return {

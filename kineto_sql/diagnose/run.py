@@ -2,13 +2,8 @@
 then every applicable detector, findings summed per detector, each claiming ledger time, ranked by the
 share of steady step time they claim.
 
-Claims: a detector's header names the ledger buckets its impact is drawn from (`-- claims:`). The ledger
-puts every nanosecond of every window in exactly one bucket, so detectors that claim different buckets
-never claim the same time. Where several claim one bucket, the larger estimate claims first and the others
-get what is left (`rest of ...` claims go last: they take what no specific cause explained); a rule with
-no claims line claims from every steady bucket, last. The claimed time is the finding's impact, so the
-steady findings' shares add up to at most 100% of the steady step time. Cold windows are their own pool
-(`cold`): catalog.cold_start claims it and ranks after the steady findings.
+Claims (which ledger time each finding's impact is drawn from, so that no two findings claim the same
+nanosecond) are resolved in kineto_sql/diagnose/claims.py, per window.
 
 A capture that is mostly its cold start (kineto.lib.steady_sample: fewer than 3 steady windows holding under
 10% of the windows' time) has no steady state to rank against: every share is then of all the windows, and
@@ -16,6 +11,7 @@ cold and steady findings are ranked together by the time they claim."""
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import time
 from dataclasses import replace
@@ -23,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from kineto_sql import catalog
+from kineto_sql.diagnose.claims import COLD, resolve_window_claims, window_pools
 from kineto_sql.diagnose.model import (SEVERITIES, Diagnosis, Finding, LedgerBucket, Skipped, StepRow,
                                        TraceDiagnosis, Verdict, Where, severity_rank)
 from kineto_sql.diagnose.narrate import narrate
@@ -40,9 +37,8 @@ STEP_TABLE = "reading.step_table"
 STEP_LEDGER = "reading.step_ledger"
 VERDICT = "reading.verdict"
 OP_TABLE = "reading.op_table"
-RESIDUAL = "rest of "
-COLD = "cold"
-COMMON = ("ts", "dur", "impact_dur", "step", "evidence", "fix", "max_severity", "min_severity")
+CLAIM_BUCKET = "claim_bucket"
+COMMON = ("ts", "dur", "impact_dur", "step", "evidence", "fix", "max_severity", "min_severity", CLAIM_BUCKET)
 # Findings about the capture itself come before every other finding, whatever their impact: a capture
 # that lost GPU activity or ran under counter replay makes every other number suspect.
 FIRST = ("catalog.capture_validity",)
@@ -76,13 +72,15 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
     """`jobs` 2 runs the queries in two processes over the one loaded trace (kineto_sql.query_pool)."""
     source = str(tp.path)
     say = progress or (lambda _: None)
-    runs = _run_queries(tp, jobs, lambda spec: say(f"{Path(source).name}: {spec.id}"))
+    started = itertools.count(1)
+    total = len(query_plan()[0])
+    runs = _run_queries(tp, jobs, lambda spec: say(f"{Path(source).name}: rule {next(started)} of {total}: {spec.id}"))
     say(f"{Path(source).name}: step verdict")
     verdict, pools = _verdict(tp, runs)
     denominator = verdict.lane_ns or verdict.total_step_ns or _trace_span(tp)
     # lane_ns already holds the cold windows when the steady sample is too small
     cold_denominator = denominator if not verdict.steady_representative else \
-        (verdict.lane_ns or 0) + pools.get(COLD, 0) or denominator
+        (verdict.lane_ns or 0) + sum(ns for (_, b), ns in pools.items() if b == COLD) or denominator
     fired, silent, skipped, errors = [], [], [], []
     for spec in detectors():
         try:
@@ -96,7 +94,7 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
             silent.append(spec.id)
         else:
             fired.append((spec, result.rows))
-    claimed = resolve_claims([(spec, _estimate(df)) for spec, df in fired], pools)
+    claimed = resolve_window_claims([(spec, _estimate_by_step(df)) for spec, df in fired], pools)
     findings = [_finding(spec, df, cold_denominator if spec.claims == (COLD,) else denominator, source,
                          claimed[spec.id], of_capture=not verdict.steady_representative) for spec, df in fired]
     findings = rank_findings(findings, cold_apart=verdict.steady_representative)
@@ -107,7 +105,7 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
 
 
 def _run_queries(tp, jobs: int, on_start) -> dict[str, query_pool.Outcome]:
-    """The verdict, the ledger, every detector and the op table, by id."""
+    """The verdict, the ledger, the step table, every detector and the op table, by id."""
     capabilities(tp)  # cached before any fork, so both processes read the same
     trace_device_name(tp)
     specs, needs = query_plan()
@@ -121,8 +119,23 @@ def query_plan() -> tuple[list[catalog.QuerySpec], dict[str, list[str]]]:
     """What diagnose runs and the modules each query includes. The ledger's chain and the op table's are
     the longest: they go first, so that with two processes each starts one. Read once per process
     (diagnose_path reads it while the loader child parses the trace)."""
-    specs = [resolve_spec(VERDICT), resolve_spec(OP_TABLE), resolve_spec(STEP_LEDGER)] + detectors()
+    specs = [resolve_spec(VERDICT), resolve_spec(OP_TABLE), resolve_spec(STEP_LEDGER), resolve_spec(STEP_TABLE)] + detectors()
     return specs, {spec.id: kineto_dependencies(spec.path.read_text()) + [spec.module] for spec in specs}
+
+
+def _estimate_by_step(rows: Rows) -> dict:
+    """The rows' impact per (step, bucket): step None for rows without a step (claimed from any window),
+    bucket None unless the rule returns a `claim_bucket` column (the one bucket of its claims line a row's
+    impact is drawn from: a device finding names its kernels' bucket)."""
+    if "impact_dur" not in rows:
+        return {}
+    steps = rows.column("step") if "step" in rows else [None] * len(rows)
+    hints = rows.column(CLAIM_BUCKET) if CLAIM_BUCKET in rows else [None] * len(rows)
+    out: dict = {}
+    for step, hint, impact in zip(steps, hints, numbers(rows.column("impact_dur"), missing_as=0)):
+        key = (None if missing(step) else int(step), None if missing(hint) else str(hint))
+        out[key] = out.get(key, 0) + max(int(impact), 0)
+    return out
 
 
 def _estimate(rows: Rows) -> int:
@@ -131,47 +144,6 @@ def _estimate(rows: Rows) -> int:
     return int(column_sum(max(v, 0) for v in numbers(rows.column("impact_dur"), missing_as=0)))
 
 
-
-
-def _expand(claim: str, pools: dict[str, int]) -> list[str]:
-    """`busy.*` names every bucket of a kind; a plain name is itself."""
-    if claim.endswith(".*"):
-        prefix = claim[:-1]
-        return sorted(b for b in pools if b.startswith(prefix))
-    return [claim]
-
-
-def resolve_claims(estimates, pools: dict[str, int]) -> dict[str, dict[str, int]]:
-    """What each detector's finding claims: at most its own estimate, at most what is left of its buckets.
-
-    `estimates` is [(spec, estimate_ns)], `pools` the ledger time per bucket (steady windows) plus `cold`.
-    Order: rules with specific claims by estimate (largest first, then id), then `rest of` claims, then rules
-    without a claims line (which claim from every steady bucket). No bucket is ever claimed twice over.
-    Returns, per detector id, the time taken from each bucket (its impact is their sum)."""
-    left = dict(pools)
-    steady = [b for b in pools if b != COLD]
-
-    def order(item):
-        spec, estimate = item
-        claims = spec.claims
-        tier = 2 if not claims else (1 if claims[0].startswith(RESIDUAL) else 0)
-        return tier, -estimate, spec.id
-
-    out = {}
-    for spec, estimate in sorted(estimates, key=order):
-        claims = [c.removeprefix(RESIDUAL) for c in spec.claims] or steady
-        buckets = [b for c in claims for b in _expand(c, left)]
-        want, taken = estimate, {}
-        for bucket in buckets:
-            take = min(want, left.get(bucket, 0))
-            if take > 0:
-                left[bucket] -= take
-                taken[bucket] = take
-                want -= take
-            if want <= 0:
-                break
-        out[spec.id] = taken
-    return out
 
 
 def _devices(tp) -> tuple[str, ...]:
@@ -240,8 +212,7 @@ def _verdict(tp, runs: dict[str, query_pool.Outcome]) -> tuple[Verdict, dict[str
     v = verdict_run.rows.record(0)
     ledger = ledger_run.rows.records()
     steady = [r for r in ledger if not truthy(r["is_cold"])]
-    pools = {str(b): int(d) for b, d in dur_by(steady, "bucket").items()}
-    pools[COLD] = int(column_sum(r["dur"] for r in ledger if truthy(r["is_cold"])))
+    pools = window_pools(ledger)
     lane_ns = _int(v.get("lane_dur"))
     representative = _num(v.get("steady_representative"))
     representative = True if representative is None else bool(representative)
@@ -258,7 +229,7 @@ def _verdict(tp, runs: dict[str, query_pool.Outcome]) -> tuple[Verdict, dict[str
         regime=str(v["regime"]),
         regime_reason=str(v["sentence"]).rstrip("."),
         has_gpu=has_gpu,
-        per_step=_per_step(ledger),
+        per_step=_per_step(_rows(runs.get(STEP_TABLE))),
         window_source=str(v["window_source"]),
         cold_windows=int(v["cold_windows"]),
         cold_ns=int(v["cold_dur"] or 0),
@@ -280,24 +251,34 @@ def _busy_pct(steady: list[dict], lane_ns: int | None) -> float | None:
     return round(100.0 * busy / lane_ns, 1) if lane_ns else None
 
 
-def _per_step(ledger: list[dict]) -> tuple[StepRow, ...]:
-    """One row per window, read on its busiest device (host-only ledgers: ATen-op time as CPU busy)."""
+def _per_step(step_table: Rows | None) -> tuple[StepRow, ...]:
+    """One row per window from reading.step_table (the one definition of CPU busy: merged ATen-op time),
+    read on its busiest device."""
+    if step_table is None or step_table.empty:
+        return ()
     windows: dict = {}
-    for row in ledger:
-        if missing(row["window_id"]) or missing(row["step"]):
+    for row in step_table.records():
+        if missing(row["step"]):
             continue
-        windows.setdefault((row["window_id"], row["step"]), []).append(row)
+        windows.setdefault((row["ts"], row["step"]), []).append(row)
     rows = []
-    for (window, step) in sorted(windows, key=lambda k: (sort_key(k[0]), sort_key(k[1]))):
-        group = windows[(window, step)]
-        width = int(group[0]["window_dur"])
-        busy = dur_by([r for r in group if r["kind"] == "busy"], "device", keep_missing=True)
-        gpu = int(max(busy.values())) if busy else None
-        host = column_sum(r["dur"] for r in group if r["bucket"] == "host.ops")
-        rows.append(StepRow(step=int(step), dur_ns=width, cpu_busy_ns=int(host) if host else None,
+    for (_, step), group in sorted(windows.items(), key=lambda kv: (sort_key(kv[0][0]), sort_key(kv[0][1]))):
+        width = int(group[0]["dur"])
+        busy = [int(r["gpu_busy_dur"]) for r in group if not missing(r["device"]) and not missing(r["gpu_busy_dur"])]
+        gpu = max(busy) if busy else None
+        cpu = group[0]["cpu_busy_dur"]
+        rows.append(StepRow(step=int(step), dur_ns=width, cpu_busy_ns=None if missing(cpu) else int(cpu),
                             gpu_busy_ns=gpu, gpu_occupancy_pct=round(100.0 * gpu / width, 2) if gpu and width else
-                            (0.0 if any(not missing(r["device"]) for r in group) else None)))
+                            (0.0 if busy else None)))
     return tuple(rows)
+
+
+def _rows(outcome: query_pool.Outcome | None) -> Rows | None:
+    try:
+        run = outcome.get() if outcome is not None else None
+    except KinetoSqlError:
+        return None
+    return None if run is None or run.not_applicable else run.rows
 
 
 def _int(value):
@@ -311,9 +292,13 @@ def _float(value):
 
 
 def _finding(spec, rows: Rows, denominator: int | None, source: str,
-             claimed: dict[str, int] | None = None, of_capture: bool = False) -> Finding:
+             claimed: dict | None = None, of_capture: bool = False) -> Finding:
+    """`claimed`: what claim resolution gave the finding, per (step, bucket)."""
     estimate = _estimate(rows)
     impact = estimate if claimed is None else sum(claimed.values())
+    by_bucket: dict[str, int] = {}
+    for (_, bucket), ns in (claimed or {}).items():
+        by_bucket[bucket] = by_bucket.get(bucket, 0) + ns
     pct = round(100.0 * impact / denominator, 2) if denominator else None
     severity = severity_for(impact, pct)
     cold = spec.claims == (COLD,)
@@ -345,21 +330,23 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
         query_id=spec.id,
         id_version=spec.id_version,
         title=spec.title,
-        catalog_row=spec.source,
+        catalog_row=spec.references,
         severity=severity,
         count=len(rows),
         impact_ns=impact,
         impact_pct=pct,
         evidence=evidence,
-        signature=spec.signature or "",
+        signature=spec.what or "",
         confirming=spec.confirming or "",
-        fix=row_fix(worst) or spec.fix or "",
+        fix=row_fix(worst) or spec.use_instead or "",
         where=where,
         reproduce=(f"kineto-sql run {spec.id} {source}", f"kineto-sql show {spec.id} --paste",
                    f"kineto-sql open {source} --finding {spec.id}"),
         numbers=figures,
         claims=spec.claims,
-        claimed=dict(claimed or {}),
+        claimed=by_bucket,
+        claimed_windows=tuple(sorted(((s, b, ns) for (s, b), ns in (claimed or {}).items()),
+                                     key=lambda x: (x[0] is None, x[0] or 0, x[1]))),
         estimate_ns=estimate,
         scope="cold" if cold else "steady",
         of_capture=of_capture and not cold,

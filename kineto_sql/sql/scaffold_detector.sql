@@ -2,13 +2,13 @@
 -- version: 1
 -- kind: detector
 -- title: TODO one line naming the bad pattern (not the fix)
--- source: TODO where the rule comes from (seed and section, a paper, a reading of a trace)
--- signature: TODO what the fault looks like in the trace
+-- references: TODO public sources only: a documentation URL, a paper, the seed text's section title
+-- what: TODO what the fault looks like in the trace
 -- confirming: TODO the number a person checks to confirm a finding
--- cost: TODO why it costs step time, and how impact_dur estimates that time
--- false_positives: TODO where it fires although nothing is wrong, and how to tell
+-- why: TODO why it costs step time, and how impact_dur estimates that time
+-- known_problems: TODO where it fires although nothing is wrong, and how to tell
 -- example: TODO the name of a case of __NAME__.test.toml that fires
--- fix: TODO the fix direction
+-- use_instead: TODO the fix direction: what to write instead
 -- needs: cpu_ops
 -- status: preview
 -- default min_dur: 1ms

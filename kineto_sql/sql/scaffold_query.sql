@@ -2,7 +2,7 @@
 -- version: 1
 -- kind: __KIND__
 -- title: TODO one line saying what the table shows
--- source: TODO where the query comes from (seed and section, HTA analysis, guide chapter)
+-- references: TODO public sources only: a documentation URL, the seed text's section title, an HTA analysis
 -- needs: cpu_ops
 -- status: preview
 -- default min_dur: 1ms

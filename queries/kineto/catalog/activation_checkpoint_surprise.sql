@@ -3,18 +3,19 @@
 -- kind: detector
 -- title: Activation-checkpointing surprise: forward recompute inside backward, or checkpointing that
 --   does not recompute
--- source: seed 000 section 3, major fault "Activation-checkpointing surprise"; section 2 step 4
--- signature: a second forward-shaped block (aten::linear / conv / norm / activation ops) inside the
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault
+--   "Activation-checkpointing surprise"; "Reading order" step 4
+-- what: a second forward-shaped block (aten::linear / conv / norm / activation ops) inside the
 --   backward pass (nested in autograd::engine::evaluate_function): recompute, a finding unless you enabled
 --   checkpointing; or checkpoint frames (torch/utils/checkpoint.py) with no recompute in backward.
 -- confirming: forward ops inside backward vs the same ops in the forward pass (recompute ratio ~1 for full
 --   coverage), and the recompute time as a share of backward.
--- cost: recomputing a forward block inside backward costs roughly that block's forward time again every step;
+-- why: recomputing a forward block inside backward costs roughly that block's forward time again every step;
 --   when it was not intended, the memory it saves buys nothing. impact_dur is the recompute ops' time.
--- false_positives: checkpointing enabled on purpose (set expect_recompute TRUE); ops that backward
+-- known_problems: checkpointing enabled on purpose (set expect_recompute TRUE); ops that backward
 --   legitimately calls with forward names (a custom autograd Function re-running a layer) look the same.
 -- example: activation_checkpoint_recompute_present_1
--- fix: fix checkpoint() coverage: remove it where memory allows (recompute costs ~1 extra forward), or
+-- use_instead: fix checkpoint() coverage: remove it where memory allows (recompute costs ~1 extra forward), or
 --   wrap the blocks you meant to (use_reentrant=False; selective checkpointing policies).
 -- needs: steps, cpu_ops
 -- claims: busy.*, host.ops
@@ -22,13 +23,6 @@
 -- catalog_row: major.activation_checkpointing_surprise
 -- default min_recompute_ops: 2
 -- default expect_recompute: FALSE
--- locked: 4 8d34754941f00b37
--- lib: lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.interval_merge@3
---   lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
--- cases: activation_checkpoint_recompute_present_1=f26d69c3
---   activation_checkpoint_recompute_present_2=95fdcaca
---   activation_checkpoint_expected_recompute_and_missing_1=1422c1e7
---   activation_checkpoint_expected_recompute_and_missing_2=50e6c94c
 
 INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;

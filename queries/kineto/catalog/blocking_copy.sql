@@ -1,41 +1,36 @@
 -- id: catalog.blocking_copy
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Blocking copy in the hot loop: the host waits in a memory copy while the device runs dry
--- source: seed 000 section 3, major fault "Sync-forcing op in hot loop" (its copy form); issue 12 class 3
--- signature: cudaMemcpy / cudaMemcpy2D / hipMemcpy / hipMemcpyWithStream, or cudaMemcpyAsync whose copy
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Sync-forcing op in hot
+--   loop" (its copy form)
+-- what: cudaMemcpy / cudaMemcpy2D / hipMemcpy / hipMemcpyWithStream, or cudaMemcpyAsync whose copy
 --   reads or writes pageable host memory (`Memcpy DtoH (Device -> Pageable)`, `Memcpy HtoD (Pageable ->
 --   Device)`) or that returned only after its own copy finished, under aten::to / aten::copy_ / .cpu().
 -- confirming: per steady iteration the blocking copies, their direction and memory kind, the host time in
 --   them, and the ledger's idle.blocking_copy (device idle while the host sat in them).
--- cost: a DtoH copy into pageable memory returns only after the copy completed, and a pageable HtoD copy
+-- why: a DtoH copy into pageable memory returns only after the copy completed, and a pageable HtoD copy
 --   first synchronizes the stream (CUDA runtime, API synchronization behavior): the host stops issuing work
 --   and the device drains. impact_dur is the ledger's idle.blocking_copy (reading.step_ledger): only the
 --   device idle that overlaps the waits (kineto.lib.runtime_calls decides which calls block).
--- false_positives: one small copy per step to log a value is cheap on a long step (the claim stays small);
+-- known_problems: one small copy per step to log a value is cheap on a long step (the claim stays small);
 --   a copy the algorithm needs on the host right away (a data-dependent shape) cannot be deferred, only
 --   made faster with pinned memory.
 -- example: pageable_dtoh_blocks
--- fix: pinned memory and non_blocking copies: DataLoader(pin_memory=True) and .to(device, non_blocking=True)
+-- use_instead: pinned memory and non_blocking copies: DataLoader(pin_memory=True) and .to(device, non_blocking=True)
 --   for inputs; for values read back, copy into a pinned buffer with non_blocking=True and read it a step
 --   later (or after a CUDA event), instead of .cpu() / .item() on the hot path.
 -- needs: gpu
 -- claims: idle.blocking_copy
 -- status: preview
 -- default min_per_step: 1
--- locked: 2 a3ce28ee52940f84
--- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.enclosing_op@1 lib.event_categories@3
---   lib.gpu_idle@1 lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3
---   lib.iterations@5 lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4
---   lib.steps@9 lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
--- cases: pageable_dtoh_blocks=2463ebe1 pinned_dtoh_is_async=bcfc9800 hip_memcpy_with_stream=a578a476
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.enclosing_op;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 INCLUDE PERFETTO MODULE kineto.lib.iterations;
 INCLUDE PERFETTO MODULE kineto.lib.window_of;
-INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
 
 -- One row per steady iteration holding at least `min_per_step` blocking copies.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_blocking_copy(
@@ -120,41 +115,31 @@ WITH
       sum(dur) AS blocked_dur
     FROM placed
     GROUP BY window_id, step
-  ),
-  claimed AS (
-    SELECT window_id, sum(dur) AS claim_dur
-    FROM kineto_ledger
-    WHERE
-      bucket = 'idle.blocking_copy'
-    GROUP BY window_id
-  ),
-  windows AS (
-    SELECT id AS window_id, dur AS window_dur, source FROM kineto_iterations
   )
 SELECT
   p.ts,
   p.dur,
-  coalesce(c.claim_dur, 0) AS impact_dur,
+  c.claim_dur AS impact_dur,
   p.step,
   printf(
     '%s %d: %d blocking copies (%s; %d pageable) from %s; the host waited %.3f ms and the GPU sat idle %.3f ms of it (%.1f%% of the %.3f ms %s).',
-    CASE WHEN w.source = 'profiler_step' THEN 'Step' ELSE 'Iteration' END,
+    c.noun,
     p.step,
     p.copy_count,
     d.directions,
     p.pageable_count,
     o.ops,
     p.blocked_dur / 1e6,
-    coalesce(c.claim_dur, 0) / 1e6,
-    100.0 * coalesce(c.claim_dur, 0) / w.window_dur,
-    w.window_dur / 1e6,
-    CASE WHEN w.source = 'profiler_step' THEN 'step' ELSE 'iteration' END
+    c.claim_dur / 1e6,
+    100.0 * c.claim_dur / c.window_dur,
+    c.window_dur / 1e6,
+    lower(c.noun)
   ) AS evidence,
   p.copy_count,
   p.pageable_count,
   d.directions,
   p.blocked_dur,
-  w.window_dur AS step_dur,
+  c.window_dur AS step_dur,
   o.ops,
   CASE
     WHEN p.dtoh_count >= p.htod_count AND p.pageable_count > 0 THEN
@@ -165,9 +150,7 @@ SELECT
       'Replace the synchronous copy (cudaMemcpy / hipMemcpy / hipMemcpyWithStream) with an asynchronous copy on a stream from pinned host memory, and wait for it only where the value is needed.'
   END AS fix
 FROM per_window AS p
-JOIN windows AS w
-  USING (window_id)
-LEFT JOIN claimed AS c
+JOIN kineto_ledger_claim('idle.blocking_copy') AS c
   USING (window_id)
 LEFT JOIN op_text AS o
   USING (window_id)
@@ -175,5 +158,5 @@ LEFT JOIN dir_text AS d
   USING (window_id)
 WHERE
   p.copy_count >= $min_per_step
-  AND coalesce(c.claim_dur, 0) > 0
+  AND c.claim_dur > 0
 ORDER BY p.ts;

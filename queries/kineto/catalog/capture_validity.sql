@@ -2,8 +2,9 @@
 -- version: 3
 -- kind: detector
 -- title: Capture validity: GPU activity lost, counter-replay timing, truncated device buffer, skewed clocks, too small a steady sample
--- source: issue 12 item 12 (judge the capture before anything else)
--- signature: runtime launches whose device activity is missing (kernels absent or far fewer than
+-- references: PyTorch profiler documentation (https://pytorch.org/docs/stable/profiler.html): judge the
+--   capture before anything else
+-- what: runtime launches whose device activity is missing (kernels absent or far fewer than
 --   launches); launches that each take milliseconds while their kernels take microseconds (CUPTI counter
 --   collection / kernel replay); launches that go on after the last recorded device activity (the
 --   activity buffer filled or was cut); kernels that start before the call that launched them.
@@ -11,14 +12,14 @@
 --   median launch and kernel durations, the launches after the last device activity, the kernels that
 --   start before their launch; the steady windows' count and share of the windows' time against the cold
 --   ones; `kineto-sql info TRACE` for what the loader saw.
--- cost: none in the workload; the capture itself is wrong, so every time on the device side (occupancy,
+-- why: none in the workload; the capture itself is wrong, so every time on the device side (occupancy,
 --   idle gaps, kernel shares, launch delays) is missing or distorted. impact_dur is 0; the finding is
 --   ranked before every other and carries a severity floor (min_severity).
--- false_positives: launches near the very end of a capture whose kernels ran after it stopped (kept below
+-- known_problems: launches near the very end of a capture whose kernels ran after it stopped (kept below
 --   the thresholds by the minimum counts); a trace trimmed on purpose to a window (test fixtures); a
 --   capture of start-up on purpose (the too-small steady sample is then what was wanted).
 -- example: launches_without_kernels
--- fix: see each row's fix: re-record with ProfilerActivity.CUDA (and a working CUPTI / roctracer), without
+-- use_instead: see each row's fix: re-record with ProfilerActivity.CUDA (and a working CUPTI / roctracer), without
 --   counter metrics (no experimental_config profiler_metrics, no ncu running), with a shorter active window
 --   or a larger activity buffer, or with a schedule that waits past the cold start and captures 3+ steps.
 -- needs: none
@@ -30,14 +31,6 @@
 -- default replay_ratio: 10
 -- default min_tail_launches: 10
 -- default skew_pct: 5
--- locked: 3 157b3697d74733fc
--- lib: lib.dataloader@4 lib.event_categories@3 lib.host_slices@8 lib.iterations@5 lib.kernels@6
---   lib.launches@6 lib.runtime_calls@4 lib.steady_sample@1 lib.steps@9 lib.thread_slices@2
---   lib.thread_track_slices@1
--- cases: launches_without_kernels=ba4f7417 one_trailing_launch_is_valid=153e66c0 counter_replay=2cae4b47
---   full_queue_is_not_replay=786dcfc5 truncated_device_buffer=ec10fcc6 clock_skew=97435e43
---   steady_sample_too_small=9e158806 steady_tenth_is_a_sample=eb8aa4bb
---   three_short_steady_steps_are_a_sample=82cb53f4
 
 -- Why the checks hold on any trace:
 -- * Lost GPU activity. Every kernel launch, async memcpy / memset and graph launch puts device work with

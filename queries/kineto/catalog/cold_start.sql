@@ -1,34 +1,30 @@
 -- id: catalog.cold_start
--- version: 1
+-- version: 2
 -- kind: detector
 -- title: Cold start: the first iteration pays one-time work (allocator warm-up, autotuning, lazy init) the steady state does not
--- source: seed 001 "Cold-Start Overhead"; issue 12 class 6
--- signature: the first of several iterations is wider than 1.5x the median of the others (GC time not
+-- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "Cold-Start Overhead"
+-- what: the first of several iterations is wider than 1.5x the median of the others (GC time not
 --   counted: a GC pause is catalog.gc_gil_stall's), with cudaMalloc / cudaFree, cudnn autotuning event
 --   syncs, module loading or compilation inside it.
 -- confirming: the cold iteration's width against the steady median, and which ledger buckets its excess
 --   falls in (idle.alloc, idle.sync, idle.host_compute...).
--- cost: none in the steady state: the time is paid once per process. impact_dur is the cold iteration's
+-- why: none in the steady state: the time is paid once per process. impact_dur is the cold iteration's
 --   excess over the steady median; diagnose keeps it out of the steady-state ranking, and every other
 --   detector leaves cold iterations out, so syncs or allocations of the first iteration are never read as
 --   "in every step".
--- false_positives: a capture whose first iteration does different work on purpose (evaluation, a larger
+-- known_problems: a capture whose first iteration does different work on purpose (evaluation, a larger
 --   batch) is not a warm-up; a schedule without warmup makes the first active step cold by construction.
 -- example: first_iteration_allocates
--- fix: nothing to fix in the training loop; profile with a warmup (schedule(wait=1, warmup=1+, active=N))
+-- use_instead: nothing to fix in the training loop; profile with a warmup (schedule(wait=1, warmup=1+, active=N))
 --   so the measured steps are steady, and, if start-up time matters, cache compiled kernels / autotuning
 --   results (torch.backends.cudnn.benchmark results, the inductor cache) and preallocate.
 -- needs: none
 -- claims: cold
 -- status: preview
--- locked: 1 110174cdb60f5cd5
--- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
---   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
---   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4 lib.steps@9
---   lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1
--- cases: first_iteration_allocates=344701c0
 
 INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_windows;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
 
 -- Buckets of the cold windows against the steady mean, for the evidence.
 CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_cold_start_excess(
@@ -41,7 +37,7 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_cold_start_excess(
 ) AS
 WITH
   steady_n AS (
-    SELECT count(DISTINCT window_id) AS n FROM kineto_ledger WHERE NOT is_cold
+    SELECT count(*) AS n FROM kineto_ledger_windows WHERE NOT is_cold
   ),
   steady AS (
     SELECT bucket, 1.0 * sum(dur) / (SELECT n FROM steady_n) AS mean_dur
@@ -80,7 +76,7 @@ RETURNS TABLE(
 ) AS
 WITH
   steady AS (
-    SELECT DISTINCT window_id, window_dur FROM kineto_ledger WHERE NOT is_cold
+    SELECT window_id, window_dur FROM kineto_ledger_windows WHERE NOT is_cold
   ),
   ranked AS (
     SELECT
@@ -93,7 +89,7 @@ WITH
     SELECT CAST(avg(window_dur) AS INT) AS dur FROM ranked WHERE k IN ((m + 1) / 2, (m + 2) / 2)
   ),
   cold AS (
-    SELECT DISTINCT window_id, step, source, window_ts, window_dur FROM kineto_ledger WHERE is_cold
+    SELECT window_id, step, noun, window_ts, window_dur FROM kineto_ledger_claim('cold') WHERE is_cold
   ),
   top AS (
     SELECT window_id, bucket, excess_dur
@@ -111,14 +107,14 @@ SELECT
   c.step,
   printf(
     '%s %d is a cold start: %.3f ms against a steady median of %.3f ms, so %.3f ms of one-time work (most of it %s, %.3f ms more than a steady %s); kept out of the steady-state findings.',
-    CASE WHEN c.source = 'profiler_step' THEN 'Step' ELSE 'Iteration' END,
+    c.noun,
     c.step,
     c.window_dur / 1e6,
     (SELECT dur FROM median) / 1e6,
     max(c.window_dur - (SELECT dur FROM median), 0) / 1e6,
     t.bucket,
     t.excess_dur / 1e6,
-    CASE WHEN c.source = 'profiler_step' THEN 'step' ELSE 'iteration' END
+    lower(c.noun)
   ) AS evidence,
   (SELECT dur FROM median) AS steady_median_dur,
   t.bucket AS top_bucket,

@@ -2,22 +2,22 @@
 -- version: 2
 -- kind: detector
 -- title: torch.compile graph breaks: eager islands between compiled regions
--- source: seed 000 section 3, minor fault "torch.compile regions"
--- signature: a `Torch-Compiled Region: N/M` running inside another compiled region's call (the resume
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": minor fault "torch.compile regions"
+-- what: a `Torch-Compiled Region: N/M` running inside another compiled region's call (the resume
 --   function dynamo builds after a graph break; `torch_dynamo_resume_in_*` frames with stacks), with eager
 --   ATen ops between the compiled graphs; or, without any nested region, eager ATen ops inside a
 --   `Torch-Compiled Region` but outside every `## Call CompiledFxGraph` / CompiledFunction (an eager island:
 --   dynamo ran part of the frame eagerly, a fallback op, or a backend that compiles nothing).
 -- confirming: per step: compiled calls, nested (resumed) regions = graph breaks, distinct frame ids, and
 --   the eager ATen ops outside every `## Call CompiledFxGraph` inside the compiled call.
--- cost: every break ends a compiled graph: the ops between graphs run eagerly (one launch each, no fusion),
+-- why: every break ends a compiled graph: the ops between graphs run eagerly (one launch each, no fusion),
 --   and each resume adds guard checks and a graph call. impact_dur is the eager time between the compiled
 --   regions.
--- false_positives: a model that compiles only part of its code on purpose (torch.compile on a submodule)
+-- known_problems: a model that compiles only part of its code on purpose (torch.compile on a submodule)
 --   shows eager ops between regions without a break; nested regions from separately compiled submodules
 --   called in sequence are not breaks.
 -- example: nested_region_is_a_break_1
--- fix: TORCH_LOGS=graph_breaks to name each break; remove .item()/print/data-dependent python control flow
+-- use_instead: TORCH_LOGS=graph_breaks to name each break; remove .item()/print/data-dependent python control flow
 --   from the compiled function, or torch._dynamo.allow_in_graph / custom ops for the offending call.
 -- needs: steps, compile
 -- claims: idle.launch, idle.host_compute, host.ops, host.python
@@ -25,11 +25,6 @@
 -- catalog_row: minor.torch_compile_graph_break
 -- default min_breaks: 1
 -- default min_eager_ops: 1
--- locked: 2 789a0004c05ace37
--- lib: lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.steps@9 lib.thread_slices@2
---   lib.thread_track_slices@1
--- cases: nested_region_is_a_break_1=3b3905cc nested_region_is_a_break_2=c946fc87
---   eager_island_without_nested_region=28b8fbc0 eager_ops_outside_the_region_are_silent=b9536933
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;

@@ -2,25 +2,21 @@
 -- version: 2
 -- kind: detector
 -- title: CUDA-graph regions: graph launches whose kernels have no per-op attribution
--- source: seed 000 section 3, minor fault "CUDA-graph regions"
--- signature: cudaGraphLaunch / hipGraphLaunch calls, each putting many kernels on the device under one
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": minor fault "CUDA-graph regions"
+-- what: cudaGraphLaunch / hipGraphLaunch calls, each putting many kernels on the device under one
 --   correlation id: the captured graph shows as one opaque blob; per-op attribution inside is gone.
 -- confirming: per step: graph launches, the kernels they ran and their GPU time, that time's share of
 --   the step's kernel time (the part no ATen op explains).
--- cost: it costs no time by itself (graphs remove launch overhead); it makes the per-op device attribution of
+-- why: it costs no time by itself (graphs remove launch overhead); it makes the per-op device attribution of
 --   the graphed region disappear, so other rules under-count there. impact_dur is 0: a reading warning, not a
 --   fault.
--- false_positives: none as a detection (a graph launch is unambiguous); it is informational and fires on
+-- known_problems: none as a detection (a graph launch is unambiguous); it is informational and fires on
 --   every graphed capture.
 -- example: one_launch_many_kernels
--- fix: expected, not a bug: attribute before graphing (profile the same step eagerly, or with the graph
+-- use_instead: expected, not a bug: attribute before graphing (profile the same step eagerly, or with the graph
 --   capture disabled), then graph it.
 -- needs: none
 -- status: stable
--- locked: 2 9050f0cee45d5d3b
--- lib: lib.event_categories@3 lib.host_slices@8 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9
---   lib.thread_slices@2 lib.thread_track_slices@1
--- cases: one_launch_many_kernels=463aaac4 eager_is_silent=b26baf6b
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;

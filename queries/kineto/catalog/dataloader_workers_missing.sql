@@ -1,34 +1,28 @@
 -- id: catalog.dataloader_workers_missing
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: DataLoader worker traces missing: input-bound time visible only as next() latency
--- source: seed 000 section 3, minor fault "DataLoader worker traces missing"
--- signature: wide enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__ calls with nothing inside:
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": minor fault "DataLoader worker
+--   traces missing"
+-- what: wide enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__ calls with nothing inside:
 --   the batches are built in worker processes the profiler does not record, so the step only shows the wait.
 -- confirming: next() time as a share of the step with the multiprocessing iterator; no dataset ops inside.
--- cost: the step waits for batches built in worker processes the profiler does not record: the wait is real
+-- why: the step waits for batches built in worker processes the profiler does not record: the wait is real
 --   step time, and its cause cannot be read from this trace. impact_dur is the ledger's DataLoader wait of the
 --   step (device idle while the host sat in next(), or host.dataloader without device activity): the same
 --   claim as catalog.input_bound, on the steps whose loader waits on workers (input_bound takes the others).
--- false_positives: a first step that waits for the workers to start; a loader that prefetches but is briefly
+-- known_problems: a first step that waits for the workers to start; a loader that prefetches but is briefly
 --   slowed by disk or network; both show as next() latency without being a missing-workers fault.
 -- example: threshold_2
--- fix: profile a worker separately (py-spy dump/record on the worker pid, or a profiler inside
+-- use_instead: profile a worker separately (py-spy dump/record on the worker pid, or a profiler inside
 --   worker_init_fn) to see why it is slow; then more workers, prefetch_factor, cheaper per-sample work.
 -- needs: steps
 -- claims: idle.dataloader, host.dataloader
 -- status: stable
 -- default min_share_pct: 10
--- locked: 2 b79e145eb3388261
--- lib: lib.collectives@3 lib.dataloader@4 lib.dataloader_steps@1 lib.device_busy@3 lib.event_categories@3
---   lib.gpu_idle@1 lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3
---   lib.iterations@5 lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4
---   lib.steps@9 lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1
--- cases: input_bound_leaves_worker_waits_to_workers_missing_2=95e4c291 threshold_1=cf16ecbc
---   threshold_2=e1e92e75
 
 INCLUDE PERFETTO MODULE kineto.lib.dataloader_steps;
-INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
 
 -- One row per step whose wait on DataLoader workers takes at least min_share_pct of the step.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_dataloader_workers_missing(
@@ -56,12 +50,11 @@ RETURNS TABLE(
 ) AS
 WITH
   claimed AS (
-    SELECT step, sum(dur) AS claim_dur
-    FROM kineto_ledger
+    SELECT step, sum(claim_dur) AS claim_dur
+    FROM kineto_ledger_claim('idle.dataloader, host.dataloader')
     WHERE
       source = 'profiler_step'
       AND NOT is_cold
-      AND bucket IN ('idle.dataloader', 'host.dataloader')
     GROUP BY step
   )
 SELECT

@@ -1,21 +1,22 @@
 -- id: catalog.exposed_communication
--- version: 1
+-- version: 2
 -- kind: detector
 -- title: Exposed communication: collectives (all_reduce, all_to_all, all_gather, reduce_scatter, send/recv, gloo) that nothing hides
--- source: seed 000 section 3, major fault "Unoverlapped DDP all-reduce" (generalised to every collective); issue 12 class 7
--- signature: NCCL / RCCL kernels running with no compute kernel beside them on any stream of the device, or
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Unoverlapped DDP
+--   all-reduce" (generalised to every collective)
+-- what: NCCL / RCCL kernels running with no compute kernel beside them on any stream of the device, or
 --   the host waiting inside a gloo / synchronous c10d collective while the device (or, on CPU, the step)
 --   has nothing else to do.
 -- confirming: the ledger's busy.comm_exposed + idle.comm_wait (host.comm_wait on CPU) per steady iteration
 --   next to busy.comm_overlapped (collective time hidden under compute), and which collectives take it.
--- cost: a collective that runs while no compute runs adds its whole duration to the step; under compute it
+-- why: a collective that runs while no compute runs adds its whole duration to the step; under compute it
 --   costs almost nothing. impact_dur is the ledger's busy.comm_exposed + idle.comm_wait + host.comm_wait
 --   (reading.step_ledger). Time a rank waits for a slower rank inside a collective is in it too: the
 --   cross-rank reading (kineto-sql ranks) says whether a straggler causes it.
--- false_positives: the last gradient bucket of DDP and the first all_gather of FSDP cannot overlap anything;
+-- known_problems: the last gradient bucket of DDP and the first all_gather of FSDP cannot overlap anything;
 --   a single-GPU capture of a multi-rank job whose collectives are tiny (the share stays under the threshold).
 -- example: all_to_all_alone
--- fix: overlap collectives with compute: DDP bucket_cap_mb / gradient_as_bucket_view / static_graph and no
+-- use_instead: overlap collectives with compute: DDP bucket_cap_mb / gradient_as_bucket_view / static_graph and no
 --   stray no_sync() or manual all_reduce after backward; FSDP forward_prefetch / backward_prefetch;
 --   async_op=True with work.wait() as late as possible; pipeline TorchRec's input_dist / all_to_all with the
 --   dense part; fewer, larger messages; then check the achieved bus bandwidth against the network.
@@ -24,14 +25,9 @@
 -- status: preview
 -- catalog_row: major.unoverlapped_allreduce
 -- default min_share_pct: 5
--- locked: 1 a2677812781ac706
--- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
---   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
---   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4 lib.steps@9
---   lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1
--- cases: all_to_all_alone=2950899e hidden_under_compute_is_silent=7fe84a4a
 
-INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_windows;
 INCLUDE PERFETTO MODULE kineto.lib.collectives;
 
 -- Collective time by kind over the whole trace, largest first, as text (`all_to_all 81.2 ms, ...`).
@@ -86,49 +82,34 @@ RETURNS TABLE(
   -- Collective kinds over the whole trace, largest first.
   collectives STRING
 ) AS
-WITH
-  per_window AS (
-    SELECT
-      window_id,
-      max(step) AS step,
-      max(source) AS source,
-      max(window_ts) AS ts,
-      max(window_dur) AS dur,
-      count(DISTINCT coalesce(device, -1)) AS lanes,
-      max(device IS NOT NULL) AS has_device,
-      sum(CASE WHEN bucket IN ('busy.comm_exposed', 'idle.comm_wait', 'host.comm_wait') THEN dur ELSE 0 END)
-        AS claim_dur,
-      sum(CASE WHEN bucket = 'busy.comm_overlapped' THEN dur ELSE 0 END) AS overlapped_dur
-    FROM kineto_ledger
-    WHERE
-      NOT is_cold
-    GROUP BY window_id
-  )
 SELECT
-  p.ts,
-  p.dur,
+  p.window_ts AS ts,
+  p.window_dur AS dur,
   p.claim_dur AS impact_dur,
   p.step,
   printf(
     '%s %d: %.3f ms of communication runs with nothing to hide it (%.1f%% of the %.3f ms %s)%s; collectives in the trace: %s.',
-    CASE WHEN p.source = 'profiler_step' THEN 'Step' ELSE 'Iteration' END,
+    p.noun,
     p.step,
     p.claim_dur / 1e6,
-    100.0 * p.claim_dur / (p.dur * p.lanes),
-    p.dur / 1e6,
-    CASE WHEN p.source = 'profiler_step' THEN 'step' ELSE 'iteration' END,
+    100.0 * p.claim_dur / (p.window_dur * p.lanes),
+    p.window_dur / 1e6,
+    lower(p.noun),
     CASE
-      WHEN p.has_device THEN printf(', %.3f ms more is hidden under compute', p.overlapped_dur / 1e6)
+      WHEN p.has_device THEN printf(', %.3f ms more is hidden under compute', w.comm_overlapped_dur / 1e6)
       ELSE ' (host-side collectives: gloo or a synchronous backend)'
     END,
     coalesce(k.kinds, 'none named')
   ) AS evidence,
-  round(100.0 * p.claim_dur / (p.dur * p.lanes), 2) AS share_pct,
-  p.overlapped_dur,
+  round(100.0 * p.claim_dur / (p.window_dur * p.lanes), 2) AS share_pct,
+  w.comm_overlapped_dur AS overlapped_dur,
   k.kinds AS collectives
-FROM per_window AS p
+FROM kineto_ledger_claim('busy.comm_exposed, idle.comm_wait, host.comm_wait') AS p
+JOIN kineto_ledger_windows AS w
+  USING (window_id)
 LEFT JOIN _kineto_catalog_exposed_communication_kinds AS k
   ON 1
 WHERE
-  100.0 * p.claim_dur / (p.dur * p.lanes) >= $min_share_pct
-ORDER BY p.ts;
+  NOT p.is_cold
+  AND 100.0 * p.claim_dur / (p.window_dur * p.lanes) >= $min_share_pct
+ORDER BY p.window_ts;

@@ -2,16 +2,16 @@
 -- version: 7
 -- kind: detector
 -- title: GC / GIL stall: Python garbage collection pausing every thread inside steps
--- source: seed 000 section 3, major fault "GC / GIL stall"
--- signature: periodic all-thread gaps with no op and no CUDA API activity on any thread, with Python GC
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "GC / GIL stall"
+-- what: periodic all-thread gaps with no op and no CUDA API activity on any thread, with Python GC
 --   (record_python_gc_info `Python GC` events, gc.collect frames) inside them.
 -- confirming: gc events per step and their time; the longest all-thread gap of the step.
--- cost: a GC pass stops every Python thread, so the host stops launching and the device drains: the pause is
+-- why: a GC pass stops every Python thread, so the host stops launching and the device drains: the pause is
 --   step time (impact_dur is the GC time inside steps).
--- false_positives: a gap without GC evidence stays silent by default (pure-Python bookkeeping leaves the same
+-- known_problems: a gap without GC evidence stays silent by default (pure-Python bookkeeping leaves the same
 --   gap); a GC pass in a step that is device-bound anyway may cost less than its length.
 -- example: at_threshold_1
--- fix: gc.disable() / gc.freeze() around the training loop (collect between steps or every N steps), fewer
+-- use_instead: gc.disable() / gc.freeze() around the training loop (collect between steps or every N steps), fewer
 --   cyclic temporaries; move logging and bookkeeping off the training thread.
 -- needs: steps, cpu_ops
 -- claims: idle.gc, host.gc
@@ -20,11 +20,6 @@
 -- default min_gc: 1ms
 -- default min_gap: 5ms
 -- default gaps_without_gc: FALSE
--- locked: 7 69ec8bdcd1c91d97
--- lib: lib.event_categories@3 lib.host_slices@8 lib.python_gc@5 lib.steps@9 lib.thread_slices@2
---   lib.thread_track_slices@1
--- cases: at_threshold_1=a9d81d9b at_threshold_2=b71ae947 gap_without_gc_only_on_request_1=32766a18
---   gap_without_gc_only_on_request_2=25c79bcc no_gc_min_gc_zero=cb1335cf
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;

@@ -2,25 +2,26 @@
 -- version: 2
 -- kind: detector
 -- title: Implicit dtype casts: fp32 GEMMs and the casts feeding them in a bf16/fp16 run; float64 tensors cast every step
--- source: seed 000 section 3, major fault "Implicit dtype casts"; seed section 5 exercise 4 (cast hunt)
--- signature: aten::to / aten::_to_copy / aten::copy_ casts bracketing matmuls; fp32 GEMMs in a bf16 or
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Implicit dtype casts";
+--   "Exercises" exercise 4 (cast hunt)
+-- what: aten::to / aten::_to_copy / aten::copy_ casts bracketing matmuls; fp32 GEMMs in a bf16 or
 --   fp16 run (record_shapes `Input type`), their kernels without tensor-core tags; in any run (fp32
 --   included) a float64 tensor cast down to float32 / bf16 / fp16 inside the step (aten::copy_ from
 --   `double`, a source of at least one dimension).
 -- confirming: per step, fp32 GEMM ops next to low-precision GEMM ops (dtype from record_shapes), the
 --   up-casts (low precision -> float) that feed them, and the fp32 GEMM kernels lacking tensor-core names;
 --   per step the float64 casts and their time (`cause` says which of the two a row is).
--- cost: an fp32 GEMM in a bf16/fp16 run runs without tensor cores (several times slower) and the casts around
+-- why: an fp32 GEMM in a bf16/fp16 run runs without tensor cores (several times slower) and the casts around
 --   it add copies and kernels. impact_dur is the fp32 GEMM time plus the up-cast time. A float64 tensor
 --   in a float32 model (numpy's default dtype, torch.tensor on Python floats, set_default_dtype) is cast
 --   back every step, and whatever runs on it before the cast runs in float64, 1/2 to 1/64 of the fp32 rate
 --   on GPUs; impact_dur of such a row is the cast time (what the leak costs at least).
--- false_positives: a layer kept in fp32 on purpose (loss, norm statistics, a final projection for stability)
+-- known_problems: a layer kept in fp32 on purpose (loss, norm statistics, a final projection for stability)
 --   looks the same. Python scalars (`x * 0.5`) are wrapped as 0-dim double tensors and cast inside the op:
 --   a source without dimensions is not counted; nor are promotions up to float64 (float64 metric states).
 --   A float64 tensor cast down on purpose (a float64 reference computation) fires too.
 -- example: fp32_gemm_in_bf16_run
--- fix: (rows carry the fix for their cause) fix the autocast scope (no autocast(enabled=False) islands, no .float() inside the region); keep
+-- use_instead: (rows carry the fix for their cause) fix the autocast scope (no autocast(enabled=False) islands, no .float() inside the region); keep
 --   master-weight casts out of the hot loop; cast once, outside the step.
 -- needs: steps, cpu_ops
 -- claims: busy.gemm, busy.elementwise, host.ops
@@ -28,11 +29,6 @@
 -- catalog_row: major.implicit_dtype_casts
 -- default min_fp32_gemms: 1
 -- default min_f64_casts: 1
--- locked: 2 01cbddadd4d8e7d0
--- lib: lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.launches@6
---   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
--- cases: fp32_gemm_in_bf16_run=b82b041c pure_fp32_run_is_silent=7c9f5379
---   float64_cast_every_step_in_fp32_run=560aa6d1 wrapped_scalars_are_not_float64_tensors=75afe423
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;

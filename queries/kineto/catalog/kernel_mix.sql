@@ -2,22 +2,22 @@
 -- version: 4
 -- kind: detector
 -- title: Kernel mix of a busy GPU: unfused attention, unfused elementwise / norm work, device-to-device copy storms
--- source: issue 12 item 11 (what fills a busy GPU); seed 000 section 4 (HTA kernel breakdown)
--- signature: on a GPU busy at least half of its capture, one kind of memory-bound kernel takes a large
+-- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" (HTA kernel breakdown)
+-- what: on a GPU busy at least half of its capture, one kind of memory-bound kernel takes a large
 --   share of the kernel time: stand-alone softmax plus the bmm GEMMs around it (attention computed
 --   without SDPA / flash), eager elementwise and norm kernels (no fusion), or data moved inside the device
 --   (Memcpy DtoD, copy / transpose kernels: layout churn).
 -- confirming: the device's kernel time by class (kineto.lib.kernel_classes) with shares; for attention
 --   the softmax time, the GEMM time launched by aten::bmm / aten::baddbmm and whether fused attention
 --   kernels exist at all; the ops launching the kernels (kineto-sql run reading.op_table).
--- fix: see each row's fix: SDPA / flash attention for unfused attention, torch.compile (or fused
+-- use_instead: see each row's fix: SDPA / flash attention for unfused attention, torch.compile (or fused
 --   kernels) for elementwise chains, contiguous layouts / channels_last / fewer cat and .contiguous() for
 --   device-to-device copies.
--- cost: the device is the critical path (busy >= min_busy_pct), so kernel time saved is step time saved.
+-- why: the device is the critical path (busy >= min_busy_pct), so kernel time saved is step time saved.
 --   impact_dur is the estimated GPU time a fix removes: the softmax time (flash keeps the GEMM FLOPs),
 --   half the eager elementwise time and a quarter of the norm time (fusion), the whole copy time (an
 --   upper bound for one consistent layout).
--- false_positives: attention variants SDPA cannot run (custom masks or biases some backends refuse) still
+-- known_problems: attention variants SDPA cannot run (custom masks or biases some backends refuse) still
 --   show softmax + bmm; a model that really is mostly pointwise (small MLPs, embeddings) has little to
 --   fuse; some device copies are needed (KV-cache writes, gathering outputs).
 -- example: unfused_attention_fires
@@ -30,12 +30,6 @@
 -- default min_softmax_pct: 5
 -- default elementwise_pct: 30
 -- default copy_pct: 10
--- locked: 4 d007ca84905788e9
--- lib: lib.event_categories@3 lib.host_slices@8 lib.kernel_classes@3 lib.kernels@6 lib.launches@6
---   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
--- cases: unfused_attention_fires=3f432733 small_softmax_is_not_attention=c845e908
---   idle_gpu_is_not_judged=a715cbaa unfused_elementwise_fires=875d4a40
---   compiled_elementwise_is_silent=89fc4b38 device_copies_fire=580a42c1 few_device_copies_are_silent=8f8f514a
 
 -- Why these thresholds hold on any trace (shares are of the device's kernel time, communication
 -- kernels excluded: they overlap compute on their own streams and are judged by the communication

@@ -1,25 +1,26 @@
 -- id: catalog.memory_churn
--- version: 3
+-- version: 4
 -- kind: detector
 -- title: Memory churn: allocator round trips to the driver / system inside iterations
--- source: seed 000 section 3, major fault "Memory churn -> malloc stalls"
--- signature: cudaMalloc / cudaFree (hipMalloc / hipFree) calls inside steady iterations (ProfilerStep
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Memory churn -> malloc
+--   stalls"
+-- what: cudaMalloc / cudaFree (hipMalloc / hipFree) calls inside steady iterations (ProfilerStep
 --   windows, else the inferred ones of kineto.lib.iterations); an allocator sawtooth in the
 --   [memory] events (reserved memory moving inside a step; on CPU, multi-MB system allocations of varying
 --   sizes every step); peak near capacity.
 -- confirming: per iteration: malloc/free runtime calls and their time, the ledger's idle.alloc (device
 --   idle while the host is in them), reserved-memory changes, large CPU allocations and their distinct
 --   sizes, the allocated sawtooth amplitude, reserved minus allocated.
--- cost: cudaMalloc / cudaFree synchronize the device and take milliseconds; a warm caching allocator makes
+-- why: cudaMalloc / cudaFree synchronize the device and take milliseconds; a warm caching allocator makes
 --   none, so every one inside a steady iteration is the cache growing, being emptied, or bypassed. Their
 --   cost is the device time they leave idle: impact_dur is the ledger's idle.alloc of the iteration (the
 --   device idle while the host sits in a malloc / free, reading.step_ledger's precedence), so calls that
 --   run while the device is busy cost nothing. System allocations of many MB on a CPU-only capture
 --   page-fault on first touch; the trace does not separate that from the op's own work (impact 0).
--- false_positives: the first iteration while the caching allocator warms up (cold windows are left out:
+-- known_problems: the first iteration while the caching allocator warms up (cold windows are left out:
 --   catalog.cold_start's); a deliberate torch.cuda.empty_cache() between phases.
 -- example: runtime_malloc_mid_step
--- fix: static shapes (pad / bucket), expandable_segments:True, preallocate and reuse buffers (out=),
+-- use_instead: static shapes (pad / bucket), expandable_segments:True, preallocate and reuse buffers (out=),
 --   no torch.cuda.empty_cache() in the loop.
 -- needs: none
 -- claims: idle.alloc
@@ -29,16 +30,8 @@
 -- default min_reserved_changes: 1
 -- default min_alloc_mb: 1
 -- default min_cpu_large_allocs: 4
--- locked: 3 a50de858108c19b7
--- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
---   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
---   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.memory@4 lib.runtime_calls@4
---   lib.steps@9 lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
--- cases: runtime_malloc_mid_step=cc7541a7 malloc_with_the_device_idle_costs_its_idle_time=5c89fde1
---   malloc_under_a_busy_device_costs_nothing=ba03c573 iterations_without_profiler_step=b0de4a35
---   cpu_large_allocs_threshold_1=6607ffcc cpu_large_allocs_threshold_2=975176a3
 
-INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
 INCLUDE PERFETTO MODULE kineto.lib.memory;
 INCLUDE PERFETTO MODULE kineto.lib.window_of;
 
@@ -117,28 +110,14 @@ WITH
       source = 'runtime'
     GROUP BY window_id
   ),
-  windows AS (
-    SELECT
-      window_id,
-      max(step) AS step,
-      max(source) AS source,
-      max(window_ts) AS window_ts,
-      max(window_dur) AS window_dur,
-      sum(CASE WHEN bucket = 'idle.alloc' THEN dur ELSE 0 END) AS alloc_idle_dur,
-      count(DISTINCT coalesce(device, -1)) AS lanes
-    FROM kineto_ledger
-    WHERE
-      NOT is_cold
-    GROUP BY window_id
-  ),
   rows AS (
     SELECT
       w.window_ts AS ts,
       w.window_dur AS dur,
       w.step,
-      w.source,
+      w.noun,
       w.lanes,
-      w.alloc_idle_dur,
+      w.claim_dur AS alloc_idle_dur,
       coalesce(rt.n, 0) AS runtime_call_count,
       coalesce(rt.d, 0) AS runtime_call_dur,
       coalesce(a.reserved_change_count, 0) AS reserved_change_count,
@@ -146,11 +125,13 @@ WITH
       coalesce(a.cpu_large_alloc_sizes, 0) AS cpu_large_alloc_sizes,
       a.sawtooth_bytes,
       a.reserved_minus_allocated_bytes
-    FROM windows AS w
+    FROM kineto_ledger_claim('idle.alloc') AS w
     LEFT JOIN alloc AS a
       USING (window_id)
     LEFT JOIN rt
       USING (window_id)
+    WHERE
+      NOT w.is_cold
   )
 SELECT
   r.ts,
@@ -159,7 +140,7 @@ SELECT
   r.step,
   printf(
     '%s %d: %s%s%s; allocated swings %.1f MB%s.',
-    CASE WHEN r.source = 'profiler_step' THEN 'Step' ELSE 'Iteration' END,
+    r.noun,
     r.step,
     CASE
       WHEN r.runtime_call_count > 0 THEN printf(
@@ -169,7 +150,7 @@ SELECT
         r.alloc_idle_dur / 1e6,
         100.0 * r.alloc_idle_dur / max(r.dur * r.lanes, 1),
         r.dur / 1e6,
-        CASE WHEN r.source = 'profiler_step' THEN 'step' ELSE 'iteration' END
+        lower(r.noun)
       )
       ELSE 'no malloc/free runtime calls'
     END,

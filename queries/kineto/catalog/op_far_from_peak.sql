@@ -1,42 +1,38 @@
 -- id: catalog.op_far_from_peak
--- version: 1
+-- version: 2
 -- kind: detector
 -- title: Big op far from peak: a GEMM, convolution, attention or memory-bound op that takes a large share of the kernel time at a small fraction of its roofline
--- source: issue 17 (op roofline); Williams, Waterman, Patterson, "Roofline" (CACM 2009); TraceLens perf model
--- signature: one op (all its shapes, record_shapes) takes at least min_share_pct of the device's kernel
+-- references: Williams, Waterman, Patterson, "Roofline" (CACM 2009); TraceLens performance model
+--   (https://github.com/AMD-AGI/TraceLens)
+-- what: one op (all its shapes, record_shapes) takes at least min_share_pct of the device's kernel
 --   time, its kernels last long enough to be judged (mean per call >= min_call_us), and it runs under
 --   max_pct_of_roof of the roof at its arithmetic intensity (kineto.lib.device_specs peaks), weighted by
 --   time over its shapes (the time it would take at the roof over the time it took).
 -- confirming: `kineto-sql run reading.op_roofline TRACE`: the op's FLOPs and bytes per call, achieved TFLOP/s
 --   and TB/s, intensity, bound and % of peak; its kernels (names tell the algorithm cuBLAS / cuDNN /
 --   MIOpen picked) in reading.op_table; whether the same shape runs faster elsewhere in the trace.
--- fix: GEMM / linear: shapes that fill the GPU (batch more tokens or samples per call; M, N, K multiples of
+-- use_instead: GEMM / linear: shapes that fill the GPU (batch more tokens or samples per call; M, N, K multiples of
 --   64 / 128), bf16 or fp16 instead of fp32 (or torch.backends.cuda.matmul.allow_tf32 = True), fewer and
 --   larger matmuls (fuse QKV), torch.compile(mode="max-autotune"). Convolution: channels_last, bf16, a
 --   bigger batch, torch.backends.cudnn.benchmark = True (ROCm: MIOPEN_FIND_MODE / tuning database).
 --   Attention: SDPA's flash backend (head dim a multiple of 8, no explicit mask where is_causal works).
 --   Memory-bound ops: fusion (torch.compile), contiguous inputs, fewer dtype round trips.
--- cost: kernel time the op would give back at `target_pct_of_roof` of its roof (what vendor libraries reach
+-- why: kernel time the op would give back at `target_pct_of_roof` of its roof (what vendor libraries reach
 --   on shapes that fill the device): impact_dur = device time x (1 - pct_of_roof / target). It is step time
 --   when the GPU is the critical path; on a host-bound step it is an upper bound.
--- false_positives: shapes too small to fill the GPU by design (batch-1 inference decode) have no faster
+-- known_problems: shapes too small to fill the GPU by design (batch-1 inference decode) have no faster
 --   kernel to switch to: the fix is batching, not the op; an unknown device model leaves the rule silent;
 --   the FLOP model counts a causal attention's half and a convolution's nominal work, not what a fast
 --   algorithm (Winograd, FFT) skips, so such ops can look slower than they are.
 -- example: slow_big_gemm_fires
 -- needs: cpu_ops, gpu
+-- claims: busy.gemm, busy.attention, busy.elementwise, busy.compute_other
 -- status: preview
 -- default device_name: ''
 -- default min_share_pct: 10
 -- default min_call_us: 20
 -- default max_pct_of_roof: 30
 -- default target_pct_of_roof: 60
--- locked: 1 2bf116ec52dd8412
--- lib: lib.cpu_ops@5 lib.device_specs@1 lib.dtypes@1 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3
---   lib.kernels@6 lib.launches@6 lib.op_flops@3 lib.op_roofline@1 lib.runtime_calls@4 lib.steps@9
---   lib.thread_slices@2 lib.thread_track_slices@1
--- cases: slow_big_gemm_fires=cccace49 fast_gemm_is_silent=f7f71b88 unknown_device_is_silent=93a1ffe1
---   short_kernels_are_not_judged=e4ae847b small_share_is_silent=a8e2b749
 
 -- Why these thresholds hold on any trace:
 -- - min_share_pct 10: an op under a tenth of the kernel time saves under 5% of it even at twice the speed;
@@ -51,6 +47,8 @@
 
 INCLUDE PERFETTO MODULE kineto.lib.op_roofline;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
+INCLUDE PERFETTO MODULE kineto.lib.kernel_classes;
+INCLUDE PERFETTO MODULE kineto.lib.launches;
 
 -- One row per op (all its shapes: a model runs one op at many shapes) that is big and far from its roof.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_op_far_from_peak(
@@ -99,7 +97,11 @@ RETURNS TABLE(
   -- % of the roof, time-weighted over the shapes: sum of (time at the roof) / sum of time taken.
   pct_of_roof DOUBLE,
   -- Device model matched.
-  model STRING
+  model STRING,
+  -- The ledger bucket its kernels' time is in (their main kernel class, as kineto.lib.ledger buckets it):
+  -- the one bucket of the claims line its impact is drawn from, so kernel time another finding claimed
+  -- (catalog.kernel_mix's softmax, say) is not counted twice; NULL when no kernel of it is classed.
+  claim_bucket STRING
 ) AS
 WITH
   total AS (
@@ -133,6 +135,37 @@ WITH
       max(model) AS model
     FROM shapes
     GROUP BY name
+  ),
+  -- the main kernel class of each op (by device time of the kernels launched by its calls or by the ops
+  -- under them, as kineto.lib.op_roofline counts its device time)
+  launched AS (
+    SELECT l.op_name AS name, l.gpu_first_id
+    FROM kineto_launches AS l
+    WHERE
+      l.op_name IN (SELECT name FROM ops)
+    UNION ALL
+    SELECT anc.name, l.gpu_first_id
+    FROM kineto_launches AS l
+    CROSS JOIN ancestor_slice(l.op_id) AS anc
+    WHERE
+      l.op_id IS NOT NULL
+      AND l.op_name NOT IN (SELECT name FROM ops)
+      AND anc.name IN (SELECT name FROM ops)
+  ),
+  op_class AS (
+    SELECT name, class
+    FROM (
+      SELECT
+        x.name,
+        k.class,
+        row_number() OVER (PARTITION BY x.name ORDER BY sum(k.dur) DESC, k.class) AS rn
+      FROM launched AS x
+      JOIN kineto_kernel_classes AS k
+        ON k.id = x.gpu_first_id
+      GROUP BY x.name, k.class
+    )
+    WHERE
+      rn = 1
   ),
   judged AS (
     SELECT
@@ -168,8 +201,23 @@ SELECT
   achieved_tbps,
   bound,
   pct_of_roof,
-  model
+  model,
+  -- kineto.lib.ledger's class -> busy bucket
+  CASE c.class
+    WHEN 'attention' THEN 'busy.attention'
+    WHEN 'softmax' THEN 'busy.attention'
+    WHEN 'gemm' THEN 'busy.gemm'
+    WHEN 'conv' THEN 'busy.gemm'
+    WHEN 'norm' THEN 'busy.elementwise'
+    WHEN 'reduction' THEN 'busy.elementwise'
+    WHEN 'elementwise' THEN 'busy.elementwise'
+    WHEN 'copy_kernel' THEN 'busy.elementwise'
+    WHEN 'embedding' THEN 'busy.compute_other'
+    WHEN 'other' THEN 'busy.compute_other'
+  END AS claim_bucket
 FROM judged
+LEFT JOIN op_class AS c
+  USING (name)
 WHERE
   share_pct >= $min_share_pct
   AND device_dur / 1e3 / calls >= $min_call_us

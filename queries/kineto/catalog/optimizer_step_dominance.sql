@@ -2,17 +2,18 @@
 -- version: 2
 -- kind: detector
 -- title: Optimizer step dominance: thousands of tiny per-parameter ops after backward
--- source: seed 000 section 3, major fault "Optimizer step dominance"
--- signature: post-backward, thousands of tiny aten::add_ / mul_ / lerp_ / addcmul_ / sqrt / div_ (one set
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Optimizer step
+--   dominance"
+-- what: post-backward, thousands of tiny aten::add_ / mul_ / lerp_ / addcmul_ / sqrt / div_ (one set
 --   per parameter tensor) inside `Optimizer.step#<Opt>.step`.
 -- confirming: optimizer share of the step; tiny ops per step; foreach / fused flags off (no
 --   aten::_foreach_* / aten::_fused_* ops in the optimizer step).
--- cost: a per-parameter optimizer launches several tiny ops per tensor: thousands of launches whose overhead,
+-- why: a per-parameter optimizer launches several tiny ops per tensor: thousands of launches whose overhead,
 --   not the math, is the optimizer time (impact_dur is the optimizer step's time).
--- false_positives: a model with few, large parameters where the optimizer is legitimately heavy (the small-op
+-- known_problems: a model with few, large parameters where the optimizer is legitimately heavy (the small-op
 --   count stays low); an optimizer that is per-parameter by design (some sparse optimizers).
 -- example: at_threshold_1
--- fix: fused=True or foreach=True (Adam/AdamW/SGD), or an FSDP / ZeRO sharded step; fewer, larger
+-- use_instead: fused=True or foreach=True (Adam/AdamW/SGD), or an FSDP / ZeRO sharded step; fewer, larger
 --   parameter tensors.
 -- needs: steps, cpu_ops
 -- claims: busy.elementwise, busy.compute_other, idle.launch, idle.host_compute, host.ops
@@ -21,10 +22,6 @@
 -- default min_share_pct: 25
 -- default min_small_ops: 500
 -- default max_op: 50us
--- locked: 2 350fca01bd5a6796
--- lib: lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.steps@9 lib.thread_slices@2
---   lib.thread_track_slices@1
--- cases: at_threshold_1=57326a72 at_threshold_2=2736479f fused_is_silent=a94f2b5b
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;

@@ -2,29 +2,25 @@
 -- version: 5
 -- kind: detector
 -- title: record_function absence: long stretches of each step covered by no user annotation
--- source: seed 000 section 3, minor fault "record_function absence"
--- signature: steps whose phases (data, forward, custom blocks, backward) carry no
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": minor fault "record_function
+--   absence"
+-- what: steps whose phases (data, forward, custom blocks, backward) carry no
 --   torch.profiler.record_function annotation: attribution falls back to op names and guesswork.
 -- confirming: per step: user annotations other than the profiler's own (ProfilerStep#, Optimizer.*,
 --   enumerate(DataLoader), ## Call CompiledFxGraph, DDP/FSDP wrappers, collectives) and the share of the step
 --   they leave uncovered. `## name ##` ranges other than inductor's own (TorchRec's `## forward ##`,
 --   `## sparse_data_dist ##`...) are user annotations written by a library on the user's behalf.
--- cost: no time is lost to the fault itself; without annotations the reading of where step time goes rests on
+-- why: no time is lost to the fault itself; without annotations the reading of where step time goes rests on
 --   op names, so other findings are harder to place. impact_dur is 0; unannotated_dur says how much a reader
 --   must guess.
--- false_positives: a capture of a model whose every phase is a single big op (nothing to annotate); steps
+-- known_problems: a capture of a model whose every phase is a single big op (nothing to annotate); steps
 --   made mostly of profiler bookkeeping.
 -- example: coverage_threshold_1
--- fix: wrap phases before capturing: with record_function("forward"/"router"/...), like NVTX ranges for nsys.
+-- use_instead: wrap phases before capturing: with record_function("forward"/"router"/...), like NVTX ranges for nsys.
 -- needs: steps, cpu_ops
 -- status: stable
 -- catalog_row: minor.record_function_absence
 -- default min_unannotated_pct: 50
--- locked: 5 aae8da64121e7706
--- lib: lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.interval_merge@3
---   lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
--- cases: coverage_threshold_1=95ef1250 coverage_threshold_2=4a077af3 torchrec_hash_annotations_count=1aa09a21
---   compiled_graph_range_is_not_a_user_annotation=727008ea
 
 INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

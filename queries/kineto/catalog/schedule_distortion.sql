@@ -2,31 +2,27 @@
 -- version: 2
 -- kind: detector
 -- title: Profiler schedule distortion: the active window holds a cold or compile step, or too few steps
--- source: seed 000 section 3, minor fault "Profiler schedule distortion"
--- signature: the active window catches a cold step (ProfilerStep#0: no wait/warmup; a first step far
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": minor fault "Profiler schedule
+--   distortion"
+-- what: the active window catches a cold step (ProfilerStep#0: no wait/warmup; a first step far
 --   wider than the rest; torch.compile compiling inside a step) or captures fewer than 3 steps.
 -- confirming: step count; first-step width vs the median of the others; ProfilerStep#0 present;
 --   dynamo / inductor compile frames inside a step.
--- cost: a cold or compile step in the active window inflates every average taken from the capture; fewer than
+-- why: a cold or compile step in the active window inflates every average taken from the capture; fewer than
 --   3 steps leave no steady state to compare. impact_dur is the excess of the cold step over the median,
 --   less the Python GC time inside it: a step made wide by a GC pause is catalog.gc_gil_stall's finding
 --   (its fix is gc.freeze / gc.disable, not a longer warmup), and it is cold only when it stays at least
 --   cold_ratio x the median without the GC time.
--- false_positives: a capture of inference or a single request (one step is the whole story); a first step
+-- known_problems: a capture of inference or a single request (one step is the whole story); a first step
 --   that is wide because the data really differs (the longest sequence first).
 -- example: few_steps_and_step_zero
--- fix: schedule(wait>=1, warmup>=1, active>=3): wait past warmup and compilation, capture at least 3 steps.
+-- use_instead: schedule(wait>=1, warmup>=1, active>=3): wait past warmup and compilation, capture at least 3 steps.
 -- needs: steps
 -- claims: cold
 -- status: stable
 -- catalog_row: minor.profiler_schedule_distortion
 -- default min_steps: 3
 -- default cold_ratio: 2
--- locked: 2 0ffdf6b08c135bed
--- lib: lib.event_categories@3 lib.python_gc@5 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
--- cases: few_steps_and_step_zero=d02d79d2 cold_ratio_1=b3351eff cold_ratio_2=fcb0fabb
---   gc_pause_is_not_a_cold_step=10f2711d wide_first_step_without_gc_is_cold=c6a7c087
---   cold_step_with_some_gc=4e4d829c
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.python_gc;

@@ -1,26 +1,26 @@
 -- id: catalog.small_op_storm
--- version: 6
+-- version: 7
 -- kind: detector
 -- title: Launch-bound step (eager small-op storm): the device runs dry between tiny kernels the host issues one by one
--- source: seed 000 section 3, major fault "Eager small-op storm"
--- signature: short device idle gaps between short kernels that start within tens of us of their launch:
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Eager small-op storm"
+-- what: short device idle gaps between short kernels that start within tens of us of their launch:
 --   the queue is empty and the host issues work no faster than the device finishes it (hundreds of
 --   sub-50 us ATen ops per step; the CPU op row denser than the GPU row).
 -- confirming: the ledger's launch-bound idle (device idle while the host issues launches) as a share of the
 --   step; the median launch-to-start delay (an empty queue: tens of us; a full queue: ms); the median
 --   kernel time and the fraction under 10 us.
--- cost: each tiny op costs host dispatch and a launch (several us) for a kernel that runs for less: the host,
+-- why: each tiny op costs host dispatch and a launch (several us) for a kernel that runs for less: the host,
 --   not the device, sets the pace and the device idles between kernels. impact_dur is the ledger's
 --   idle.launch (reading.step_ledger): device idle while the host is in a launch, in the op that issued it,
 --   or in a whole-device gap under 100 us. No op-count floor: a small model at 10% GPU busy has few ops and
 --   is launch-bound all the same. CPU-only captures have no queue to read: there impact_dur is the small
 --   ops' self time (claimed from host.ops).
--- false_positives: a full queue is the opposite of launch-bound (the host is ahead; launch calls then block
+-- known_problems: a full queue is the opposite of launch-bound (the host is ahead; launch calls then block
 --   and look long): the median launch-to-start delay must be short (max_queue); long kernels let the host
 --   get ahead (max_kernel). A CPU-only trainer of a small model fires because its many small ops are
 --   genuine CPU work, not launch overhead.
 -- example: at_threshold_1
--- fix: torch.compile (fusion), CUDA graphs for a fixed-shape step, fused optimizers and fused
+-- use_instead: torch.compile (fusion), CUDA graphs for a fixed-shape step, fused optimizers and fused
 --   norms/activations, larger per-op work (batch or fuse small tensors).
 -- needs: none
 -- claims: idle.launch, host.ops
@@ -32,13 +32,6 @@
 -- default min_launch_pct: 10
 -- default max_queue: 100us
 -- default max_kernel: 50us
--- locked: 6 f025e884c55846d5
--- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
---   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
---   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4 lib.steps@9
---   lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
--- cases: at_threshold_1=efec92ec at_threshold_2=a904a466 compute_bound_gpu_is_silent=4dba9e0d
---   small_model_launch_bound=6e178a19 full_queue_is_not_launch_bound=1dd4c0da
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
@@ -48,7 +41,8 @@ INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 INCLUDE PERFETTO MODULE kineto.lib.iterations;
 INCLUDE PERFETTO MODULE kineto.lib.window_of;
-INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_windows;
 
 -- Launch calls placed in their iteration window once (kineto.lib.window_of): the queue below and the
 -- launch time per window read it.
@@ -178,23 +172,6 @@ WITH
   has_gpu AS (
     SELECT EXISTS (SELECT 1 FROM kineto_kernels) AS yes
   ),
-  -- device traces: per steady window, from the ledger and the queue
-  ledger AS (
-    SELECT
-      window_id,
-      max(step) AS step,
-      max(window_ts) AS ts,
-      max(window_dur) AS dur,
-      count(DISTINCT device) AS lanes,
-      sum(CASE WHEN bucket = 'idle.launch' THEN dur ELSE 0 END) AS launch_idle,
-      sum(CASE WHEN kind = 'busy' THEN dur ELSE 0 END) AS busy,
-      max(source) AS source
-    FROM kineto_ledger
-    WHERE
-      NOT is_cold
-      AND device IS NOT NULL
-    GROUP BY window_id
-  ),
   -- read twice below (kernel medians, delay medians): built once
   queue_ranked AS MATERIALIZED (
     SELECT
@@ -246,18 +223,18 @@ WITH
   ),
   device_rows AS (
     SELECT
-      l.ts,
-      l.dur,
-      l.launch_idle AS impact_dur,
+      l.window_ts AS ts,
+      l.window_dur AS dur,
+      l.claim_dur AS impact_dur,
       l.step,
       printf(
         '%s %d: the GPU sits idle %.3f ms (%.1f%% of the %.3f ms %s) while the host issues launches; %d kernels, median %.1f us (%.0f%% under 10 us), each starting a median %.1f us after its launch (an empty queue); launch calls %.3f ms.',
-        CASE WHEN l.source = 'profiler_step' THEN 'Step' ELSE 'Iteration' END,
+        l.noun,
         l.step,
-        l.launch_idle / 1e6,
-        100.0 * l.launch_idle / (l.dur * l.lanes),
-        l.dur / 1e6,
-        CASE WHEN l.source = 'profiler_step' THEN 'step' ELSE 'iteration' END,
+        l.claim_dur / 1e6,
+        100.0 * l.claim_dur / (l.window_dur * l.lanes),
+        l.window_dur / 1e6,
+        lower(l.noun),
         q.kernel_count,
         q.median_kernel_dur / 1e3,
         100.0 * q.under_10us_fraction,
@@ -271,15 +248,20 @@ WITH
       CAST(q.median_kernel_dur AS INT) AS median_kernel_dur,
       q.under_10us_fraction,
       coalesce(lt.launch_dur, 0) AS launch_dur,
-      l.busy AS gpu_busy_dur,
+      w.busy_dur AS gpu_busy_dur,
       CAST(q.median_queue_dur AS INT) AS median_queue_dur
-    FROM ledger AS l
+    -- device traces: per steady window, the ledger's claim and the queue
+    FROM kineto_ledger_claim('idle.launch, host.ops') AS l
+    JOIN kineto_ledger_windows AS w
+      USING (window_id)
     JOIN queue AS q
       USING (window_id)
     LEFT JOIN launch_time AS lt
       USING (window_id)
     WHERE
-      100.0 * l.launch_idle / (l.dur * l.lanes) >= $min_launch_pct
+      NOT l.is_cold
+      AND l.has_device
+      AND 100.0 * l.claim_dur / (l.window_dur * l.lanes) >= $min_launch_pct
       AND q.median_queue_dur <= $max_queue
       AND q.median_kernel_dur < $max_kernel
   ),

@@ -2,22 +2,23 @@
 -- version: 3
 -- kind: detector
 -- title: Straggler rank, seen from one rank: this rank waits in collectives far longer than it computes
--- source: seed 000 section 3, major fault "Straggler rank"; seed section 2 step 5 (a distribution question)
--- signature: one rank's compute is longer, so every other rank's collective wait is longer, every step.
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Straggler rank";
+--   "Reading order" step 5 (a distribution question)
+-- what: one rank's compute is longer, so every other rank's collective wait is longer, every step.
 --   From a single rank's trace that shows as collective wait several times the rank's own compute: a
 --   slower peer holds the collective. Which rank is slow is a cross-rank decision: `kineto-sql ranks DIR`
 --   (kineto_sql/fleet, queries/fleet/) compares the per-rank quantities and names the straggler.
 -- confirming: per rank, per steady step: own work and collective wait (reading.rank_balance, the
 --   definitions of kineto.lib.rank_balance), their ratio; the straggler is the rank with the longest own
 --   work and the shortest wait (`kineto-sql ranks DIR`, or diagnose on the rank directory).
--- cost: every rank waits in each collective for the slowest one: the slower rank's extra work becomes the
+-- why: every rank waits in each collective for the slowest one: the slower rank's extra work becomes the
 --   others' wait, every step. impact_dur is the time this rank waited beyond its own work.
--- false_positives: a rank whose collectives carry real transfer time (large all-reduces on a slow link,
+-- known_problems: a rank whose collectives carry real transfer time (large all-reduces on a slow link,
 --   gloo on CPU) waits without a straggler; uneven work by design (pipeline stages) looks the same. One
 --   trace cannot tell the two apart: diagnose on a rank directory keeps this finding only where the
 --   cross-rank reading (the same two quantities compared across ranks) names another rank the straggler.
 -- example: waiting_rank_fires_at_ratio_1
--- fix: data imbalance (variable sequence length) -> packing / length-sorted batching per rank; uneven
+-- use_instead: data imbalance (variable sequence length) -> packing / length-sorted batching per rank; uneven
 --   model partitioning -> rebalance; a slow host or GPU -> hardware check on the named rank.
 -- needs: distributed
 -- claims: idle.comm_wait, busy.comm_exposed, host.comm_wait
@@ -25,13 +26,6 @@
 -- catalog_row: major.straggler_rank
 -- default min_wait_to_compute: 1.5
 -- default min_wait_pct: 20
--- locked: 3 04c6f27951c0d769
--- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
---   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
---   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.rank_balance@1 lib.runtime_calls@4
---   lib.steps@9 lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1
--- cases: waiting_rank_fires_at_ratio_1=1ed56d71 waiting_rank_fires_at_ratio_2=3279dc82
---   gpu_rank_waits_in_an_exposed_collective=a1394a4f
 
 INCLUDE PERFETTO MODULE kineto.lib.rank_balance;
 

@@ -1,24 +1,25 @@
 -- id: catalog.sync_forcing_op
--- version: 7
+-- version: 8
 -- kind: detector
 -- title: Sync-forcing op in the hot loop: host syncs (or host reads of device values) in every step
--- source: seed 000 section 3, major fault "Sync-forcing op in hot loop"
--- signature: cudaStreamSynchronize / cudaDeviceSynchronize / cudaEventSynchronize (hip* alike) beneath
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Sync-forcing op in hot
+--   loop"
+-- what: cudaStreamSynchronize / cudaDeviceSynchronize / cudaEventSynchronize (hip* alike) beneath
 --   aten::item / aten::_local_scalar_dense / aten::nonzero / .cpu(); on a CPU-only capture the host-read ops
 --   themselves (each one is a full device sync once the same code runs on a GPU), except the reads that
 --   composite ops such as aten::std make inside their CPU kernels (kineto.lib.internal_reads).
 -- confirming: count per steady iteration >= 1; per iteration the ops that synced, the python line that
 --   called the first one (when stacks were recorded), and the device idle time that overlaps the waits.
--- cost: a sync stops the host until the device queue drains, and the device runs dry while the host waits.
+-- why: a sync stops the host until the device queue drains, and the device runs dry while the host waits.
 --   impact_dur is the ledger's idle.sync (device idle while the host sat in a synchronize; reading.step_ledger)
 --   or, on a capture without device activity, host.sync_read (host time inside the reads): only the idle that
 --   overlaps a wait, never a whole idle gap that merely begins in one. The idle after the sync, while the host
 --   catches up, is the next bucket's (launch or host compute). Blocking copies are catalog.blocking_copy;
 --   cold iterations are catalog.cold_start.
--- false_positives: a sync once per step for logging a loss is often deliberate and cheap on a long step; on
+-- known_problems: a sync once per step for logging a loss is often deliberate and cheap on a long step; on
 --   CPU-only captures the host reads cost nothing there and fire as a warning for the GPU run.
 -- example: counts_syncs_per_step
--- fix: (each row carries the fix for its cause: host read, copy, dynamic shape, explicit sync, harness
+-- use_instead: (each row carries the fix for its cause: host read, copy, dynamic shape, explicit sync, harness
 --   timer) defer host reads (log every N steps), vectorize the condition on device (torch.where, masks),
 --   compute metrics asynchronously (non_blocking copies into pinned memory, read a step later).
 -- needs: none
@@ -26,16 +27,6 @@
 -- status: stable
 -- catalog_row: major.sync_forcing_op
 -- default min_per_step: 1
--- locked: 7 30926e1bd4171d20
--- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.enclosing_op@1 lib.event_categories@3
---   lib.gpu_idle@1 lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3
---   lib.iterations@5 lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.python_frames@2
---   lib.runtime_calls@4 lib.steps@9 lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1
---   lib.window_of@1
--- cases: counts_syncs_per_step=d9f0440e threshold_1=a4c01742 threshold_2=edef7272
---   cpu_only_host_reads=4e323cc1 internal_read_of_std_is_not_a_sync=7ea2c03e
---   cause_copy_explicit_and_harness=bca761eb short_sync_claims_only_its_own_wait=d1956957
---   blocking_copy_is_not_a_sync=4db58b2a sync_in_the_cold_step_only=f13562aa
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.enclosing_op;
@@ -43,7 +34,7 @@ INCLUDE PERFETTO MODULE kineto.lib.thread_slices;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 INCLUDE PERFETTO MODULE kineto.lib.iterations;
 INCLUDE PERFETTO MODULE kineto.lib.window_of;
-INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
 INCLUDE PERFETTO MODULE kineto.lib.python_frames;
 INCLUDE PERFETTO MODULE kineto.lib.internal_reads;
 
@@ -236,24 +227,6 @@ WITH
     FROM (SELECT * FROM op_counts ORDER BY n DESC, op)
     GROUP BY window_id
   ),
-  claimed AS (
-    SELECT
-      window_id,
-      sum(dur) AS claim_dur,
-      max(device IS NOT NULL) AS has_device,
-      max(window_dur) AS window_dur
-    FROM kineto_ledger
-    WHERE
-      bucket IN ('idle.sync', 'host.sync_read')
-    GROUP BY window_id
-  ),
-  widths AS (
-    SELECT
-      id AS window_id,
-      dur AS window_dur,
-      CASE WHEN source = 'profiler_step' THEN 'Step' ELSE 'Iteration' END AS noun
-    FROM kineto_iterations
-  ),
   per_window AS (
     SELECT
       window_id,
@@ -285,11 +258,11 @@ WITH
 SELECT
   w.ts,
   w.dur,
-  coalesce(c.claim_dur, 0) AS impact_dur,
+  c.claim_dur AS impact_dur,
   w.step,
   printf(
     '%s %d: %d %s (%s)%s; host blocked %.3f ms%s.',
-    wd.noun,
+    c.noun,
     w.step,
     w.sync_count,
     CASE
@@ -302,21 +275,21 @@ SELECT
     CASE
       WHEN w.source = 'runtime' THEN printf(
         ', the GPU idle %.3f ms of it (%.1f%% of the %.3f ms %s)',
-        coalesce(c.claim_dur, 0) / 1e6,
-        100.0 * coalesce(c.claim_dur, 0) / wd.window_dur,
-        wd.window_dur / 1e6,
-        lower(wd.noun)
+        c.claim_dur / 1e6,
+        100.0 * c.claim_dur / c.window_dur,
+        c.window_dur / 1e6,
+        lower(c.noun)
       )
       ELSE printf(
-        ' (%.1f%% of the %.3f ms %s)', 100.0 * coalesce(c.claim_dur, 0) / wd.window_dur, wd.window_dur / 1e6, lower(wd.noun)
+        ' (%.1f%% of the %.3f ms %s)', 100.0 * c.claim_dur / c.window_dur, c.window_dur / 1e6, lower(c.noun)
       )
     END
   ) AS evidence,
   w.sync_count,
   w.source,
   w.blocked_dur,
-  CASE WHEN c.has_device THEN coalesce(c.claim_dur, 0) END AS gpu_idle_dur,
-  wd.window_dur AS step_dur,
+  CASE WHEN c.has_device AND c.claim_dur > 0 THEN c.claim_dur END AS gpu_idle_dur,
+  c.window_dur AS step_dur,
   o.ops,
   w.python_line,
   ca.cause,
@@ -331,9 +304,7 @@ SELECT
 FROM with_line AS w
 LEFT JOIN op_text AS o
   USING (window_id)
-LEFT JOIN claimed AS c
-  USING (window_id)
-JOIN widths AS wd
+JOIN kineto_ledger_claim('idle.sync, host.sync_read') AS c
   USING (window_id)
 LEFT JOIN (
   SELECT

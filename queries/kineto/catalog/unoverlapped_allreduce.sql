@@ -2,29 +2,25 @@
 -- version: 2
 -- kind: detector
 -- title: Unoverlapped DDP all-reduce (deprecated: see catalog.exposed_communication): gradient collectives serialized after the backward pass
--- source: seed 000 section 3, major fault "Unoverlapped DDP all-reduce"
--- signature: nccl:all_reduce (RCCL, gloo:all_reduce on CPU) work serialized after the last backward
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Unoverlapped DDP
+--   all-reduce"
+-- what: nccl:all_reduce (RCCL, gloo:all_reduce on CPU) work serialized after the last backward
 --   op/kernel of the step instead of running under it.
 -- confirming: overlap % of the collective time with backward compute near 0 (HTA comm-comp overlap for
 --   the tail buckets); share of the collective time that starts after backward ended.
--- cost: gradient all-reduce that starts after backward adds its whole duration to the step; overlapped under
+-- why: gradient all-reduce that starts after backward adds its whole duration to the step; overlapped under
 --   backward (DDP buckets) it costs almost nothing. impact_dur is the collective time not under backward.
 --   Deprecated: catalog.exposed_communication claims the exposed time of every collective (all_to_all,
 --   all_gather, reduce_scatter, send/recv, gloo too) from the step ledger; diagnose no longer runs this rule.
--- false_positives: a single-bucket model (all gradients ready at the end); gradient accumulation steps that
+-- known_problems: a single-bucket model (all gradients ready at the end); gradient accumulation steps that
 --   skip the sync; find_unused_parameters delaying buckets on purpose.
 -- example: after_backward
--- fix: check gradient_as_bucket_view, bucket_cap_mb, static_graph, a stray no_sync() or a manual
+-- use_instead: check gradient_as_bucket_view, bucket_cap_mb, static_graph, a stray no_sync() or a manual
 --   all_reduce after loss.backward(); let DDP's autograd hooks reduce buckets during backward.
 -- needs: steps, cpu_ops
 -- status: deprecated
 -- default max_overlap_pct: 10
 -- default min_collective_pct: 1
--- locked: 2 9a462955ec0c9a6f
--- lib: lib.backward_windows@1 lib.collectives@3 lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8
---   lib.host_tree@3 lib.interval_merge@3 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9
---   lib.thread_slices@2 lib.thread_track_slices@1
--- cases: after_backward=9adf0339 overlap_threshold_1=9ae25637 overlap_threshold_2=c235f308
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;

@@ -2,21 +2,21 @@
 -- version: 6
 -- kind: detector
 -- title: with_stack overhead: a capture with Python stack tracing, whose step times are inflated
--- source: seed 000 section 3, minor fault "with_stack overhead"
--- signature: python_function events (with_stack=True) or `Call stack` args on the ops in every step: the
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": minor fault "with_stack overhead"
+-- what: python_function events (with_stack=True) or `Call stack` args on the ops in every step: the
 --   profiler traced every Python call, a 2-3x CPU-side slowdown on Python-heavy steps.
 -- confirming: python frames per step and the estimated tracing cost (frames x per-frame cost) as a share
 --   of the step.
--- cost: recording every Python frame slows the host 2-3x on Python-heavy steps, so the capture's step times
+-- why: recording every Python frame slows the host 2-3x on Python-heavy steps, so the capture's step times
 --   and host-bound readings are inflated (impact_dur is the estimated tracing cost: frame_cost per frame, a
 --   guess below the 1.9-2.7 us per frame measured on CPU captures, and never more than the frames' own time
 --   outside their children, where the tracer's cost is recorded). It costs step time only
 --   where the host is on the critical path: diagnose caps the claim to the ledger's host-side buckets
 --   (device idle while the host computes or issues launches; host time on a CPU-only capture).
--- false_positives: a capture taken with stacks on purpose to find a line of code: the finding is then a
+-- known_problems: a capture taken with stacks on purpose to find a line of code: the finding is then a
 --   reminder not to read timings from it.
 -- example: threshold_1
--- fix: two captures, two purposes: with_stack=True for attribution, with_stack=False (and no
+-- use_instead: two captures, two purposes: with_stack=True for attribution, with_stack=False (and no
 --   record_shapes/profile_memory) for timing.
 -- needs: steps
 -- claims: idle.host_compute, idle.launch, host.python, host.ops
@@ -24,9 +24,6 @@
 -- catalog_row: minor.with_stack_overhead
 -- default frame_cost: 1us
 -- default min_overhead_pct: 20
--- locked: 6 bf3ac2ff95f327b1
--- lib: lib.event_categories@3 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
--- cases: threshold_1=da4767bd threshold_2=9f6a89ee bounded_by_frame_self_time=442a405b
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

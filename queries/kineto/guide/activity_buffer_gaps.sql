@@ -2,12 +2,10 @@
 -- version: 2
 -- kind: guide
 -- title: Activity buffer gaps: device idle time caused by the profiler's own buffer requests, and the initial CPU-GPU offset
--- source: seed 001 "Key GPU Lane Indicators: Activity Buffer Requests"
+-- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "Key GPU Lane Indicators: Activity
+--   Buffer Requests"
 -- needs: gpu
 -- status: stable
--- locked: 2 d5e517529bef4a28
--- lib: lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1 lib.interval_merge@3 lib.kernels@6
---   lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Kineto writes its own overhead as `Activity Buffer Request` rows (category `overhead`). A device idle
 -- gap (all streams idle) that overlaps one is charged to the profiler, not to the model. The initial

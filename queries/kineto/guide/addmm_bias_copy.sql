@@ -2,12 +2,10 @@
 -- version: 3
 -- kind: guide
 -- title: addmm bias copy: the copy that seeds the output with the bias before the GEMM (Memcpy DtoD before a GEMM)
--- source: seed 001 "Dispatcher-Level Fusion" and summary table "Memcpy DtoD before GEMM"
+-- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "Dispatcher-Level Fusion" and
+--   summary table "Memcpy DtoD before GEMM"
 -- needs: cpu_ops
 -- status: stable
--- locked: 3 b003cba13680ab23
--- lib: lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.launches@6
---   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- torch.compile fuses matmul + add into one aten::addmm at the dispatcher level, not in a kernel: addmm
 -- first copies the bias into the output (aten::copy_ under aten::addmm; on the GPU a Memcpy DtoD or a

@@ -2,13 +2,12 @@
 -- version: 2
 -- kind: guide
 -- title: Cold start: is the first step wider than the median of the rest, by how much, and why
--- source: seed 001 "Key CPU Lane Indicators: Cold-Start Overhead"; seed 000 section 3 minor (profiler schedule distortion)
+-- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "Key CPU Lane Indicators:
+--   Cold-Start Overhead"; torch.profiler & HTA: the Framework View, "Fault catalog": minor fault "profiler
+--   schedule distortion"
 -- needs: steps, cpu_ops
 -- status: stable
 -- default cold_factor: 1.5
--- locked: 2 7ac5990c6445fc2f
--- lib: lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.memory@4
---   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Compares the first ProfilerStep of each process with the median width of its other steps (at least
 -- two steps are needed). The why columns count, in the first step and per other step, what one-time

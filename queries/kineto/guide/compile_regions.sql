@@ -2,12 +2,10 @@
 -- version: 4
 -- kind: guide
 -- title: Compiled regions: Dynamo cache lookup, Torch-Compiled Region, AOTDispatcher prologue and CompiledFxGraph per call; CPU overhead vs device time
--- source: seed 001 "The Impact of torch.compile: Runtime Architecture and Overhead"
+-- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "The Impact of torch.compile:
+--   Runtime Architecture and Overhead"
 -- needs: compile
 -- status: stable
--- locked: 4 e88d66d0ddfbe0a3
--- lib: lib.event_categories@3 lib.host_slices@8 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9
---   lib.thread_slices@2 lib.thread_track_slices@1
 
 -- One row per `Torch-Compiled Region` call. The pieces are matched by time inside the caller's process
 -- (Kineto does not always nest them): the `TorchDynamo Cache Lookup` that ends last before the region

@@ -2,12 +2,10 @@
 -- version: 2
 -- kind: guide
 -- title: Heavyweight launches: occupancy queries before a kernel launch, and the kernels they precede
--- source: seed 001 "Key CPU Lane Indicators: CUDA Occupancy Queries / Resource-Light Kernels"
+-- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "Key CPU Lane Indicators: CUDA
+--   Occupancy Queries / Resource-Light Kernels"
 -- needs: gpu
 -- status: stable
--- locked: 2 05e96992d2971525
--- lib: lib.event_categories@3 lib.host_slices@8 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9
---   lib.thread_slices@2 lib.thread_track_slices@1
 
 -- An occupancy query (class occupancy_query of kineto.lib.runtime_calls: cudaOccupancy*, cuOccupancy*,
 -- hipOccupancy*; not the cudaFuncGetAttributes getter cuBLAS issues before every launch) is paired with the next launch on the same thread inside the same

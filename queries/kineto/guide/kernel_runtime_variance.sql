@@ -2,14 +2,12 @@
 -- version: 1
 -- kind: guide
 -- title: Kernel runtime variance: identical kernels (same name, grid and block) across steps
--- source: seed 001 "Key GPU Lane Indicators: Runtime Variance"
+-- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "Key GPU Lane Indicators: Runtime
+--   Variance"
 -- needs: gpu, steps
 -- status: stable
 -- default min_count: 3
 -- default cv_threshold: 0.2
--- locked: 1 cd7cbaecbc24eb2c
--- lib: lib.event_categories@3 lib.host_slices@8 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9
---   lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Groups device kernels launched inside steps by (name, grid, block, device); the coefficient of
 -- variation (stddev / mean of the duration) shows run-to-run variance of identical work: clocks,

@@ -2,12 +2,10 @@
 -- version: 2
 -- kind: guide
 -- title: Profiler flush: the final device synchronize, reported as the profiler flushing, not a finding
--- source: seed 001 "Key CPU Lane Indicators: Synchronization"
+-- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "Key CPU Lane Indicators:
+--   Synchronization"
 -- needs: gpu
 -- status: stable
--- locked: 2 a1b09070006e6389
--- lib: lib.event_categories@3 lib.host_slices@8 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9
---   lib.thread_slices@2 lib.thread_track_slices@1
 
 -- The last device synchronize of a process (class device_sync of kineto.lib.runtime_calls:
 -- cudaDeviceSynchronize, hipDeviceSynchronize, cuCtxSynchronize, cudaThreadSynchronize) counts as the

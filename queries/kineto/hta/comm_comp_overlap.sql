@@ -2,12 +2,12 @@
 -- version: 4
 -- kind: hta
 -- title: Communication-computation overlap: % of communication time with a compute kernel running
--- source: seed 000 section 4-5 (HTA comm-comp overlap per rank); research/peers.md 1.2
+-- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" and "Exercises" (HTA
+--   comm-comp overlap per rank); HolisticTraceAnalysis
+--   (https://github.com/facebookresearch/HolisticTraceAnalysis)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- locked: 4 2cda1a03cbbcb224
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- overlap_pct = 100 * |union(compute) intersect union(communication)| / |union(communication)|,
 -- HTA's definition (memory kernels ignored). No row when the trace has no communication kernels

@@ -2,13 +2,12 @@
 -- version: 7
 -- kind: hta
 -- title: The GPU events HTA's analyses read, with HTA's kernel type (compute / communication / memory / other)
--- source: seed 000 section 4 (HTA); research/peers.md 1.0 (HTA 0.5.0 ingest semantics)
+-- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" (HTA);
+--   HolisticTraceAnalysis (https://github.com/facebookresearch/HolisticTraceAnalysis): HTA 0.5.0 ingest
+--   semantics
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- locked: 7 6e75a2887c90efda
--- lib: lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
--- cases: hta_compat_drops_last_step_launches=41adf06e clean_mode_keeps_every_kernel=3560efb9
 
 -- The cleaner default (hta_compat FALSE) keeps the whole trace (HTA silently drops the last profiler
 -- step), counts only real device work (category kernel, gpu_memcpy, gpu_memset; never cuda_sync

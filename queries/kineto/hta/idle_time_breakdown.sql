@@ -2,13 +2,12 @@
 -- version: 4
 -- kind: hta
 -- title: Idle-time breakdown per stream: host wait, kernel wait and other, with interval statistics
--- source: seed 000 section 4-5 (HTA idle-time attribution); research/peers.md 1.3
+-- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" and "Exercises" (HTA
+--   idle-time attribution); HolisticTraceAnalysis (https://github.com/facebookresearch/HolisticTraceAnalysis)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
 -- default consecutive_kernel_delay: 30us
--- locked: 4 d09559462e1e8cd1
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Per stream, events (kernel, memcpy, memset) in start order: the gap before each event is
 --   host_wait   when its launching runtime call started after the previous event on the stream ended

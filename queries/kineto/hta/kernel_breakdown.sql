@@ -2,14 +2,14 @@
 -- version: 2
 -- kind: hta
 -- title: Top GPU kernels per kernel type: count, sum, mean, min, max and std of their durations
--- source: seed 000 section 4-5 (HTA GPU kernel breakdown, top kernels per rank); research/peers.md 1.4
+-- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" and "Exercises" (HTA GPU
+--   kernel breakdown, top kernels per rank); HolisticTraceAnalysis
+--   (https://github.com/facebookresearch/HolisticTraceAnalysis)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
 -- default top_n: 10
 -- default duration_ratio: 0.8
--- locked: 2 b490b968a4a75e7a
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Unlike HTA 0.5.0, the statistics are always those of the individual launches: HTA re-aggregates
 -- its table over the per-name sums, so every kept kernel shows max = min = mean = sum and std 0, and

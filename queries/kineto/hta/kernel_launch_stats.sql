@@ -2,14 +2,14 @@
 -- version: 4
 -- kind: hta
 -- title: CUDA kernel launch statistics: launch delay, short kernels, runtime and launch-delay outliers
--- source: seed 000 section 4 (HTA); research/peers.md 1.5 (CudaKernelAnalysis.cuda_kernel_launch_stats)
+-- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" (HTA);
+--   HolisticTraceAnalysis (https://github.com/facebookresearch/HolisticTraceAnalysis):
+--   CudaKernelAnalysis.cuda_kernel_launch_stats
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
 -- default runtime_cutoff: 50us
 -- default launch_delay_cutoff: 100us
--- locked: 4 5cbeed93f543b8c5
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Per launch (runtime call joined to its GPU event by args.correlation): cpu = the call's duration,
 -- gpu = the event's duration, launch delay = max(0, gpu start - call end). Short kernel: cpu <=

@@ -2,13 +2,11 @@
 -- version: 3
 -- kind: hta
 -- title: GPU time by kernel type: compute, communication, memory and each overlap of them
--- source: seed 000 section 4-5 (HTA GPU kernel breakdown); research/peers.md 1.4
+-- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" and "Exercises" (HTA GPU
+--   kernel breakdown); HolisticTraceAnalysis (https://github.com/facebookresearch/HolisticTraceAnalysis)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- locked: 3 ce6f321bbc793ab3
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
--- cases: hta_compat_exclusive_states=01ed666c
 
 -- One sweep over the events' starts and ends (gpu_events' busy states, built once per trace in
 -- hta_compat) gives the time spent in each exact combination of types running ("COMPUTATION

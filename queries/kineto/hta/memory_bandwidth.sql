@@ -2,12 +2,12 @@
 -- version: 1
 -- kind: hta
 -- title: Memcpy / memset bandwidth per kind (HtoD, DtoH, DtoD, Memset): bytes, busy time and concurrent bandwidth
--- source: seed 000 section 4 (HTA); research/peers.md 1.7 (TraceCounters memory bandwidth)
+-- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" (HTA);
+--   HolisticTraceAnalysis (https://github.com/facebookresearch/HolisticTraceAnalysis): TraceCounters memory
+--   bandwidth
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- locked: 1 a297b3eabc2fc496
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Kind = the first 11 characters of the name ("Memcpy HtoD") or "Memset". The concurrent bandwidth
 -- series adds Kineto's own args "memory bandwidth (GB/s)" at each event's start and removes it at its

@@ -2,13 +2,13 @@
 -- version: 2
 -- kind: hta
 -- title: Per-op and per-kernel counts and total time of one trace (one side of a trace diff)
--- source: seed 000 section 4 (HTA); research/peers.md 1.10 (TraceDiff.compare_traces)
+-- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" (HTA);
+--   HolisticTraceAnalysis (https://github.com/facebookresearch/HolisticTraceAnalysis):
+--   TraceDiff.compare_traces
 -- needs: none
 -- status: stable
 -- default all_steps: FALSE
 -- default step: -1
--- locked: 2 f775e1c9a5454395
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- HTA's iteration rule: a CPU-side event (args.stream = -1) belongs to the ProfilerStep whose window
 -- holds its start; a GPU-side event (args.stream > 0) to the step of the runtime call that launched

@@ -2,13 +2,13 @@
 -- version: 2
 -- kind: hta
 -- title: Queue length per stream: operations launched but not yet started, and time at the 1024 cap
--- source: seed 000 section 4 (HTA); research/peers.md 1.6 (TraceCounters queue length)
+-- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" (HTA);
+--   HolisticTraceAnalysis (https://github.com/facebookresearch/HolisticTraceAnalysis): TraceCounters queue
+--   length
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
 -- default max_queue_length: 1024
--- locked: 2 2d95e28e6bd119ec
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- +1 at the start of each launch call (cudaLaunchKernel[ExC], cuLaunchKernel[Ex], cudaMemcpyAsync,
 -- cudaMemsetAsync, HIP/MTIA equivalents) on the stream of its GPU event, -1 at the start of that

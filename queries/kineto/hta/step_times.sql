@@ -2,11 +2,10 @@
 -- version: 1
 -- kind: hta
 -- title: Profiler steps of one rank: number, start and width (the per-rank input of straggler hunting)
--- source: seed 000 section 4-5 (HTA get_profiler_steps; straggler hunting across ranks)
+-- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" and "Exercises" (HTA
+--   get_profiler_steps; straggler hunting across ranks)
 -- needs: steps
 -- status: stable
--- locked: 1 8567ff89771df24c
--- lib: lib.event_categories@3 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Starts are on this trace's own clock in us; kineto_sql.ranks adds the loader's rebase offset
 -- (kineto_metadata kineto_sql.ts_offset_ns) to compare ranks, as HTA's global-min alignment does.

@@ -2,13 +2,12 @@
 -- version: 3
 -- kind: hta
 -- title: Temporal breakdown: GPU compute, non-compute and idle time over the GPU-busy span (HTA's definition)
--- source: seed 000 section 4-5 (HTA temporal breakdown per rank); research/peers.md 1.1
+-- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" and "Exercises" (HTA
+--   temporal breakdown per rank); HolisticTraceAnalysis
+--   (https://github.com/facebookresearch/HolisticTraceAnalysis)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
--- locked: 3 5fa34cbb5c48c3f3
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
--- cases: hta_compat_span_ends_before_the_last_step=0f607d36 clean_mode_span_covers_every_kernel=c1ff884b
 
 -- HTA's definition, kept in both modes: the span runs from the first GPU event's start to the last
 -- one's end (not the profiler-step window); idle = span - |union of all GPU events|; compute =

@@ -1,5 +1,4 @@
 -- version: 1
--- locked: 1 97cc5e43f0ddb069
 
 -- Peak numbers of the accelerators a roofline is drawn against, shipped as data (one VALUES table, so a
 -- paste bundle carries it into the Perfetto UI). Dense peaks, never the "with sparsity" figure the

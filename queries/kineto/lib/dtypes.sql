@@ -1,5 +1,4 @@
 -- version: 1
--- locked: 1 b1a4b7f28e34c802
 
 -- Element size and precision class of a tensor dtype, under both spellings Kineto writes: the C++ type
 -- of record_shapes' `Input type` (c10::BFloat16, float, long int...) and the ScalarType name of

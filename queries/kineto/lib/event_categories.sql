@@ -1,5 +1,4 @@
 -- version: 3
--- locked: 3 7f18bbff164581b4
 
 -- The one place that maps raw Kineto event categories to what they are. Kineto changed its category
 -- names over time (2021 `Operator`/`Runtime`/`Kernel`/`Memcpy`/`Memset`, later `cpu_op`/`cuda_runtime`/

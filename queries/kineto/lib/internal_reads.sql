@@ -1,5 +1,4 @@
 -- version: 1
--- locked: 1 2087a1ef856cd9d2
 
 -- Composite ATen ops whose CPU kernels read a tensor value into a host scalar (aten::item /
 -- aten::_local_scalar_dense) as part of their own computation, where the CUDA / ROCm kernels of the

@@ -1,5 +1,4 @@
 -- version: 3
--- locked: 3 e0d40f87c4d55819
 
 -- Interval merge, written once: overlapping or touching (ts, dur) intervals of one partition become
 -- maximal intervals. Sorted passes (running max of earlier ends, then the rows that start after it), so

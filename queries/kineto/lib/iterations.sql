@@ -1,7 +1,4 @@
 -- version: 5
--- locked: 5 01249e6432647255
--- lib: lib.dataloader@4 lib.event_categories@3 lib.host_slices@8 lib.steps@9 lib.thread_slices@2
---   lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

@@ -1,7 +1,4 @@
 -- version: 4
--- locked: 4 8448b528afd4a712
--- lib: lib.event_categories@3 lib.host_slices@8 lib.kernels@6 lib.steps@9 lib.thread_slices@2
---   lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;

@@ -1,6 +1,4 @@
 -- version: 2
--- locked: 2 122556a9fffc35ee
--- lib: lib.event_categories@3 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;

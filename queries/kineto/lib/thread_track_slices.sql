@@ -1,5 +1,4 @@
 -- version: 1
--- locked: 1 390595ea2de5e985
 
 -- Every slice that sits on a thread track, with the thread and process it ran on, whatever its category
 -- (known, unknown or none): the one spelling of slice -> thread_track -> thread. For slices found by

@@ -2,13 +2,11 @@
 -- version: 4
 -- kind: reading
 -- title: Backward sanity: forward vs backward width per step, and forward recompute inside backward
--- source: seed 000 section 2, reading order step 4; seed 000 section 3 (activation-checkpointing surprise)
+-- references: torch.profiler & HTA: the Framework View, "Reading order" step 4; torch.profiler & HTA: the
+--   Framework View, "Fault catalog" (activation-checkpointing surprise)
 -- needs: steps, cpu_ops
 -- status: stable
 -- default min_recompute_ops: 2
--- locked: 4 089b4807bfd4eb2e
--- lib: lib.cpu_ops@5 lib.enclosing_op@1 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.steps@9
---   lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Backward = the outermost `autograd::engine::evaluate_function: ...` rows of the step (any thread of
 -- the step's process). Forward = the outermost ATen ops of the step that start before the first of

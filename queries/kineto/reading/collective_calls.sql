@@ -2,14 +2,11 @@
 -- version: 4
 -- kind: reading
 -- title: Collective calls of one rank: collective, process group, sequence number, time and message sizes
--- source: issue 17 (collectives across ranks); NCCL nccl-tests doc/PERFORMANCE.md (what a size means per op)
+-- references: nccl-tests PERFORMANCE.md (https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md)
+--   (what a size means per op)
 -- needs: none
 -- status: stable
 -- default device_name: ''
--- locked: 4 08e29d23198b27ac
--- lib: lib.collectives@3 lib.device_specs@1 lib.dtypes@1 lib.event_categories@3 lib.host_slices@8
---   lib.host_tree@3 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2
---   lib.thread_track_slices@1
 
 -- One row per collective call, the unit that `kineto-sql collectives DIR` (queries/fleet/call_match.sql)
 -- matches across ranks by (step, process group, collective, seq): NCCL requires every rank of a group to

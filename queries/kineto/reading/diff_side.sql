@@ -1,16 +1,11 @@
 -- id: reading.diff_side
--- version: 3
+-- version: 4
 -- kind: reading
 -- title: One side of a trace diff: per step, its width, CPU / GPU busy, GPU time by kernel class, and every op and kernel by call path
--- source: issue 17 (diff v2: a headline that says why, rows by time moved, structural alignment)
+-- references: PyTorch profiler documentation (https://pytorch.org/docs/stable/profiler.html); HTA's TraceDiff
+--   (https://github.com/facebookresearch/HolisticTraceAnalysis): a before/after diff by time moved
 -- needs: none
 -- status: stable
--- locked: 3 bba28d992e53834c
--- lib: lib.collectives@3 lib.cpu_ops@5 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3
---   lib.gpu_idle@1 lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3
---   lib.iterations@5 lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4
---   lib.steps@9 lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1 reading.step_table@3
--- cases: one_step_one_kernel=382f2415
 
 -- kineto_sql/trace_diff.py runs this on both traces and compares them. Rows, all per window (a
 -- ProfilerStep; the whole capture, step NULL, when the trace has none):
@@ -35,6 +30,7 @@ INCLUDE PERFETTO MODULE kineto.lib.kernel_classes;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
 INCLUDE PERFETTO MODULE kineto.lib.device_busy;
 INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.reading.step_table;
 
 -- Call path of every host op: its enclosing ops and annotations, outermost first.
@@ -109,9 +105,13 @@ RETURNS TABLE(
   dur DURATION
 ) AS
 WITH
+  -- ProfilerStep windows only: the op, kernel and bucket rows below are keyed by ProfilerStep (the step
+  -- table also reads inferred iterations; without ProfilerStep the side is the whole capture)
   steps AS (
     SELECT step, dur, cpu_busy_dur, gpu_busy_dur
     FROM kineto_reading_step_table(50, 1.5)
+    WHERE
+      step IN (SELECT step FROM kineto_steps)
   ),
   device_work AS (
     SELECT k.id, k.dur, k.name, c.class, l.step, l.op_id, l.op_name

@@ -2,15 +2,11 @@
 -- version: 6
 -- kind: reading
 -- title: GPU gap attribution: every device idle gap inside a step, with what the CPU side was doing
--- source: seed 000 section 2, reading order step 3
+-- references: torch.profiler & HTA: the Framework View, "Reading order" step 3
 -- needs: gpu, steps, cpu_ops
 -- status: stable
 -- default min_gap: 20us
 -- default busy_pct: 50
--- locked: 6 541922721ce5d6ca
--- lib: lib.device_busy@3 lib.enclosing_op@1 lib.event_categories@3 lib.gpu_idle@1 lib.host_slices@8
---   lib.interval_merge@3 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9 lib.stream_busy@4
---   lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Causes, first match wins: `input` (a DataLoader __next__ overlaps the gap), `sync` (a runtime call that
 -- blocks the host overlaps it, a sync or a blocking copy as kineto.lib.runtime_calls classes it: the op

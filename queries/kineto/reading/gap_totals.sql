@@ -2,15 +2,11 @@
 -- version: 2
 -- kind: reading
 -- title: GPU gap totals: device idle time per step and cause (input, sync, launch, none)
--- source: seed 000 section 2, reading order step 3
+-- references: torch.profiler & HTA: the Framework View, "Reading order" step 3
 -- needs: gpu, steps, cpu_ops
 -- status: stable
 -- default min_gap: 20us
 -- default busy_pct: 50
--- locked: 2 7b7333ab9a618adf
--- lib: lib.device_busy@3 lib.enclosing_op@1 lib.event_categories@3 lib.gpu_idle@1 lib.host_slices@8
---   lib.interval_merge@3 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9 lib.stream_busy@4
---   lib.thread_slices@2 lib.thread_track_slices@1 reading.gap_attribution@6
 
 -- Sums reading.gap_attribution per (step, device, cause); the cause with the most idle time in a step
 -- is the step's main host-side fault.

@@ -2,13 +2,10 @@
 -- version: 1
 -- kind: reading
 -- title: The work of one rank per step: every ATen op by its input shapes, with its calls per profiler step
--- source: PyTorch profiler docs, record_shapes ("Input Dims"); the seed's fault catalog row "Straggler rank"
+-- references: torch.profiler (record_shapes: the ops' "Input Dims"), https://pytorch.org/docs/stable/profiler.html;
+--   "Fault catalog": major fault "Straggler rank"
 -- needs: none
 -- status: preview
--- locked: 1 cd885239c0ca8d06
--- lib: lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.steps@9 lib.thread_slices@2
---   lib.thread_track_slices@1
--- cases: ops_by_shape_per_step=6e5b445a no_record_shapes=ba9c112b
 
 -- One row per (op, input shapes) of the ATen ops inside profiler steps: how many calls, over how many steps,
 -- calls per step. Ranks of a data-parallel job run the same ops on the same shapes every step; the cross-rank

@@ -2,13 +2,11 @@
 -- version: 6
 -- kind: reading
 -- title: Op table: torch's key_averages() per op name, sorted by self device time then self CPU
--- source: seed 000 section 2, reading order step 2; seed 001 "Overhead-Bound vs. Compute-Bound"
+-- references: torch.profiler & HTA: the Framework View, "Reading order" step 2; Profiling in PyTorch: A
+--   Beginner's Guide to torch.profiler, "Overhead-Bound vs. Compute-Bound"
 -- needs: cpu_ops
 -- status: stable
 -- default top_n: 0
--- locked: 6 d9d3a0e26c32220d
--- lib: lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.launches@6
---   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_tree;

@@ -2,15 +2,10 @@
 -- version: 1
 -- kind: reading
 -- title: Rank balance: this rank's own work against its wait in collectives, per steady step (the straggler quantities)
--- source: seed 000 section 3, major fault "Straggler rank"; seed section 2 step 5; issue 12 class 15
+-- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Straggler rank";
+--   "Reading order" step 5
 -- needs: none
 -- status: preview
--- locked: 1 1f73b7eabc2dd26a
--- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
---   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
---   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.rank_balance@1 lib.runtime_calls@4
---   lib.steps@9 lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1
--- cases: cpu_rank_work_and_wait=7097bb3e gpu_rank_exposed_collective=58fac117
 
 -- One row for the rank: the means per steady iteration window of kineto.lib.rank_balance (own work, wait
 -- in collectives; its header gives the definitions and why), per lane. The fleet's cross-rank

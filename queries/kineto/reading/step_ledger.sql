@@ -2,14 +2,10 @@
 -- version: 1
 -- kind: reading
 -- title: Step-time ledger: each iteration's time, per device, split into buckets that sum to it exactly
--- source: seed 000 section 2, reading order steps 1-3 (step table, GPU busy, gap attribution) as one account
+-- references: torch.profiler & HTA: the Framework View, "Reading order" steps 1-3 (step table, GPU busy, gap
+--   attribution) as one account
 -- needs: none
 -- status: preview
--- locked: 1 758056f444c97936
--- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
---   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
---   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4 lib.steps@9
---   lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Windows come from kineto.lib.iterations (ProfilerStep#N, else a repeating marker, else the whole
 -- capture; `source` says which, `is_cold` marks a first iteration dominated by one-time work). Buckets and

@@ -1,29 +1,26 @@
 -- id: reading.step_table
--- version: 3
+-- version: 4
 -- kind: reading
--- title: Step table: step width, CPU busy, GPU busy and occupancy per ProfilerStep
--- source: seed 000 section 2, reading order step 1; seed 001 "Cold-Start Overhead"
--- needs: steps
+-- title: Step table: step width, CPU busy, GPU busy and occupancy per step (the ledger's windows)
+-- references: torch.profiler & HTA: the Framework View, "Reading order" step 1; Profiling in PyTorch: A
+--   Beginner's Guide to torch.profiler, "Cold-Start Overhead"
+-- needs: none
 -- status: stable
 -- default sparse_below_pct: 50
 -- default cold_start_factor: 1.5
--- locked: 3 766dde83d91fde2a
--- lib: lib.cpu_ops@5 lib.device_busy@3 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3
---   lib.interval_merge@3 lib.kernels@6 lib.steps@9 lib.stream_busy@4 lib.thread_slices@2
---   lib.thread_track_slices@1
 
-INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
-INCLUDE PERFETTO MODULE kineto.lib.kernels;
-INCLUDE PERFETTO MODULE kineto.lib.device_busy;
+INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_windows;
 INCLUDE PERFETTO MODULE kineto.lib.interval_merge;
 INCLUDE PERFETTO MODULE intervals.intersect;
 
--- CPU op time inside each step window: ATen ops (not annotations, not bare python frames) of the
--- step's process, clipped to the window and merged so nested and concurrent ops count once.
+-- CPU busy, the one definition (diagnose's per-step table reads it here): ATen op time (not annotations,
+-- not bare python frames) of the window's process inside each ledger window, clipped to the window and
+-- merged so nested and concurrent ops count once.
 CREATE OR REPLACE PERFETTO TABLE _kineto_reading_step_table_cpu_busy(
-  -- Slice id of the step.
-  step_id LONG,
+  -- Ledger window id.
+  window_id LONG,
   -- Merged op time inside the window.
   cpu_busy_dur DURATION
 ) AS
@@ -31,78 +28,33 @@ WITH
   -- Each op clipped to each window of its process: one interval intersection per process.
   clipped AS (
     SELECT
-      ii.id_0 AS step_id,
+      ii.id_0 AS window_id,
       ii.ts,
       ii.dur
     FROM _interval_intersect!(
       (
-        (SELECT id, ts, dur, upid FROM kineto_steps WHERE dur > 0),
+        (SELECT window_id AS id, window_ts AS ts, window_dur AS dur, upid FROM kineto_ledger_windows WHERE window_dur > 0),
         (SELECT id, ts, dur, upid FROM kineto_cpu_ops WHERE NOT is_annotation AND dur > 0)
       ),
       (upid)
     ) AS ii
   ),
   merged AS (
-    SELECT step_id, dur FROM kineto_interval_merge!(clipped, (step_id))
+    SELECT window_id, dur FROM kineto_interval_merge!(clipped, (window_id))
   )
 SELECT
-  st.id AS step_id,
+  w.window_id,
   coalesce(sum(m.dur), 0) AS cpu_busy_dur
-FROM kineto_steps AS st
+FROM kineto_ledger_windows AS w
 LEFT JOIN merged AS m
-  ON m.step_id = st.id
-GROUP BY st.id;
+  ON m.window_id = w.window_id
+GROUP BY w.window_id;
 
--- Device busy time inside each step window, per device (device busy intervals are already a union
--- over streams, so clipping and summing counts each instant once).
-CREATE OR REPLACE PERFETTO TABLE _kineto_reading_step_table_gpu_busy(
-  -- Slice id of the step.
-  step_id LONG,
-  -- Device index.
-  device LONG,
-  -- Union of kernel, memcpy and memset time of the device inside the window.
-  gpu_busy_dur DURATION
-) AS
-WITH
-  busy AS MATERIALIZED (
-    SELECT row_number() OVER () AS id, device, ts, dur
-    FROM kineto_device_busy
-    WHERE
-      dur > 0
-  ),
-  -- Busy intervals clipped to the windows: one interval intersection (materialized, so that the join
-  -- below does not run it again per row), summed per window and device.
-  pieces AS MATERIALIZED (
-    SELECT ii.id_0 AS step_id, ii.id_1 AS busy_id, ii.dur
-    FROM _interval_intersect!(
-      (
-        (SELECT id, ts, dur FROM kineto_steps WHERE dur > 0),
-        (SELECT id, ts, dur FROM busy)
-      ),
-      ()
-    ) AS ii
-  ),
-  inside AS (
-    SELECT p.step_id, b.device, sum(p.dur) AS dur
-    FROM pieces AS p
-    JOIN busy AS b
-      ON b.id = p.busy_id
-    GROUP BY p.step_id, b.device
-  )
-SELECT
-  st.id AS step_id,
-  d.device,
-  coalesce(i.dur, 0) AS gpu_busy_dur
-FROM kineto_steps AS st
-CROSS JOIN (SELECT DISTINCT device FROM kineto_kernels) AS d
-LEFT JOIN inside AS i
-  ON i.step_id = st.id
-  AND i.device = d.device;
-
--- One row per CPU ProfilerStep#N window and device (device NULL when the trace has no device
--- activity): the step width, how much of it the CPU spent in ops, how much of it the device was busy,
--- and whether the device was sparse. A sparse GPU means the fault is above the kernels (host, input,
--- sync); the first step is flagged when it is a cold start.
+-- One row per window of the step-time ledger (ProfilerStep#N, else the inferred iterations, else the
+-- capture) and device (device NULL when the trace has no device activity): the step width, how much of it
+-- the CPU spent in ops, how much of it the device was busy (the ledger's busy buckets: kernel, memcpy and
+-- memset time, a union over streams), and whether the device was sparse. A sparse GPU means the fault is
+-- above the kernels (host, input, sync); the first step is flagged when it is a cold start.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_step_table(
   -- GPU occupancy under this % of the step width is called sparse.
   sparse_below_pct DOUBLE,
@@ -110,7 +62,7 @@ CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_step_table(
   cold_start_factor DOUBLE
 )
 RETURNS TABLE(
-  -- Step number N of ProfilerStep#N.
+  -- Step number N of ProfilerStep#N (or of the inferred iteration).
   step LONG,
   -- Step start.
   ts TIMESTAMP,
@@ -118,7 +70,7 @@ RETURNS TABLE(
   dur DURATION,
   -- Device index, or NULL when the trace has no device activity.
   device LONG,
-  -- Time inside the window covered by CPU ops (merged over the process's threads).
+  -- CPU busy: time inside the window covered by ATen ops (merged over the process's threads).
   cpu_busy_dur DURATION,
   -- cpu_busy_dur as % of the step width.
   cpu_busy_pct DOUBLE,
@@ -134,12 +86,12 @@ RETURNS TABLE(
 WITH
   ranked AS (
     SELECT
-      st.id,
-      st.step,
-      st.ts,
-      st.dur,
-      row_number() OVER (ORDER BY st.ts) AS position
-    FROM kineto_steps AS st
+      w.window_id,
+      w.step,
+      w.window_ts AS ts,
+      w.window_dur AS dur,
+      row_number() OVER (ORDER BY w.window_ts) AS position
+    FROM kineto_ledger_windows AS w
   ),
   others AS (
     SELECT
@@ -155,6 +107,13 @@ WITH
     FROM others
     WHERE
       rn IN ((n + 1) / 2, (n + 2) / 2)
+  ),
+  gpu AS (
+    SELECT window_id, device, sum(CASE WHEN kind = 'busy' THEN dur ELSE 0 END) AS gpu_busy_dur
+    FROM kineto_ledger
+    WHERE
+      device IS NOT NULL
+    GROUP BY window_id, device
   )
 SELECT
   r.step,
@@ -178,7 +137,7 @@ SELECT
   ) AS cold_start
 FROM ranked AS r
 JOIN _kineto_reading_step_table_cpu_busy AS c
-  ON c.step_id = r.id
-LEFT JOIN _kineto_reading_step_table_gpu_busy AS g
-  ON g.step_id = r.id
+  USING (window_id)
+LEFT JOIN gpu AS g
+  USING (window_id)
 ORDER BY r.ts, g.device;

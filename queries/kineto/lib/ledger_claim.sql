@@ -1,0 +1,64 @@
+-- version: 1
+
+INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_windows;
+
+-- The one place a detector's claim on the step-time ledger is read: per window, the time of the buckets
+-- named by `buckets`, the detector's header `claims:` line verbatim (lint checks they are equal). The list
+-- is comma-separated: a bucket name (`idle.sync`), a whole kind (`busy.*`), `cold` (every bucket of a cold
+-- window) and `rest of X` (X, claimed after the specific claims by diagnose). Every window is returned,
+-- with claim_dur 0 where nothing of the claim lies in it; diagnose resolves claims so that no two findings
+-- claim the same time (kineto_sql/diagnose/claims.py).
+CREATE OR REPLACE PERFETTO FUNCTION kineto_ledger_claim(
+  -- The claims line: comma-separated bucket names, `kind.*`, `cold`, `rest of X`.
+  buckets STRING
+)
+RETURNS TABLE(
+  -- Window id (kineto_iterations.id).
+  window_id LONG,
+  -- Iteration number.
+  step LONG,
+  -- 'Step' for a ProfilerStep window, else 'Iteration'.
+  noun STRING,
+  -- Window source (kineto_iterations.source).
+  source STRING,
+  -- The window is a cold start.
+  is_cold BOOL,
+  -- Window start.
+  window_ts TIMESTAMP,
+  -- Window width.
+  window_dur DURATION,
+  -- Ledger lanes of the window (devices, or 1 host-only lane).
+  lanes LONG,
+  -- The window's lanes are devices.
+  has_device BOOL,
+  -- Time of the claimed buckets in the window, summed over its lanes.
+  claim_dur DURATION
+) AS
+WITH
+  wanted AS (
+    SELECT ',' || replace(replace($buckets, 'rest of ', ''), ' ', '') || ',' AS list
+  ),
+  claimed AS (
+    SELECT l.window_id, sum(l.dur) AS claim_dur
+    FROM kineto_ledger AS l, wanted AS q
+    WHERE
+      instr(q.list, ',' || l.bucket || ',') > 0
+      OR instr(q.list, ',' || l.kind || '.*,') > 0
+      OR (l.is_cold AND instr(q.list, ',cold,') > 0)
+    GROUP BY l.window_id
+  )
+SELECT
+  w.window_id,
+  w.step,
+  w.noun,
+  w.source,
+  w.is_cold,
+  w.window_ts,
+  w.window_dur,
+  w.lanes,
+  w.has_device,
+  coalesce(c.claim_dur, 0) AS claim_dur
+FROM kineto_ledger_windows AS w
+LEFT JOIN claimed AS c
+  USING (window_id);
