@@ -22,8 +22,11 @@ from _child import (CORPUS, HTA_FOUR, KINETO_HTA_FOUR, KINETO_PYTHON, RSS_SNIPPE
 
 RANKS_RUN = RSS_SNIPPET + """
 import sys, time
-from kineto_sql.ranks import run_ranks
-t0 = time.perf_counter(); rep = run_ranks(sys.argv[1], jobs=int(sys.argv[2])); t = time.perf_counter() - t0
+from kineto_sql.fleet.executors import LocalExecutor
+from kineto_sql.fleet.run import run_fleet
+t0 = time.perf_counter()
+rep = run_fleet(sys.argv[1], ("hta", "collectives"), LocalExecutor(int(sys.argv[2])), per_rank_tables=True).report
+t = time.perf_counter() - t0
 _report(total_s=t, straggler=rep.verdict.straggler)
 """
 

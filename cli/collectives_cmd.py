@@ -8,7 +8,6 @@ import pandas as pd
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.output import emit_frame, emit_json, format_option, frame_records, friendly_errors
-from kineto_sql.fanout import all_failed, fan_out
 
 
 @click.command("collectives")
@@ -34,7 +33,9 @@ def command(directory: Path, fmt: str, jobs: int, slow_pct: float, slow_min_mib:
     Per call (matched by step, process group, collective and sequence number): the ranks, the size,
     latency (the shortest duration across ranks), algorithm and bus bandwidth by NCCL's formulas, the
     GPU link's bandwidth and the % reached, start and end skew, the time early ranks waited, and the
-    all_to_allv imbalance. Then the findings: calls far below the link bandwidth, and ranks whose late
+    all_to_allv imbalance. Skew is read on clocks aligned across ranks (each rank's offset from the ends of
+    the matched calls, with a band; no skew is claimed inside it), and only where every rank holds the
+    same calls: a sampled or partial capture is named instead of measured. Then the findings: calls far below the link bandwidth, and ranks whose late
     arrival makes the others wait. Works on NCCL (GPU kernels) and gloo (CPU ops) traces.
 
     \b
@@ -42,28 +43,31 @@ def command(directory: Path, fmt: str, jobs: int, slow_pct: float, slow_min_mib:
       kineto-sql collectives ./tb_logs/
       kineto-sql collectives ./tb_logs/ --jobs 4 --format json
     """
-    from kineto_sql import collectives, ranks
+    from kineto_sql.fleet import collective_text
+    from kineto_sql.fleet.executors import LocalExecutor
+    from kineto_sql.fleet.run import run_fleet
 
-    choice = engine_choice(engine_kind, tp_shell)
-    files = ranks.rank_files(directory)
-    per_rank, failures = fan_out(collectives.rank_calls, [(str(p), r, choice) for p, r in files], jobs)
-    if not per_rank:
-        raise all_failed(failures)
-    thresholds = collectives.Thresholds(slow_pct, int(slow_min_mib * (1 << 20)), skew_min_us, skew_factor)
-    report = collectives.build_report(per_rank, thresholds)
-    findings = pd.DataFrame(report.findings, columns=["rule", "impact_us", "step", "collective", "seq", "evidence"])
+    thresholds = collective_text.Thresholds(slow_pct, int(slow_min_mib * (1 << 20)), skew_min_us, skew_factor)
+    run = run_fleet(directory, ("collectives",), LocalExecutor(jobs), engine=engine_choice(engine_kind, tp_shell),
+                    thresholds=thresholds)
+    report, failures = run.report, run.failures
+    calls = report.collective_skew
+    headline = collective_text.headline(calls, report.ranks, report.clock)
+    findings = pd.DataFrame(collective_text.findings(calls, thresholds),
+                            columns=["rule", "impact_us", "step", "collective", "seq", "evidence"])
     if fmt == "json":
-        emit_json({"ranks": report.ranks, "headline": report.headline, "calls": frame_records(report.calls),
-                   "findings": frame_records(findings),
+        emit_json({"ranks": report.ranks, "headline": headline, "clock": frame_records(report.clock),
+                   "calls": frame_records(calls), "findings": frame_records(findings),
                    "failed_ranks": [{"path": f.path, "error": f.reason} for f in failures]})
         return _fail_on(failures)
     if fmt == "csv":
-        emit_frame(report.calls, fmt)
+        emit_frame(calls, fmt)
         return _fail_on(failures)
-    click.echo(report.headline)
-    shown = _compact(report.calls if limit <= 0 else report.calls.head(limit))
+    click.echo(headline)
+    shown = _compact(calls if limit <= 0 else calls.head(limit))
     emit_frame(shown, fmt, title=f"Collective calls across {len(report.ranks)} ranks "
-                                          f"({len(shown)} of {len(report.calls)})")
+                                 f"({len(shown)} of {len(calls)}; times on aligned clocks)")
+    emit_frame(report.clock.round(2), fmt, title="Clock offset of each rank against the lowest (us)")
     if findings.empty:
         click.echo("No collective is far below the link bandwidth, and no rank makes the others wait.")
     for f in findings.itertuples(index=False):
@@ -81,13 +85,13 @@ def _fail_on(failures) -> None:
 
 def _compact(calls: pd.DataFrame) -> pd.DataFrame:
     """The columns a person reads first, rounded, so the table fits a terminal."""
-    from kineto_sql.collectives import _size
+    from kineto_sql.fleet.collective_text import size_text
 
     return pd.DataFrame({
         "step": calls["step"], "collective": calls["collective"], "seq": calls["seq"], "ranks": calls["ranks"],
-        "size": [_size(v) for v in calls["size_bytes"]],
+        "match": calls["status"], "size": [size_text(v) for v in calls["size_bytes"]],
         "lat_us": calls["latency_us"].round(1), "busbw_GB/s": calls["busbw_gbps"].round(2),
         "%link": calls["pct_of_link"].round(1), "skew_us": calls["start_skew_us"].round(1),
         "end_skew_us": calls["end_skew_us"].round(1), "wait_us": calls["wait_us"].round(1),
-        "last": calls["last_rank"], "imbal": calls["imbalance"].round(2),
+        "last": calls["last_rank"], "band_us": calls["band_us"].round(1), "imbal": calls["imbalance"].round(2),
     })

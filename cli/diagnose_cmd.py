@@ -51,8 +51,13 @@ def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jo
         configure(quiet=True)
     jobs = jobs or default_jobs()
     with spinner() as say:
-        diagnosis = diagnose_path(target, engine_choice(engine_kind, tp_shell), progress=say, jobs=jobs,
-                                  executor=executor_for(executor, jobs, address))
+        if target.is_dir():
+            from kineto_sql.fleet.run import diagnose_directory  # pandas / DuckDB only for a rank directory
+
+            diagnosis = diagnose_directory(target, engine_choice(engine_kind, tp_shell), progress=say, jobs=jobs,
+                                           executor=executor_for(executor, jobs, address))
+        else:
+            diagnosis = diagnose_path(target, engine_choice(engine_kind, tp_shell), progress=say, jobs=jobs)
     if fmt == "json":
         text = orjson.dumps(diagnosis.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS,
                             default=str).decode() + "\n"

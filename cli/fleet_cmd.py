@@ -120,6 +120,7 @@ def _json(report, run, out) -> dict:
         "summary": frame_records(report.summary), "distribution": frame_records(report.distribution),
         "straggler": v.straggler, "straggler_quantity": v.quantity.column if v.quantity and v.straggler is not None
         else None, "narration": v.narration,
+        "clock": frame_records(report.clock), "straggler_cause": v.cause,
         "collective_skew": frame_records(report.collective_skew) if report.collective_skew is not None else None,
         "rank_lateness": frame_records(report.rank_lateness) if report.rank_lateness is not None else None,
         "failed_ranks": [{"path": p, "error": e} for p, e in report.failures],
@@ -136,6 +137,9 @@ def _text(report, run, out) -> None:
     rows = report.summary if n <= 16 else report.summary[report.summary["rank"].isin(worst)]
     title = "Per-rank quantities (us)" if n <= 16 else f"The worst ranks' quantities (us; {n} ranks in fleet_rank_summary)"
     emit_frame(rows.round(2), "text", title=title)
+    if report.collective_skew is not None:
+        clock = report.clock if n <= 16 else report.clock[report.clock["rank"].isin(worst)]
+        emit_frame(clock.round(2), "text", title="Clock offset of each rank against the lowest (us, from collective ends)")
     click.echo("")
     click.echo(report.verdict.narration)
     if report.collective_skew is not None and not report.collective_skew.empty:

@@ -13,7 +13,8 @@ from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.output import console as output_console
 from kineto_sql.cli.output import emit_frame, emit_json, format_option, friendly_errors
 from kineto_sql.errors import KinetoSqlError
-from kineto_sql.fanout import RankFailure, all_failed
+from kineto_sql.fleet.executors import RankFailure
+from kineto_sql.fleet.run import all_failed
 from kineto_sql.query_pool import default_jobs
 from kineto_sql.cli.progress import spinner
 from kineto_sql.loading.load import open_rank_dir, open_trace

@@ -12,7 +12,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.output import emit_frame, emit_json, format_option, frame_records, friendly_errors
 from kineto_sql.cli.progress import stage
-from kineto_sql.fanout import all_failed, fan_out
 
 
 def _progress() -> Progress:
@@ -35,9 +34,11 @@ def command(directory: Path, fmt: str, jobs: int, hta_compat: bool, threshold_pc
     """Every rank of a job in DIRECTORY: HTA's analyses per rank, their spread, and the straggler if any.
 
     Prints one table per analysis (temporal breakdown, comm-comp overlap, idle time by cause, kernel
-    types, launch statistics, steps) with a row per rank, then the distribution of the quantities that
+    types, launch statistics, steps) with a row per rank, each rank's clock offset against the others
+    (from the ends of matched collectives, with its band), then the distribution of the quantities that
     matter across ranks (median, spread, robust z-score of the worst rank) and a five-sentence verdict
-    naming the straggler, or saying plainly that there is none.
+    naming the straggler, or saying plainly that there is none. The reading is the fleet's (the same
+    tables and SQL as `kineto-sql fleet`).
 
     \b
     Examples:
@@ -45,31 +46,33 @@ def command(directory: Path, fmt: str, jobs: int, hta_compat: bool, threshold_pc
       kineto-sql ranks ./tb_logs/ --jobs 4 --format json
       kineto-sql ranks ./tb_logs/ --hta-compat
     """
-    from kineto_sql import ranks
+    from kineto_sql.fleet.executors import LocalExecutor
+    from kineto_sql.fleet.run import run_fleet
+    from kineto_sql.fleet.tables import ANALYSES
 
-    choice = engine_choice(engine_kind, tp_shell)
-    files = ranks.rank_files(directory)
     with _progress() as progress:
-        task = progress.add_task(f"loading {len(files)} ranks", total=len(files))
+        task = progress.add_task("loading ranks", total=None)
 
-        def done(_result):
-            progress.advance(task)
-            stage(f"ranks: {int(progress.tasks[0].completed)} of {len(files)} loaded")
+        def done(finished, total, _failed):
+            progress.update(task, completed=finished, total=total)
+            stage(f"ranks: {finished} of {total} loaded")
 
-        results, failures = fan_out(ranks.run_rank, [(str(p), r, hta_compat, choice) for p, r in files], jobs, done)
-    if not results:
-        raise all_failed(failures)
-    report = ranks.build_report(results, threshold_pct)
+        run = run_fleet(directory, ("hta", "collectives"), LocalExecutor(jobs), engine=engine_choice(engine_kind, tp_shell),
+                        on_done=done, threshold_pct=threshold_pct, hta_compat=hta_compat, per_rank_tables=True)
+    report, failures = run.report, run.failures
     verdict = report.verdict
     if fmt == "json":
         emit_json({
-            "ranks": [r.rank for r in report.results],
+            "ranks": report.ranks,
             "hta_compat": hta_compat,
             "tables": {k: frame_records(v) for k, v in report.tables.items()},
+            "clock": frame_records(report.clock),
+            "shapes": frame_records(report.shapes) if report.shapes is not None else None,
             "summary": frame_records(report.summary),
             "distribution": frame_records(report.distribution),
             "straggler": verdict.straggler,
             "straggler_quantity": verdict.quantity.column if verdict.quantity and verdict.straggler is not None else None,
+            "straggler_cause": verdict.cause,
             "narration": verdict.narration,
             "failed_ranks": [{"path": f.path, "error": f.reason} for f in failures],
         })
@@ -80,10 +83,12 @@ def command(directory: Path, fmt: str, jobs: int, hta_compat: bool, threshold_pc
         click.echo(long.to_csv(index=False), nl=False)
         _fail_on(failures)
         return
-    for key, _qid, title in ranks.ANALYSES:
+    for key, _qid, title in ANALYSES:
         emit_frame(_rounded(report.tables[key]), fmt, title=title)
+    emit_frame(_rounded(report.clock), fmt, title="Clock offset of each rank against the lowest (us, from collective ends)")
     emit_frame(_rounded(report.summary), fmt, title="Per-rank quantities compared (us)")
-    emit_frame(_rounded(report.distribution), fmt, title="Distribution across ranks")
+    emit_frame(_rounded(report.distribution.drop(columns=["meaning", "direction", "ord", "ranks"])), fmt,
+               title="Distribution across ranks")
     click.echo("")
     click.echo(verdict.narration)
     _fail_on(failures)
@@ -104,7 +109,7 @@ def _rounded(df: pd.DataFrame) -> pd.DataFrame:
 def _long_frame(report) -> pd.DataFrame:
     """csv: one row per (analysis, rank, metric, value), then the distribution and the verdict."""
     rows = []
-    for key, table in list(report.tables.items()) + [("summary", report.summary)]:
+    for key, table in list(report.tables.items()) + [("clock", report.clock), ("summary", report.summary)]:
         for rec in table.to_dict(orient="records"):
             for metric, value in rec.items():
                 if metric != "rank":

@@ -21,7 +21,7 @@ import pandas as pd
 
 from kineto_sql.diagnose.model import Diagnosis
 from kineto_sql.diagnose.render_text import render_text
-from kineto_sql.diagnose.run import diagnose_path, diagnose_trace
+from kineto_sql.diagnose.run import diagnose_trace
 from kineto_sql.engine.processor import EngineChoice
 from kineto_sql.errors import TraceInputError
 from kineto_sql.loading.load import open_rank_dir, open_trace
@@ -112,7 +112,9 @@ class Ranks:
 
     def diagnose(self, jobs: int = 1) -> Report:
         """Every rank's diagnosis and the cross-rank reading (straggler, collectives)."""
-        return Report(diagnose_path(self.path, self._engine, jobs=jobs))
+        from kineto_sql.fleet.run import diagnose_directory
+
+        return Report(diagnose_directory(self.path, self._engine, jobs=jobs))
 
     def _each(self, read) -> pd.DataFrame:
         frames = []

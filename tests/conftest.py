@@ -82,13 +82,14 @@ _DIAGNOSED: dict[Path, object] = {}
 @pytest.fixture(scope="session")
 def diagnosed(loaded):
     """`diagnosed(path)`: a trace file's TraceDiagnosis (diagnose_trace on the session's engine), or a rank
-    directory's Diagnosis (diagnose_path); computed once per session, shared by every test file."""
-    from kineto_sql.diagnose.run import diagnose_path, diagnose_trace
+    directory's Diagnosis (kineto_sql.fleet.run.diagnose_directory); computed once per session, shared by every test file."""
+    from kineto_sql.diagnose.run import diagnose_trace
+    from kineto_sql.fleet.run import diagnose_directory
 
     def get(path):
         path = Path(path).resolve()
         if path not in _DIAGNOSED:
-            _DIAGNOSED[path] = diagnose_path(path) if path.is_dir() else diagnose_trace(loaded(path))
+            _DIAGNOSED[path] = diagnose_directory(path) if path.is_dir() else diagnose_trace(loaded(path))
         return _DIAGNOSED[path]
 
     yield get

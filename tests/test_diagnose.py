@@ -20,7 +20,8 @@ from kineto_sql.diagnose.model import Diagnosis, Finding, TraceDiagnosis, Verdic
 from kineto_sql.diagnose.narrate import narrate
 from kineto_sql.diagnose.render_html import render_html
 from kineto_sql.diagnose.render_text import render_markdown, render_text
-from kineto_sql.diagnose.run import detectors, diagnose_path, diagnose_trace, rank_findings, severity_for
+from kineto_sql.diagnose.run import detectors, diagnose_trace, rank_findings, severity_for
+from kineto_sql.fleet.run import diagnose_directory
 from tests.conftest import CORPUS, GOLDEN, corpus_id, corpus_traces, needs_corpus
 from tests.query_support import load_trace  # noqa: F401  (fixture)
 
@@ -314,7 +315,7 @@ def _rank_trace(rank: int, findings) -> TraceDiagnosis:
 
 
 def test_a_ranks_straggler_finding_follows_the_cross_rank_reading():
-    from kineto_sql.diagnose.run import agree_with_ranks
+    from kineto_sql.fleet.run import agree_with_ranks
 
     waits = _finding("catalog.straggler_rank", 0, 0.0, "info")
     comm = _finding("catalog.exposed_communication", 50, 60.0, "high")
@@ -335,11 +336,37 @@ def test_a_ranks_straggler_finding_follows_the_cross_rank_reading():
     assert "catalog.straggler_rank" not in [f.query_id for f in itself.findings]
 
 
+def test_a_named_straggler_leads_the_multi_rank_diagnosis_and_the_waits_point_at_it():
+    from kineto_sql.diagnose.model import Diagnosis
+    from kineto_sql.diagnose.render_text import render_markdown, render_text
+    from kineto_sql.fleet.run import agree_with_ranks
+
+    summary = {"ranks": 2, "straggler": 0, "quantity": "own work per step", "excess_pct_of_step": 25.76,
+               "narration": "Rank 0 is the straggler: its own work per step is the highest of 2 ranks."}
+    comm = _finding("catalog.exposed_communication", 50, 60.0, "high")
+    waiting = agree_with_ranks(_rank_trace(1, [comm]), summary)
+    (exposed,) = waiting.findings
+    assert exposed.evidence[0] == ("The cross-rank reading names rank 0 the straggler (own work per step, 25.76% "
+                                   "of a step): part of this wait is for rank 0.")
+    assert "part of this wait is for rank 0" in exposed.narration
+    # the straggler's own exposed communication is its own: nothing to point at; nor when nobody is named
+    assert agree_with_ranks(_rank_trace(0, [comm]), summary).findings == (comm,)
+    assert agree_with_ranks(_rank_trace(1, [comm]), {"ranks": 2, "straggler": None}).findings == (comm,)
+    d = Diagnosis("job/", (agree_with_ranks(_rank_trace(0, [comm]), summary), waiting), summary)
+    assert d.names_straggler and d.worst_severity == "high"   # rank 0 is a straggler too (not falsy)
+    text = render_text(d)
+    assert text.startswith("across ranks (first: the straggler every other rank waits for): Rank 0 is the straggler")
+    assert text.count("Rank 0 is the straggler") == 1
+    assert render_markdown(d).split("\n")[2] == "## Across ranks: the straggler"
+    quiet = Diagnosis("job/", (waiting,), {"ranks": 2, "straggler": None, "narration": "No straggler: ..."})
+    assert not quiet.names_straggler and render_text(quiet).rstrip().endswith("across ranks: No straggler: ...")
+
+
 @pytest.mark.parametrize("variant,straggler,waiting", [("planted", 0, [1]), ("fixed", None, [])])
 def test_two_gloo_ranks_read_the_same_straggler_from_both_sides(variant, straggler, waiting):
     # ddp_allreduce_planted: rank 0 works ~40 ms a step, rank 1 ~14 ms and waits ~37 ms in gloo for it; the
     # fixed twin's ranks work 17 / 14 ms (4% of a step apart) and rank 1's 1.6x wait is the all-reduce itself
-    d = diagnose_path(GOLDEN / "traces" / f"ddp_allreduce_{variant}")
+    d = diagnose_directory(GOLDEN / "traces" / f"ddp_allreduce_{variant}")
     assert d.ranks_summary["straggler"] == straggler
     fired = [t.rank for t in d.traces if any(f.query_id == "catalog.straggler_rank" for f in t.findings)]
     assert fired == waiting

@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from kineto_sql import ranks, trace_diff
+from kineto_sql import trace_diff
 from kineto_sql.cli.main import cli
+from kineto_sql.fleet.analysis import fleet_sql, straggler_verdict
 
 SHARED = (Path(__file__).parents[1] / ".." / "shared").resolve()
 CORPUS = SHARED / "corpus"
@@ -18,15 +19,28 @@ needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the shared corpu
 
 
 def _summary(**cols) -> pd.DataFrame:
+    cols.setdefault("own_work_us", [None] * len(cols["rank"]))
+    cols.setdefault("clock_band_us", [0.0] * len(cols["rank"]))
     return pd.DataFrame(cols)
+
+
+def _verdict(summary: pd.DataFrame, threshold_pct: float = 10.0):
+    """The fleet's distribution and straggler SQL (queries/fleet/) over a hand-made fleet_rank_summary."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.register("fleet_rank_summary", summary.astype({c: "float64" for c in summary.columns if c != "rank"}))
+    con.execute(fleet_sql("distribution"))
+    row = con.execute(fleet_sql("straggler"), {"threshold_pct": threshold_pct}).df().iloc[0]
+    distribution = con.table("fleet_distribution").df()
+    return distribution, straggler_verdict(summary, distribution, row)
 
 
 def test_verdict_names_the_late_rank_on_synthetic_numbers():
     s = _summary(rank=[0, 1, 2, 3], step_us=[10000.0] * 4, step_start_lag_us=[0.0, 100.0, 50.0, 4000.0],
                  compute_us=[1000.0] * 4, comm_us=[5000.0, 5100.0, 4900.0, 800.0], idle_us=[100.0] * 4,
                  overlap_pct=[1.0] * 4)
-    _frame, stats = ranks.distribution_frame(s)
-    verdict = ranks.straggler_verdict(s, stats)
+    _frame, verdict = _verdict(s)
     assert verdict.straggler == 3
     assert verdict.quantity.column == "comm_us"  # 4.2 ms below the median: 42% of a step
     sentences = [x for x in verdict.narration.split(". ") if x]
@@ -38,15 +52,28 @@ def test_verdict_says_plainly_when_ranks_agree():
     s = _summary(rank=[0, 1, 2], step_us=[10000.0] * 3, step_start_lag_us=[0.0, 20.0, 10.0],
                  compute_us=[1000.0, 1010.0, 990.0], comm_us=[500.0, 505.0, 495.0], idle_us=[10.0] * 3,
                  overlap_pct=[1.0] * 3)
-    _frame, stats = ranks.distribution_frame(s)
-    verdict = ranks.straggler_verdict(s, stats)
+    _frame, verdict = _verdict(s)
     assert verdict.straggler is None
     assert verdict.narration.startswith("No straggler:")
 
 
 def test_robust_z_falls_back_to_std_when_mad_is_zero():
-    z = ranks.robust_z(pd.Series([1.0, 1.0, 1.0, 5.0]))
-    assert z.iloc[3] == pytest.approx(4.0 / pd.Series([1.0, 1.0, 1.0, 5.0]).std(ddof=0)) and z.iloc[0] == 0
+    s = _summary(rank=[0, 1, 2, 3], step_us=[10000.0] * 4, step_start_lag_us=[0.0] * 4,
+                 compute_us=[1.0, 1.0, 1.0, 5.0], comm_us=[1.0] * 4, idle_us=[1.0] * 4, overlap_pct=[1.0] * 4)
+    frame, _verdict_ = _verdict(s)
+    z = frame.set_index("quantity").loc["compute_us", "worst_z"]
+    assert z == pytest.approx(4.0 / pd.Series([1.0, 1.0, 1.0, 5.0]).std(ddof=0))
+
+
+def test_a_start_lag_inside_the_clock_band_costs_nothing():
+    """A 2 ms start lag is 20% of a 10 ms step; with clocks aligned only to 1 ms per rank (band 2 x 1 ms) it
+    counts 0 ms beyond the band: no straggler. At a 0.5 ms band it counts 1 ms, 10%: the straggler."""
+    base = dict(rank=[0, 1, 2], step_us=[10000.0] * 3, step_start_lag_us=[0.0, 0.0, 2000.0],
+                compute_us=[1000.0] * 3, comm_us=[500.0] * 3, idle_us=[10.0] * 3, overlap_pct=[1.0] * 3)
+    _f, wide = _verdict(_summary(**base, clock_band_us=[0.0, 1000.0, 1000.0]))
+    assert wide.straggler is None and wide.quantity.excess_us == 0.0
+    _f, narrow = _verdict(_summary(**base, clock_band_us=[0.0, 500.0, 500.0]))
+    assert narrow.straggler == 2 and narrow.quantity.excess_pct_of_step == pytest.approx(10.0)
 
 
 @needs_corpus
@@ -58,7 +85,10 @@ def test_ranks_dlrm_names_rank_7_json():
     # Rank 7 starts its step 7.5 ms after rank 1 and spends least time in NCCL: the others wait for it.
     assert out["straggler"] == 7
     lag = {r["rank"]: r["step_start_lag_us"] for r in out["summary"]}
-    assert lag[1] == 0 and lag[7] == pytest.approx(7513.0)
+    # 7513.0 us on the raw clocks; aligned, rank 7's clock reads 0.5 us behind rank 1's (bands 4.4 / 2.2 us)
+    assert lag[1] == 0 and lag[7] == pytest.approx(7513.5)
+    clock = {r["rank"]: r for r in out["clock"]}
+    assert all(abs(c["offset_us"]) <= c["band_us"] <= 4.45 for c in clock.values() if c["rank"])
     assert len(out["tables"]["temporal"]) == 8
     assert "Rank 7 is the straggler" in out["narration"]
 
@@ -74,8 +104,10 @@ def test_ranks_sampled_2rank_names_no_straggler_table():
 
 @needs_corpus
 def test_ranks_hta_compat_matches_hta_temporal_breakdown():
-    report = ranks.run_ranks(CORPUS / "hta_sampled_2rank", jobs=2, hta_compat=True)
-    got = report.tables["temporal"].set_index("rank")
+    result = CliRunner().invoke(cli, ["ranks", str(CORPUS / "hta_sampled_2rank"), "--jobs", "2", "--hta-compat",
+                                      "--format", "json"])
+    assert result.exit_code == 0, result.output
+    got = pd.DataFrame(json.loads(result.stdout)["tables"]["temporal"]).set_index("rank")
     want = pd.read_csv(HTA / "sampled_2rank" / "temporal_breakdown.csv").set_index("rank")
     for r in (0, 1):
         assert got.loc[r, "idle_us"] == want.loc[r, "idle_time(us)"]
@@ -138,8 +170,51 @@ def test_verdict_names_the_rank_that_works_longest_on_a_cpu_job():
     s = _summary(rank=[0, 1], step_us=[50000.0, 50000.0], step_start_lag_us=[0.0, 300.0],
                  compute_us=[None, None], comm_us=[None, None], idle_us=[None, None], overlap_pct=[None, None],
                  own_work_us=[40000.0, 14000.0])
-    _frame, stats = ranks.distribution_frame(s)
-    verdict = ranks.straggler_verdict(s, stats)
+    _frame, verdict = _verdict(s)
     assert verdict.straggler == 0 and verdict.quantity.column == "own_work_us"
     assert verdict.quantity.excess_pct_of_step == pytest.approx(26.0)
     assert "compare rank 0's op table" in verdict.narration
+
+
+def _shape_balance(rows: list[tuple]) -> pd.DataFrame:
+    """fleet.shape_balance over a hand-made op_shapes table of (rank, name, input_dims, calls_per_step)."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.register("op_shapes", pd.DataFrame(rows, columns=["rank", "name", "input_dims", "calls_per_step"]))
+    con.execute(fleet_sql("shape_balance"))
+    return con.table("fleet_shape_balance").df().set_index("rank")
+
+
+def test_same_work_is_the_machine_and_more_work_is_data_imbalance():
+    from kineto_sql.fleet.verdict import straggler_cause
+
+    mm, big = "[[256, 384], [384, 384]]", "[[512, 384], [384, 384]]"
+    same = _shape_balance([(r, "aten::mm", mm, 3.0) for r in range(4)] + [(r, "aten::tanh", "[[256]]", 3.0)
+                                                                          for r in range(4)])
+    assert same["work_diff_pct"].tolist() == [0.0] * 4 and not same["work_differs"].any()
+    assert straggler_cause(2, same.reset_index()) == "machine"
+    # rank 2 runs 6x the matmuls: 15 more calls over the typical 6 per step, 250%
+    more = _shape_balance([(r, "aten::mm", mm, 18.0 if r == 2 else 3.0) for r in range(4)]
+                          + [(r, "aten::tanh", "[[256]]", 3.0) for r in range(4)])
+    assert more.loc[2, "work_diff_pct"] == pytest.approx(250.0) and more.loc[2, "work_differs"]
+    assert straggler_cause(2, more.reset_index()) == "data imbalance"
+    # the same count on larger inputs: a row the others lack (+1) and one it lacks (-1) per step, of 2
+    larger = _shape_balance([(r, "aten::mm", big if r == 1 else mm, 1.0) for r in range(3)]
+                            + [(r, "aten::add", "[[8]]", 1.0) for r in range(3)])
+    assert larger.loc[1, "work_diff_pct"] == pytest.approx(100.0) and larger.loc[0, "work_diff_pct"] == 0.0
+
+
+@pytest.mark.parametrize(("extra", "differs"), [(0.1, True), (0.099, False)])
+def test_work_differs_at_five_percent_and_not_just_under(extra, differs):
+    # typical rank: 2 calls per step; 0.1 more is 5.0%, 0.099 is 4.95%
+    rows = [(r, "aten::mm", "[[4, 4]]", 2.0) for r in range(3)] + [(3, "aten::mm", "[[4, 4]]", 2.0 + extra)]
+    got = _shape_balance(rows)
+    assert got.loc[3, "work_diff_pct"] == pytest.approx(100 * extra / 2.0) and bool(got.loc[3, "work_differs"]) is differs
+
+
+def test_without_record_shapes_the_cause_is_not_claimed():
+    from kineto_sql.fleet.verdict import straggler_cause
+
+    got = _shape_balance([(r, "aten::mm", None, 3.0) for r in range(2)]).reset_index()
+    assert not got["shapes_recorded"].any() and straggler_cause(0, got) is None

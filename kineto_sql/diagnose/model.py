@@ -209,16 +209,21 @@ class Diagnosis:
     failed_ranks: tuple[str, ...] = ()
 
     @property
+    def names_straggler(self) -> bool:
+        """The cross-rank reading names a straggler (rank 0 included): the multi-rank diagnosis leads with it."""
+        return bool(self.ranks_summary) and self.ranks_summary.get("straggler") is not None
+
+    @property
     def worst_severity(self) -> str:
         found = [f.severity for t in self.traces for f in t.findings]
-        if self.ranks_summary and self.ranks_summary.get("straggler"):
+        if self.names_straggler:
             found.append("high")
         return max(found, key=severity_rank) if found else "info"
 
     def has_finding_at(self, severity: str) -> bool:
         """Whether any finding (or a named straggler, counted as high) is at or above `severity`."""
         found = [f.severity for t in self.traces for f in t.findings]
-        if self.ranks_summary and self.ranks_summary.get("straggler"):
+        if self.names_straggler:
             found.append("high")
         return any(severity_rank(s) >= severity_rank(severity) for s in found)
 

@@ -227,6 +227,6 @@ def render_html(d: Diagnosis) -> str:
         title=html.escape(f"kineto-sql diagnosis: {d.target}"),
         plotlyjs=get_plotlyjs(),
         header=_header_html(d),
-        body="\n".join(sections) + ranks,
+        body=ranks + "\n".join(sections) if d.names_straggler else "\n".join(sections) + ranks,
         worst=d.worst_severity,
     )

@@ -73,6 +73,9 @@ def _finding_lines(i: int, f: Finding, markdown: bool) -> list[str]:
 
 def render_text(d: Diagnosis, top: int = TOP) -> str:
     out = []
+    if d.names_straggler:  # the job's #1 finding: every rank's collective wait is for that rank
+        out.extend(["across ranks (first: the straggler every other rank waits for): "
+                    + d.ranks_summary.get("narration", ""), ""])
     for t in d.traces:
         out.extend(_verdict_lines(t))
         if t.findings:
@@ -89,7 +92,7 @@ def render_text(d: Diagnosis, top: int = TOP) -> str:
         out.extend(_top_ops_lines(t))
         out.append(_tail(t))
         out.append("")
-    if d.ranks_summary:
+    if d.ranks_summary and not d.names_straggler:
         out.append("across ranks: " + d.ranks_summary.get("narration", ""))
     for failure in d.failed_ranks:
         out.append(f"NOT LOADED: {failure}")
@@ -125,6 +128,8 @@ def _tail(t: TraceDiagnosis) -> str:
 
 def render_markdown(d: Diagnosis, top: int = TOP) -> str:
     out = [f"# kineto-sql diagnosis: `{d.target}`", ""]
+    if d.names_straggler:
+        out.extend(["## Across ranks: the straggler", "", d.ranks_summary.get("narration", ""), ""])
     for t in d.traces:
         rank = f" (rank {t.rank})" if t.rank is not None else ""
         out.append(f"## `{t.source}`{rank}")
@@ -166,7 +171,7 @@ def render_markdown(d: Diagnosis, top: int = TOP) -> str:
         out.append("")
         out.append("</details>")
         out.append("")
-    if d.ranks_summary:
+    if d.ranks_summary and not d.names_straggler:
         out.append("## Across ranks")
         out.append("")
         out.append(d.ranks_summary.get("narration", ""))

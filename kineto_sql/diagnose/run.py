@@ -56,21 +56,16 @@ def detectors() -> list[catalog.QuerySpec]:
 
 
 def diagnose_path(target: Path, engine: EngineChoice = EngineChoice(), progress: Progress | None = None,
-                  jobs: int = 1, executor=None) -> Diagnosis:
-    """A trace, or a rank directory (its ranks as fleet tasks: `jobs` local processes, or `executor`).
-    For one trace, `jobs` 2 runs its queries in two processes (diagnose_trace)."""
+                  jobs: int = 1) -> Diagnosis:
+    """One trace file; `jobs` 2 runs its queries in two processes (diagnose_trace). A rank directory is the
+    fleet's (kineto_sql.fleet.run.diagnose_directory): diagnose knows nothing of many ranks."""
     started = time.perf_counter()
-    failures = []
-    if target.is_dir():
-        traces, summary, failures = _diagnose_ranks(target, engine, progress, jobs, executor)
-    else:
-        query_plan()  # Python work done while a loader child (jobs 2) parses, not after the load
-        with open_trace(target, engine, jobs=jobs) as tp:
-            traces = [diagnose_trace(tp, progress, jobs=min(jobs, 2))]
-        summary = None
-    traces.sort(key=lambda t: (t.rank is None, t.rank))
-    return Diagnosis(str(target), tuple(traces), summary, time.perf_counter() - started,
-                     failed_ranks=tuple(f.sentence() for f in failures))
+    if Path(target).is_dir():
+        raise KinetoSqlError(f"{target} is a directory; diagnose its ranks with kineto_sql.fleet.run.diagnose_directory")
+    query_plan()  # Python work done while a loader child (jobs 2) parses, not after the load
+    with open_trace(target, engine, jobs=jobs) as tp:
+        traces = [diagnose_trace(tp, progress, jobs=min(jobs, 2))]
+    return Diagnosis(str(target), tuple(traces), None, time.perf_counter() - started)
 
 
 def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> TraceDiagnosis:
@@ -409,49 +404,3 @@ def _plain(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
-
-
-def _diagnose_ranks(target: Path, engine: EngineChoice, progress: Progress | None, jobs: int, executor=None):
-    """Every rank as a fleet task (kineto_sql.fleet: at most `jobs` local processes, or a cluster), one load
-    per rank serving its diagnosis and the HTA tables; then the cross-rank straggler reading, in DuckDB SQL
-    over those tables (queries/fleet/)."""
-    from kineto_sql.fleet.analysis import summary_dict
-    from kineto_sql.fleet.executors import LocalExecutor
-    from kineto_sql.fleet.run import run_fleet
-
-    say = progress or (lambda _: None)
-
-    def done(finished, total, _failed):
-        say(f"ranks: {finished} of {total} diagnosed")
-
-    run = run_fleet(target, parts=("hta", "diagnose"), executor=executor or LocalExecutor(jobs), engine=engine,
-                    keep_diagnosis=True, on_done=done)
-    summary = summary_dict(run.report)
-    return [agree_with_ranks(t, summary) for t in run.diagnoses], summary, run.failures
-
-
-STRAGGLER = "catalog.straggler_rank"
-
-
-def agree_with_ranks(trace: TraceDiagnosis, summary: dict | None) -> TraceDiagnosis:
-    """One rank's straggler finding (it waits in collectives far longer than it works) cannot tell a slower
-    peer from a slow transfer; the cross-rank reading compares the same quantities (kineto.lib.rank_balance)
-    across ranks and can. In a rank directory the finding stays only where that reading names another rank
-    the straggler (its evidence then says which); otherwise it is set aside with the reason, so the two
-    readings never contradict each other."""
-    ours = [f for f in trace.findings if f.query_id == STRAGGLER]
-    if not ours or not summary:
-        return trace
-    named = summary.get("straggler")
-    if named is not None and named != trace.rank:
-        note = (f"The cross-rank reading names rank {named} the straggler "
-                f"({summary.get('quantity')}, {summary.get('excess_pct_of_step')}% of a step).")
-        findings = tuple(_with_narration(replace(f, evidence=(note, *f.evidence))) if f.query_id == STRAGGLER
-                         else f for f in trace.findings)
-        return replace(trace, findings=findings)
-    reason = (f"{STRAGGLER} fired on this rank, but the cross-rank reading over {summary.get('ranks')} ranks "
-              + ("names this rank itself the straggler" if named is not None else "names no straggler")
-              + ": its wait in collectives is the collectives' own time (see catalog.exposed_communication), "
-              "not a slower peer.")
-    return replace(trace, findings=tuple(f for f in trace.findings if f.query_id != STRAGGLER),
-                   skipped=(*trace.skipped, Skipped(STRAGGLER, reason)))

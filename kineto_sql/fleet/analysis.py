@@ -1,8 +1,10 @@
-"""The cross-rank reading as DuckDB SQL (queries/fleet/*.sql) over the per-rank tables.
+"""The cross-rank reading as DuckDB SQL (queries/fleet/*.sql) over the per-rank tables: the one path for
+many ranks (`kineto-sql fleet`, `ranks`, `collectives`, `diagnose RANK_DIR`).
 
 The tables come either from a Parquet dataset (`kineto-sql fleet DATASET`: nothing but Parquet is read)
-or from the tasks' Arrow tables in memory (`diagnose RANK_DIR`, `fleet RANK_DIR` without --out); both go
-through the same views and the same queries. Values reach SQL only as DuckDB parameters.
+or from the tasks' Arrow tables in memory; both go through the same views and the same queries. The clocks
+are aligned first (fleet.call_match, fleet.clock_offsets), and every skew, lag and lateness reads the aligned
+clocks. Values reach SQL only as DuckDB parameters.
 """
 from __future__ import annotations
 
@@ -14,16 +16,23 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from kineto_sql.errors import KinetoSqlError
+from kineto_sql.fleet.collective_text import Thresholds
+from kineto_sql.fleet.tables import rank_tables
+from kineto_sql.fleet.verdict import (QuantityStats, StragglerVerdict, no_straggler_text, straggler_cause,
+                                     straggler_text)
 
 DEFAULT_THRESHOLD_PCT = 10.0
-# view files, in dependency order; the straggler query runs last, with its parameter
-VIEWS = ("rank_summary", "distribution", "collective_skew", "rank_lateness")
+# table files (each a table computed once, read by the later ones), in dependency order; the straggler and
+# collective_calls queries run last, with their parameters
+VIEWS = ("call_match", "clock_offsets", "collective_skew", "rank_lateness", "rank_summary", "distribution",
+         "shape_balance")
 # The tables are small (a few rows per rank); one thread reads them, and leaves the cores to the rank
 # workers. With a view over the Parquet files per query and DuckDB's default threads, the driver's peak RSS
 # grew by ~0.5 MB per rank (every query rescanned every file); read once, single-threaded, it is flat.
 DUCKDB_CONFIG = {"threads": 1}
-NEEDS = {"rank_summary": ("load", "hta_steps", "hta_temporal", "hta_overlap", "hta_balance"), "distribution": ("load",),
-         "collective_skew": ("collectives",), "rank_lateness": ("collectives",)}
+HTA = ("load", "hta_steps", "hta_temporal", "hta_overlap", "hta_balance")
+NEEDS = {"rank_summary": HTA, "distribution": HTA, "call_match": ("load",), "clock_offsets": ("load",),
+         "collective_skew": ("load",), "rank_lateness": ("load",), "shape_balance": ("op_shapes",)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -34,11 +43,14 @@ def fleet_sql(name: str) -> str:
 @dataclass
 class FleetReport:
     ranks: list
-    summary: pd.DataFrame
-    distribution: pd.DataFrame
-    verdict: object  # kineto_sql.ranks.StragglerVerdict
-    collective_skew: pd.DataFrame | None = None
+    summary: pd.DataFrame | None
+    distribution: pd.DataFrame | None
+    verdict: StragglerVerdict | None
+    collective_skew: pd.DataFrame | None = None  # with the slow / skewed flags of fleet.collective_calls
     rank_lateness: pd.DataFrame | None = None
+    clock: pd.DataFrame | None = None  # fleet_clock_offsets: each rank's offset, its band, whether applied
+    shapes: pd.DataFrame | None = None  # fleet_shape_balance: each rank's work against the typical rank's
+    tables: dict = field(default_factory=dict)  # the per-rank HTA tables (kineto_sql.fleet.tables), when asked
     failures: list = field(default_factory=list)  # (path, sentence)
     skipped: int = 0
     source: str = ""
@@ -68,30 +80,42 @@ def connect_dataset(files: dict[str, list[str]]):
     return con, set(files)
 
 
-def analyse(connection, threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> FleetReport:
-    """`connection` is what connect_tables / connect_dataset return."""
+def analyse(connection, threshold_pct: float = DEFAULT_THRESHOLD_PCT, hta: bool = True,
+            thresholds: Thresholds = Thresholds(), per_rank_tables: bool = False) -> FleetReport:
+    """`connection` is what connect_tables / connect_dataset return. `hta`: the straggler reading (needs the
+    hta part); without it, only the clocks and the collectives."""
     con, present = connection
-    missing = [t for t in NEEDS["rank_summary"] if t not in present]
+    missing = [t for t in (HTA if hta else ("load",)) if t not in present]
     if missing:
         raise KinetoSqlError(f"the fleet tables lack {', '.join(missing)}; rerun with the hta part "
                              "(kineto-sql fleet RANK_DIR --parts hta,...)")
+    have_collectives = "collectives" in present
+    if not have_collectives:
+        con.execute(fleet_sql("empty_collectives"))
     for view in VIEWS:
         if all(t in present for t in NEEDS[view]):
             con.execute(fleet_sql(view))
-    summary = con.table("fleet_rank_summary").df()
-    distribution = con.table("fleet_distribution").df()
-    verdict_row = con.execute(fleet_sql("straggler"), {"threshold_pct": float(threshold_pct)}).df().iloc[0]
-    have_collectives = "collectives" in present
-    skew = con.table("fleet_collective_skew").df() if have_collectives else None
+    clock = con.table("fleet_clock_offsets").df()
+    clock["rank"] = clock["rank"].astype("int64")
+    ranks = [int(r) for r in clock["rank"]]
+    skew = con.execute(fleet_sql("collective_calls"), thresholds.params()).df() if have_collectives else None
     lateness = con.table("fleet_rank_lateness").df() if have_collectives else None
-    summary["rank"] = summary["rank"].astype("int64")
-    verdict = straggler_verdict(summary, distribution, verdict_row)
-    return FleetReport([int(r) for r in summary["rank"]], summary, distribution, verdict, skew, lateness)
+    shapes = con.table("fleet_shape_balance").df() if "op_shapes" in present else None
+    report = FleetReport(ranks, None, None, None, skew, lateness, clock, shapes)
+    if hta:
+        summary = con.table("fleet_rank_summary").df()
+        summary["rank"] = summary["rank"].astype("int64")
+        distribution = con.table("fleet_distribution").df()
+        row = con.execute(fleet_sql("straggler"), {"threshold_pct": float(threshold_pct)}).df().iloc[0]
+        report.ranks = [int(r) for r in summary["rank"]]
+        report.summary, report.distribution = summary, distribution
+        report.verdict = straggler_verdict(summary, distribution, row, lateness, shapes)
+    if per_rank_tables:
+        report.tables = rank_tables(con, present, report.ranks)
+    return report
 
 
-def _stats(distribution: pd.DataFrame):
-    from kineto_sql.ranks import QuantityStats
-
+def _stats(distribution: pd.DataFrame) -> tuple[QuantityStats, ...]:
     def num(v):
         return float("nan") if v is None or pd.isna(v) else float(v)
 
@@ -103,20 +127,20 @@ def _stats(distribution: pd.DataFrame):
         for r in distribution.to_dict("records"))
 
 
-def straggler_verdict(summary: pd.DataFrame, distribution: pd.DataFrame, row):
-    """The verdict the SQL chose, in the five sentences of kineto_sql.ranks (the words live there)."""
-    from kineto_sql import ranks
-
+def straggler_verdict(summary: pd.DataFrame, distribution: pd.DataFrame, row,
+                      lateness: pd.DataFrame | None = None, shapes: pd.DataFrame | None = None) -> StragglerVerdict:
+    """The verdict the SQL chose, in the sentences of kineto_sql.fleet.verdict."""
     stats = _stats(distribution)
     chosen = None if pd.isna(row["quantity"]) else next(s for s in stats if s.column == row["quantity"])
     median_step = float(row["median_step_us"]) if pd.notna(row["median_step_us"]) else float("nan")
     threshold = float(row["threshold_pct"])
     n = int(row["ranks"])
     if pd.isna(row["straggler"]):
-        text = ranks._no_straggler_text(n, chosen, median_step, threshold)
-        return ranks.StragglerVerdict(None, chosen, stats, median_step, threshold, text)
-    text = ranks._straggler_text(summary, chosen, stats, median_step)
-    return ranks.StragglerVerdict(int(row["straggler"]), chosen, stats, median_step, threshold, text)
+        return StragglerVerdict(None, chosen, stats, median_step, threshold,
+                                no_straggler_text(n, chosen, median_step, threshold))
+    rank = int(row["straggler"])
+    text = straggler_text(summary, chosen, stats, median_step, lateness, shapes)
+    return StragglerVerdict(rank, chosen, stats, median_step, threshold, text, straggler_cause(rank, shapes))
 
 
 def summary_dict(report: FleetReport) -> dict:
@@ -131,5 +155,6 @@ def summary_dict(report: FleetReport) -> dict:
         "excess_pct_of_step": round(pct, 2) if pct is not None and not math.isnan(pct) else None,
         "median_step_us": verdict.median_step_us,
         "threshold_pct": verdict.threshold_pct,
+        "cause": verdict.cause,
         "narration": verdict.narration,
     }

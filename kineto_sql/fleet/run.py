@@ -1,5 +1,6 @@
 """One fleet run: list the rank files, run a task per rank on an executor, keep (or write) the tables,
-read them across ranks in DuckDB. `kineto-sql fleet` and `diagnose RANK_DIR` both come through here.
+read them across ranks in DuckDB. `kineto-sql fleet`, `ranks`, `collectives` and `diagnose RANK_DIR` all
+come through here; a rank's diagnosis is told what the cross-rank reading found (agree_with_ranks).
 
 The driver holds only what tasks return (small tables, and with `keep_diagnosis` each rank's diagnosis
 object); with `out`, each rank's tables go to Parquet as they arrive and the reading is over those files.
@@ -7,13 +8,15 @@ object); with `out`, each rank's tables go to Parquet as they arrive and the rea
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 from kineto_sql.errors import KinetoSqlError, TraceInputError
 from kineto_sql.fleet import dataset
-from kineto_sql.fleet.analysis import DEFAULT_THRESHOLD_PCT, FleetReport, analyse, connect_dataset, connect_tables
+from kineto_sql.fleet.analysis import (DEFAULT_THRESHOLD_PCT, FleetReport, analyse, connect_dataset, connect_tables,
+                                      summary_dict)
+from kineto_sql.fleet.collective_text import Thresholds
 from kineto_sql.fleet.executors import LocalExecutor, RankFailure
 from kineto_sql.fleet.task import DEFAULT_PARTS, is_url, rank_task
 from kineto_sql.loading.source import TRACE_SUFFIXES
@@ -60,8 +63,12 @@ def rank_sources(target) -> list[tuple[str, int | None]]:
 
 
 def run_fleet(target, parts=DEFAULT_PARTS, executor=None, out=None, engine=None, keep_diagnosis: bool = False,
-              on_done: Done | None = None, threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> FleetRun:
+              on_done: Done | None = None, threshold_pct: float = DEFAULT_THRESHOLD_PCT, hta_compat: bool = False,
+              thresholds: Thresholds = Thresholds(), per_rank_tables: bool = False) -> FleetRun:
+    """`hta_compat` (ranks --hta-compat) never resumes from a dataset: its tables differ from the default's."""
     sources = rank_sources(target)
+    if not sources:
+        raise TraceInputError(f"{target} holds no trace files (*.json, *.json.gz)")
     parts = tuple(parts)
     previous = dataset.done(out) if out and dataset.is_dataset(out) else {}
     if out:
@@ -69,8 +76,9 @@ def run_fleet(target, parts=DEFAULT_PARTS, executor=None, out=None, engine=None,
         for path, entry in previous.items():
             if path not in listed:  # the dataset mirrors the directory: a rank file removed is removed here
                 dataset.remove_rank(out, entry["label"])
-    calls = [(src, rank_from_name, parts, engine, None if keep_diagnosis else dataset.resumable(previous.get(src), parts),
-              keep_diagnosis, i) for i, (src, rank_from_name) in enumerate(sources)]
+    fresh = keep_diagnosis or hta_compat
+    calls = [(src, rank_from_name, parts, engine, None if fresh else dataset.resumable(previous.get(src), parts),
+              keep_diagnosis, i, hta_compat) for i, (src, rank_from_name) in enumerate(sources)]
     run = FleetRun(report=None)  # type: ignore[arg-type]
     tables: dict[str, list] = defaultdict(list)
     seen: dict[int, str] = {}
@@ -102,11 +110,9 @@ def run_fleet(target, parts=DEFAULT_PARTS, executor=None, out=None, engine=None,
     if out:
         dataset.write_failures(out, run.failures)
     if not run.read and not run.skipped:
-        from kineto_sql.fanout import all_failed
-
         raise all_failed(run.failures)
     con = connect_dataset(dataset.table_files(out)) if out else connect_tables(tables)
-    run.report = analyse(con, threshold_pct)
+    run.report = analyse(con, threshold_pct, "hta" in parts, thresholds, per_rank_tables)
     run.report.failures = [(f.path, f.sentence()) for f in run.failures]
     run.report.skipped = run.skipped
     run.report.source = str(out or target)
@@ -129,3 +135,84 @@ def read_dataset(directory, threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> Fle
     report.failures = dataset.read_failures(directory)
     report.source = str(directory)
     return report
+
+
+def all_failed(failures: list[RankFailure]) -> KinetoSqlError:
+    first = failures[0].sentence()
+    more = f" (and {len(failures) - 1} more rank file(s) failed)" if len(failures) > 1 else ""
+    return KinetoSqlError(f"no rank could be loaded: {first}{more}")
+
+
+def diagnose_directory(target: Path, engine=None, progress=None, jobs: int = 1, executor=None):
+    """`diagnose RANK_DIR`: every rank as a fleet task (at most `jobs` local processes, or a cluster), one load
+    per rank serving its diagnosis, the HTA tables and its collectives; then the cross-rank straggler reading,
+    in DuckDB SQL over those tables (queries/fleet/), and each rank's diagnosis made to agree with it."""
+    import time
+
+    from kineto_sql.diagnose.model import Diagnosis
+
+    started = time.perf_counter()
+    traces, summary, failures = _diagnose_ranks(target, engine, progress, jobs, executor)
+    traces.sort(key=lambda t: (t.rank is None, t.rank))
+    return Diagnosis(str(target), tuple(traces), summary, time.perf_counter() - started,
+                     failed_ranks=tuple(f.sentence() for f in failures))
+
+
+def _diagnose_ranks(target: Path, engine, progress, jobs: int, executor=None):
+    say = progress or (lambda _: None)
+
+    def done(finished, total, _failed):
+        say(f"ranks: {finished} of {total} diagnosed")
+
+    run = run_fleet(target, parts=("hta", "collectives", "diagnose"), executor=executor or LocalExecutor(jobs),
+                    engine=engine, keep_diagnosis=True, on_done=done)
+    summary = summary_dict(run.report)
+    return [agree_with_ranks(t, summary) for t in run.diagnoses], summary, run.failures
+
+
+STRAGGLER = "catalog.straggler_rank"
+
+
+def agree_with_ranks(trace, summary: dict | None):
+    """One rank's straggler finding (it waits in collectives far longer than it works) cannot tell a slower
+    peer from a slow transfer; the cross-rank reading compares the same quantities (kineto.lib.rank_balance)
+    across ranks and can. In a rank directory the finding stays only where that reading names another rank
+    the straggler (its evidence then says which); otherwise it is set aside with the reason, so the two
+    readings never contradict each other."""
+    from kineto_sql.diagnose.model import Skipped
+    from kineto_sql.diagnose.run import _with_narration as with_narration
+
+    if not summary:
+        return trace
+    named = summary.get("straggler")
+    trace = _point_at_straggler(trace, named, summary)
+    ours = [f for f in trace.findings if f.query_id == STRAGGLER]
+    if not ours:
+        return trace
+    if named is not None and named != trace.rank:
+        note = (f"The cross-rank reading names rank {named} the straggler "
+                f"({summary.get('quantity')}, {summary.get('excess_pct_of_step')}% of a step).")
+        findings = tuple(with_narration(replace(f, evidence=(note, *f.evidence))) if f.query_id == STRAGGLER
+                         else f for f in trace.findings)
+        return replace(trace, findings=findings)
+    reason = (f"{STRAGGLER} fired on this rank, but the cross-rank reading over {summary.get('ranks')} ranks "
+              + ("names this rank itself the straggler" if named is not None else "names no straggler")
+              + ": its wait in collectives is the collectives' own time (see catalog.exposed_communication), "
+              "not a slower peer.")
+    return replace(trace, findings=tuple(f for f in trace.findings if f.query_id != STRAGGLER),
+                   skipped=(*trace.skipped, Skipped(STRAGGLER, reason)))
+
+
+EXPOSED = "catalog.exposed_communication"
+
+
+def _point_at_straggler(trace, named, summary: dict):
+    """On every rank but the straggler, the exposed-communication finding says whom part of that wait is for."""
+    from kineto_sql.diagnose.run import _with_narration as with_narration
+
+    if named is None or named == trace.rank or not any(f.query_id == EXPOSED for f in trace.findings):
+        return trace
+    note = (f"The cross-rank reading names rank {named} the straggler ({summary.get('quantity')}, "
+            f"{summary.get('excess_pct_of_step')}% of a step): part of this wait is for rank {named}.")
+    return replace(trace, findings=tuple(with_narration(replace(f, evidence=(note, *f.evidence)))
+                                         if f.query_id == EXPOSED else f for f in trace.findings))

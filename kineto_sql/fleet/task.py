@@ -7,9 +7,10 @@ it came from. A task given the content hash a dataset already holds for its path
 returns `skipped` (resume without reloading).
 
 Parts (what a caller pays for):
-- `hta`: HTA's per-rank analyses (kineto_sql.ranks.ANALYSES): hta_temporal, hta_overlap, hta_idle,
+- `hta`: HTA's per-rank analyses (kineto_sql.fleet.tables.ANALYSES): hta_temporal, hta_overlap, hta_idle,
   hta_kernel_types, hta_launches, hta_steps, and hta_balance (reading.rank_balance: own work vs collective
-  wait from the step ledger); the straggler reading needs these.
+  wait from the step ledger), and op_shapes (reading.op_shapes: the ops by input shapes per step, which tell
+  a slow machine from more work); the straggler reading needs these.
 - `collectives`: reading.collective_calls, one row per call with its start on the job's clock (start_ns).
 - `diagnose`: the full diagnosis (kept as an object for `diagnose RANK_DIR`), as tables: ledger
   (reading.step_ledger), steps (reading.step_table), findings (one row per finding), verdict.
@@ -40,7 +41,9 @@ COLUMNS = {
     "hta_overlap": ("comm_us", "compute_us", "overlap_us", "overlap_pct"),
     "hta_steps": ("step", "start_us", "dur_us"),
     "hta_balance": ("windows", "step_us", "own_work_us", "comm_wait_us", "wait_to_work"),
-    "collectives": ("step", "pg", "collective", "seq", "ts", "dur", "start_ns"),
+    "op_shapes": ("name", "input_dims", "calls", "steps", "calls_per_step"),
+    "collectives": ("step", "pg", "collective", "seq", "ts", "dur", "start_ns", "in_bytes", "out_bytes", "group_size",
+                    "in_split", "link_gbps"),
 }
 
 
@@ -90,8 +93,9 @@ def _local_copy(source: str, directory: str) -> tuple[str, str]:
 
 def rank_task(source: str, rank_from_name: int | None = None, parts=DEFAULT_PARTS, engine=None,
               done_hash: str | None = None, keep_diagnosis: bool = False,
-              fallback_rank: int | None = None) -> RankOutput:
-    """One rank file in, its tables out. Runs in a worker process (local pool or a dask worker)."""
+              fallback_rank: int | None = None, hta_compat: bool = False) -> RankOutput:
+    """One rank file in, its tables out. Runs in a worker process (local pool or a dask worker).
+    `hta_compat`: the hta part with HTA 0.5.0's definitions (`kineto-sql ranks --hta-compat`)."""
     from kineto_sql.errors import TraceInputError
 
     source = str(source)
@@ -116,13 +120,14 @@ def rank_task(source: str, rank_from_name: int | None = None, parts=DEFAULT_PART
         if done_hash and digest == done_hash:
             return RankOutput(source, digest, skipped=True)
         return _analyse(source, local, digest, rank_from_name, tuple(parts), engine, keep_diagnosis,
-                        fallback_rank)
+                        fallback_rank, hta_compat)
     finally:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _analyse(source, local, digest, rank_from_name, parts, engine, keep_diagnosis, fallback_rank) -> RankOutput:
+def _analyse(source, local, digest, rank_from_name, parts, engine, keep_diagnosis, fallback_rank,
+             hta_compat) -> RankOutput:
     import pandas as pd
 
     from kineto_sql.engine.processor import EngineChoice
@@ -132,7 +137,7 @@ def _analyse(source, local, digest, rank_from_name, parts, engine, keep_diagnosi
     with open_trace(local, engine or EngineChoice(), rank_from_name=rank_from_name) as tp:
         load_s = time.perf_counter() - started
         rank = tp.rank if tp.rank is not None else fallback_rank
-        frames, not_applicable, diagnosis = _frames(tp, parts, source)
+        frames, not_applicable, diagnosis = _frames(tp, parts, source, hta_compat)
         query_s = time.perf_counter() - started - load_s
         report = tp.report
         frames["load"] = pd.DataFrame([{
@@ -148,17 +153,19 @@ def _analyse(source, local, digest, rank_from_name, parts, engine, keep_diagnosi
     return RankOutput(source, digest, rank, tables, diagnosis if keep_diagnosis else None)
 
 
-def _frames(tp, parts, source) -> tuple[dict[str, pd.DataFrame], dict[str, str], object | None]:
-    from kineto_sql import ranks
+def _frames(tp, parts, source, hta_compat=False) -> tuple[dict[str, pd.DataFrame], dict[str, str], object | None]:
+    from kineto_sql.fleet.tables import ANALYSES, analysis_params
     from kineto_sql.runner import run_query
 
     frames, not_applicable, diagnosis = {}, {}, None
     if "hta" in parts:
-        for key, query_id, _title in ranks.ANALYSES:
-            run = run_query(tp, query_id, ranks.analysis_params(key, False))
+        for key, query_id, _title in ANALYSES:
+            run = run_query(tp, query_id, analysis_params(key, hta_compat))
             frames[f"hta_{key}"] = run.df
             if run.not_applicable:
                 not_applicable[query_id] = run.not_applicable
+        run = run_query(tp, "reading.op_shapes")  # the work per step, to tell a slow machine from more work
+        frames["op_shapes"] = run.df
     if "collectives" in parts:
         run = run_query(tp, "reading.collective_calls")
         df = run.df.copy()

@@ -1,5 +1,5 @@
 -- id: fleet.distribution
--- version: 2
+-- version: 3
 -- kind: fleet
 -- title: Each compared quantity across ranks: median, MAD, spread, the worst rank, its robust z-score and excess
 -- reads: fleet_rank_summary
@@ -11,8 +11,10 @@
 --   deviation, falling back to the population standard deviation when more than half the ranks agree
 --   exactly (MAD 0). The excess is how far it sits beyond the median in the costly direction, and
 --   excess_pct_of_step is that excess over the median rank's step: the share of every step the job loses
---   to that rank. Quantities present on fewer than two ranks have no distribution.
-CREATE OR REPLACE VIEW fleet_distribution AS
+--   to that rank. Quantities present on fewer than two ranks have no distribution. A step-start lag is a
+--   claim about clocks: its excess is taken inside the clock band (twice the widest rank's band,
+--   fleet.clock_offsets), so a lag no larger than the band costs nothing.
+CREATE OR REPLACE TABLE fleet_distribution AS
 WITH quantities(quantity, meaning, direction, ord) AS (
   VALUES ('step_start_lag_us', 'step start (after the earliest rank)', 1, 1),
          ('compute_us', 'GPU compute time', 1, 2),
@@ -38,11 +40,14 @@ ordered AS (
          row_number() OVER (PARTITION BY o.quantity ORDER BY o.value * q.direction DESC, o.rank) AS pos
   FROM observed o JOIN quantities q USING (quantity)
 ),
-step AS (SELECT NULLIF(median(step_us), 0) AS median_step_us FROM fleet_rank_summary),
+step AS (SELECT NULLIF(median(step_us), 0) AS median_step_us, coalesce(2 * max(clock_band_us), 0.0) AS band_us
+          FROM fleet_rank_summary),
 scaled AS (
   SELECT s.*, sp.mad, q.meaning, q.direction, q.ord, w.rank AS worst_rank, w.value AS worst_value,
          CASE WHEN 1.4826 * sp.mad > 0 THEN 1.4826 * sp.mad WHEN s.std_pop > 0 THEN s.std_pop END AS scale,
-         greatest(0.0, (w.value - s.median) * q.direction) AS excess_us, st.median_step_us
+         greatest(0.0, (w.value - s.median) * q.direction
+                       - CASE WHEN s.quantity = 'step_start_lag_us' THEN st.band_us ELSE 0.0 END) AS excess_us,
+         st.median_step_us
   FROM stats s
   JOIN spread sp USING (quantity)
   JOIN quantities q USING (quantity)

@@ -7,7 +7,7 @@
 -- what: one rank's compute is longer, so every other rank's collective wait is longer, every step.
 --   From a single rank's trace that shows as collective wait several times the rank's own compute: a
 --   slower peer holds the collective. Which rank is slow is a cross-rank decision: `kineto-sql ranks DIR`
---   (kineto_sql/ranks.py) compares the per-rank quantities and names the straggler.
+--   (kineto_sql/fleet, queries/fleet/) compares the per-rank quantities and names the straggler.
 -- confirming: per rank, per steady step: own work and collective wait (reading.rank_balance, the
 --   definitions of kineto.lib.rank_balance), their ratio; the straggler is the rank with the longest own
 --   work and the shortest wait (`kineto-sql ranks DIR`, or diagnose on the rank directory).

@@ -4,7 +4,7 @@ INCLUDE PERFETTO MODULE kineto.lib.ledger;
 
 -- A rank's own work against its wait for its peers, per steady iteration window, from the step-time
 -- ledger (kineto.lib.ledger): the one definition that catalog.straggler_rank (seen from one rank) and the
--- cross-rank straggler reading (reading.rank_balance, kineto_sql/ranks.py, queries/fleet) both compare.
+-- cross-rank straggler reading (reading.rank_balance, queries/fleet) both compare.
 --
 -- * wait: the ledger's communication time, exactly what reading.verdict counts as communication:
 --   busy.comm_exposed (collective kernels that no compute hides: on a waiting rank they sit in the kernel

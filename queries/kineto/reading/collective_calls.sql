@@ -8,7 +8,7 @@
 -- status: stable
 -- default device_name: ''
 
--- One row per collective call, the unit that `kineto-sql collectives DIR` (kineto_sql/collectives.py)
+-- One row per collective call, the unit that `kineto-sql collectives DIR` (queries/fleet/call_match.sql)
 -- matches across ranks by (step, process group, collective, seq): NCCL requires every rank of a group to
 -- issue the group's collectives in the same order, so the n-th all_reduce of a group in a step is the
 -- same call everywhere.
@@ -18,7 +18,7 @@
 -- Sizes, newest source first: the kernel's own args (Kineto >= 2.4: `In msg nelems`, `dtype`...), the
 -- record_param_comms args, then the `Input Dims` / `Input type` of the nccl: / gloo: annotation (older
 -- traces; one tensor, taken as the input). in_bytes / out_bytes are per rank; what size the bandwidth
--- formulas use per collective is decided in kineto_sql/collectives.py (nccl-tests' conventions).
+-- formulas use per collective is decided in queries/fleet/collective_skew.sql (nccl-tests' conventions).
 -- ts / dur: first kernel start to last kernel end on the device (gloo: the op on gloo's thread), on this
 -- rank's clock as written; add kineto_metadata's kineto_sql.ts_offset_ns to compare ranks.
 

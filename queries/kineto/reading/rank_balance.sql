@@ -8,8 +8,8 @@
 -- status: preview
 
 -- One row for the rank: the means per steady iteration window of kineto.lib.rank_balance (own work, wait
--- in collectives; its header gives the definitions and why), per lane. kineto_sql/ranks.py and the fleet
--- SQL compare these across ranks (the straggler has the longest own work and the shortest wait);
+-- in collectives; its header gives the definitions and why), per lane. The fleet's cross-rank
+-- SQL (queries/fleet) compares these across ranks (the straggler has the longest own work and the shortest wait);
 -- catalog.straggler_rank judges one rank by the same two numbers. Silent on a capture without windows.
 
 INCLUDE PERFETTO MODULE kineto.lib.rank_balance;
