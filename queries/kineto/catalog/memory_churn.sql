@@ -1,23 +1,32 @@
 -- id: catalog.memory_churn
--- version: 3
+-- version: 4
 -- kind: detector
 -- title: Memory churn: allocator round trips to the driver / system inside iterations
 -- source: seed 000 section 3, major fault "Memory churn -> malloc stalls"
 -- signature: cudaMalloc / cudaFree (hipMalloc / hipFree) calls inside steady iterations (ProfilerStep
 --   windows, else the inferred ones of kineto.lib.iterations); an allocator sawtooth in the
---   [memory] events (reserved memory moving inside a step; on CPU, multi-MB system allocations of varying
---   sizes every step); peak near capacity.
+--   [memory] events (reserved memory moving inside a step; on CPU, multi-MB system allocations whose sizes
+--   change from step to step); peak near capacity.
 -- confirming: per iteration: malloc/free runtime calls and their time, the ledger's idle.alloc (device
 --   idle while the host is in them), reserved-memory changes, large CPU allocations and their distinct
---   sizes, the allocated sawtooth amplitude, reserved minus allocated.
+--   sizes, how many of them are in a size not allocated in every steady iteration, the allocated sawtooth
+--   amplitude, reserved minus allocated.
 -- cost: cudaMalloc / cudaFree synchronize the device and take milliseconds; a warm caching allocator makes
 --   none, so every one inside a steady iteration is the cache growing, being emptied, or bypassed. Their
 --   cost is the device time they leave idle: impact_dur is the ledger's idle.alloc of the iteration (the
 --   device idle while the host sits in a malloc / free, reading.step_ledger's precedence), so calls that
 --   run while the device is busy cost nothing. System allocations of many MB on a CPU-only capture
 --   page-fault on first touch; the trace does not separate that from the op's own work (impact 0).
+--   The same sizes allocated every step are what a caching allocator serves from its cache (PyTorch docs,
+--   "CUDA semantics", memory management: freed blocks are kept and reused for requests of the same size
+--   class), so they cost little; sizes that change from step to step (variable shapes) miss the cache,
+--   fragment it and reach the system or driver allocator. A large CPU allocation counts only when its
+--   size is not allocated in every steady iteration: a fixed-shape loop stays silent, and one steady
+--   iteration alone has nothing to compare with.
 -- false_positives: the first iteration while the caching allocator warms up (cold windows are left out:
---   catalog.cold_start's); a deliberate torch.cuda.empty_cache() between phases.
+--   catalog.cold_start's); a deliberate torch.cuda.empty_cache() between phases; on CPU, sizes that
+--   cycle through a few fixed shapes (bucketed sequence lengths) with fewer steady iterations than
+--   buckets.
 -- example: runtime_malloc_mid_step
 -- fix: static shapes (pad / bucket), expandable_segments:True, preallocate and reuse buffers (out=),
 --   no torch.cuda.empty_cache() in the loop.
@@ -29,14 +38,16 @@
 -- default min_reserved_changes: 1
 -- default min_alloc_mb: 1
 -- default min_cpu_large_allocs: 4
--- locked: 3 a50de858108c19b7
+-- locked: 4 e54f1c71786cb58a
 -- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
 --   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
 --   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.memory@4 lib.runtime_calls@4
 --   lib.steps@9 lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
 -- cases: runtime_malloc_mid_step=cc7541a7 malloc_with_the_device_idle_costs_its_idle_time=5c89fde1
 --   malloc_under_a_busy_device_costs_nothing=ba03c573 iterations_without_profiler_step=b0de4a35
---   cpu_large_allocs_threshold_1=6607ffcc cpu_large_allocs_threshold_2=975176a3
+--   cpu_large_allocs_threshold_1=19d97910 cpu_large_allocs_threshold_2=736f7816
+--   fixed_shape_twin_is_silent=6ea7960e reused_sizes_do_not_count=2ef7e279
+--   changing_sizes_next_to_reused_ones=2760263f one_steady_step_has_nothing_to_compare=b359d024
 
 INCLUDE PERFETTO MODULE kineto.lib.ledger;
 INCLUDE PERFETTO MODULE kineto.lib.memory;
@@ -50,7 +61,9 @@ CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_memory_churn(
   min_reserved_changes LONG,
   -- A CPU allocation of at least this many MB goes to the system allocator.
   min_alloc_mb DOUBLE,
-  -- Large CPU allocations per iteration that fire, with at least 2 distinct sizes.
+  -- Large CPU allocations per iteration in sizes that change from step to step (not allocated in every
+  -- steady iteration) that fire, with at least 2 such distinct sizes. The same sizes every step are the
+  -- allocator's reuse and never fire.
   min_cpu_large_allocs LONG
 )
 RETURNS TABLE(
@@ -74,6 +87,10 @@ RETURNS TABLE(
   cpu_large_alloc_count LONG,
   -- Their distinct sizes.
   cpu_large_alloc_sizes LONG,
+  -- Of the large CPU allocations, those in a size not allocated in every steady iteration.
+  cpu_changing_alloc_count LONG,
+  -- Their distinct sizes.
+  cpu_changing_alloc_sizes LONG,
   -- Max minus min Total Allocated over the iteration's [memory] events (the sawtooth amplitude), bytes.
   sawtooth_bytes LONG,
   -- Largest Total Reserved minus Total Allocated in the iteration (device), bytes.
@@ -96,6 +113,28 @@ WITH
       USING (id)
     WHERE
       NOT w.is_cold
+  ),
+  -- large CPU allocations, and how many steady iterations allocate each size
+  large AS (
+    SELECT window_id, bytes
+    FROM placed
+    WHERE
+      source = 'allocator'
+      AND device_type = 0
+      AND kind = 'alloc'
+      AND bytes >= $min_alloc_mb * 1048576
+  ),
+  size_windows AS (
+    SELECT bytes, count(DISTINCT window_id) AS window_count FROM large GROUP BY bytes
+  ),
+  changing AS (
+    SELECT l.window_id, count(*) AS n, count(DISTINCT l.bytes) AS sizes
+    FROM large AS l
+    JOIN size_windows AS sw
+      USING (bytes)
+    WHERE
+      sw.window_count < (SELECT count(DISTINCT window_id) FROM kineto_ledger WHERE NOT is_cold)
+    GROUP BY l.window_id
   ),
   alloc AS (
     SELECT
@@ -144,12 +183,16 @@ WITH
       coalesce(a.reserved_change_count, 0) AS reserved_change_count,
       coalesce(a.cpu_large_alloc_count, 0) AS cpu_large_alloc_count,
       coalesce(a.cpu_large_alloc_sizes, 0) AS cpu_large_alloc_sizes,
+      coalesce(c.n, 0) AS cpu_changing_alloc_count,
+      coalesce(c.sizes, 0) AS cpu_changing_alloc_sizes,
       a.sawtooth_bytes,
       a.reserved_minus_allocated_bytes
     FROM windows AS w
     LEFT JOIN alloc AS a
       USING (window_id)
     LEFT JOIN rt
+      USING (window_id)
+    LEFT JOIN changing AS c
       USING (window_id)
   )
 SELECT
@@ -175,7 +218,15 @@ SELECT
     END,
     CASE WHEN r.reserved_change_count > 0 THEN printf(', %d reserved-memory changes', r.reserved_change_count) ELSE '' END,
     CASE
-      WHEN r.cpu_large_alloc_count > 0 THEN printf(', %d CPU allocations >= %.0f MB in %d sizes', r.cpu_large_alloc_count, $min_alloc_mb, r.cpu_large_alloc_sizes)
+      WHEN r.cpu_large_alloc_count > 0 THEN printf(
+        ', %d CPU allocations >= %.0f MB in %d sizes, %d of them in %d sizes not allocated in every steady %s (changing shapes miss the allocator''s cache)',
+        r.cpu_large_alloc_count,
+        $min_alloc_mb,
+        r.cpu_large_alloc_sizes,
+        r.cpu_changing_alloc_count,
+        r.cpu_changing_alloc_sizes,
+        CASE WHEN r.source = 'profiler_step' THEN 'step' ELSE 'iteration' END
+      )
       ELSE ''
     END,
     coalesce(r.sawtooth_bytes, 0) / 1048576.0,
@@ -189,6 +240,8 @@ SELECT
   r.reserved_change_count,
   r.cpu_large_alloc_count,
   r.cpu_large_alloc_sizes,
+  r.cpu_changing_alloc_count,
+  r.cpu_changing_alloc_sizes,
   r.sawtooth_bytes,
   r.reserved_minus_allocated_bytes,
   CASE
@@ -199,5 +252,5 @@ FROM rows AS r
 WHERE
   r.runtime_call_count >= $min_runtime_calls
   OR r.reserved_change_count >= $min_reserved_changes
-  OR (r.cpu_large_alloc_count >= $min_cpu_large_allocs AND r.cpu_large_alloc_sizes >= 2)
+  OR (r.cpu_changing_alloc_count >= $min_cpu_large_allocs AND r.cpu_changing_alloc_sizes >= 2)
 ORDER BY r.ts;
