@@ -48,6 +48,14 @@ def test_ranking_is_by_estimated_cost_then_severity_then_id():
     assert [f.query_id for f in ranked] == ["catalog.c", "catalog.d", "catalog.a", "catalog.b"]
 
 
+def test_an_informational_finding_that_claims_time_ranks_after_the_faults():
+    # catalog.device_composition below device-bound explains busy time (info) and claims 40%: the 5% fault
+    # still ranks first
+    ranked = rank_findings([_finding("catalog.device_composition", 400, 40.0, "info"),
+                            _finding("catalog.small_op_storm", 50, 5.0, "medium"), _finding("catalog.z", 0, 0.0, "info")])
+    assert [f.query_id for f in ranked] == ["catalog.small_op_storm", "catalog.device_composition", "catalog.z"]
+
+
 def test_capture_validity_comes_first_whatever_its_impact():
     ranked = rank_findings([_finding("catalog.c", 50, 9.0, "high"), _finding("catalog.capture_validity", 0, 0.0)])
     assert [f.query_id for f in ranked] == ["catalog.capture_validity", "catalog.c"]
