@@ -343,3 +343,50 @@ def test_two_gloo_ranks_read_the_same_straggler_from_both_sides(variant, straggl
     assert d.ranks_summary["straggler"] == straggler
     fired = [t.rank for t in d.traces if any(f.query_id == "catalog.straggler_rank" for f in t.findings)]
     assert fired == waiting
+
+
+def _cpu_loop(op_us: float, gap_us: float, ops: int = 20):
+    """Three 1 ms-spaced CPU-only steps, each `ops` outermost ATen calls of op_us with Python between them."""
+    from tests.kineto_builder import CpuOp, KinetoTrace, ProfilerStep, PythonFrame
+
+    trace = KinetoTrace()
+    width = ops * (op_us + gap_us)
+    for step in range(3):
+        start = step * width
+        trace.add(ProfilerStep(step=4 + step, ts_us=start, dur_us=width))
+        trace.add(PythonFrame(name="train.py(10): step", ts_us=start + 0.5, dur_us=width - 1))
+        for i in range(ops):
+            trace.add(CpuOp(name="aten::mm", ts_us=start + 1 + i * (op_us + gap_us), dur_us=op_us))
+    return trace
+
+
+def test_cpu_only_verdict_tells_overhead_from_compute(load_trace):
+    # a toy loop: 20 calls of 10 us with 40 us of Python around each (Python outside ops ~80%): every
+    # outermost call is under the guide's 50 us, overhead-bound
+    toy = diagnose_trace(load_trace(_cpu_loop(10, 40))).verdict
+    assert toy.regime == "host-bound"
+    assert "overhead-bound by the beginner's guide's split (100% of the outermost ATen calls are shorter than 50 us" \
+        in toy.regime_reason
+    # a matmul-heavy loop: 20 calls of 500 us, 2 us apart (ATen ~99%): none is small, compute-bound
+    heavy = diagnose_trace(load_trace(_cpu_loop(500, 2))).verdict
+    assert heavy.regime == "host-bound"
+    assert "compute-bound by the beginner's guide's split (only 0% of the outermost ATen calls" in heavy.regime_reason
+    assert "overhead-bound" not in heavy.regime_reason and "compute-bound" not in toy.regime_reason
+
+
+def test_cpu_only_split_at_the_guides_threshold(load_trace):
+    from tests.kineto_builder import CpuOp, KinetoTrace, ProfilerStep
+
+    def loop(small: int):
+        trace = KinetoTrace()
+        for step in range(3):
+            start = step * 4000
+            trace.add(ProfilerStep(step=4 + step, ts_us=start, dur_us=4000))
+            for i in range(20):
+                trace.add(CpuOp(name="aten::add", ts_us=start + 1 + i * 190, dur_us=10 if i < small else 150))
+        return trace
+
+    at = diagnose_trace(load_trace(loop(10))).verdict  # 10 of 20 calls under 50 us: 50%, overhead-bound
+    assert "overhead-bound by the beginner's guide's split (50% of the outermost" in at.regime_reason
+    under = diagnose_trace(load_trace(loop(9))).verdict  # 9 of 20: 45%, compute-bound
+    assert "compute-bound by the beginner's guide's split (only 45% of the outermost" in under.regime_reason
