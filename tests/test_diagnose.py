@@ -390,3 +390,16 @@ def test_cpu_only_split_at_the_guides_threshold(load_trace):
     assert "overhead-bound by the beginner's guide's split (50% of the outermost" in at.regime_reason
     under = diagnose_trace(load_trace(loop(9))).verdict  # 9 of 20: 45%, compute-bound
     assert "compute-bound by the beginner's guide's split (only 45% of the outermost" in under.regime_reason
+    # no python frames: no with_stack caveat
+    assert "with_stack" not in under.regime_reason and "with_stack" not in at.regime_reason
+
+
+def test_a_host_bound_verdict_with_stacks_says_to_reprofile(load_trace):
+    from tests.kineto_builder import PythonFrame
+
+    with_stacks = _cpu_loop(10, 40)
+    for step in range(3):
+        with_stacks.add(PythonFrame(name="train.py(12): forward", ts_us=step * 1000 + 2, dur_us=5))
+    said = diagnose_trace(load_trace(with_stacks)).verdict
+    assert said.regime == "host-bound"
+    assert said.regime_reason.endswith("re-profile without with_stack before sizing the host-bound time")

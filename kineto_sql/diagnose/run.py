@@ -26,7 +26,7 @@ from kineto_sql import catalog
 from kineto_sql.diagnose.model import (SEVERITIES, Diagnosis, Finding, LedgerBucket, Skipped, StepRow,
                                        TraceDiagnosis, Verdict, Where, severity_rank)
 from kineto_sql.diagnose.narrate import narrate
-from kineto_sql.diagnose import cpu_regime
+from kineto_sql.diagnose import verdict_notes
 from kineto_sql.engine.processor import EngineChoice
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.loading.load import open_trace
@@ -85,7 +85,9 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
     runs = _run_queries(tp, jobs, lambda spec: say(f"{Path(source).name}: {spec.id}"))
     say(f"{Path(source).name}: step verdict")
     verdict, pools = _verdict(tp, runs)
-    verdict = cpu_regime.with_split(tp, verdict)
+    verdict = verdict_notes.with_split(tp, verdict)
+    stacks = capabilities(tp).get("stacks")
+    verdict = verdict_notes.with_stack_caveat(verdict, bool(stacks and stacks.present))
     denominator = verdict.lane_ns or verdict.total_step_ns or _trace_span(tp)
     # lane_ns already holds the cold windows when the steady sample is too small
     cold_denominator = denominator if not verdict.steady_representative else \

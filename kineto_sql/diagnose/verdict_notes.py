@@ -1,9 +1,12 @@
-"""Overhead- or compute-bound on a capture without device activity: the beginner's guide's own split
-(guide.overhead_vs_compute, "Identifying Bottlenecks: Overhead-Bound vs. Compute-Bound") added to a
-host-bound verdict. Without a device column the guide reads the outermost ATen calls: when most are
-shorter than its small-call bound, per-op dispatch and the Python around it set the pace (overhead-bound:
-fuse, torch.compile, batch the work); otherwise the ATen kernels' own CPU work does (compute-bound: a
-faster kernel, a lower precision, less work)."""
+"""What a host-bound verdict adds to its sentence.
+
+Overhead- or compute-bound on a capture without device activity: the beginner's guide's own split
+(guide.overhead_vs_compute, "Identifying Bottlenecks: Overhead-Bound vs. Compute-Bound"). Without a device
+column the guide reads the outermost ATen calls: when most are shorter than its small-call bound, per-op
+dispatch and the Python around it set the pace (overhead-bound: fuse, torch.compile, batch the work);
+otherwise the ops' own CPU work does (compute-bound: a faster kernel, a lower precision, less work).
+
+On a capture with Python stacks, that the host time it sizes is inflated."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -42,3 +45,15 @@ def with_split(tp, verdict: Verdict) -> Verdict:
     small_us = float(run.params["small_op"]) / 1e3
     split = WORDS[row["reading"]].format(pct=float(row["small_call_pct"]), small=small_us)
     return replace(verdict, regime_reason=f"{verdict.regime_reason}; {split}")
+
+
+STACK_CAVEAT = ("captured with with_stack=True, which slows the host 2-3x on Python-heavy steps: re-profile "
+                "without with_stack before sizing the host-bound time")
+
+
+def with_stack_caveat(verdict: Verdict, has_stacks: bool) -> Verdict:
+    """A host-bound verdict on a capture with Python stacks (seed 000, minor fault "with_stack overhead":
+    fine for attribution runs, wrong for timing runs) says so: the host time it sizes is inflated."""
+    if not has_stacks or verdict.regime != "host-bound":
+        return verdict
+    return replace(verdict, regime_reason=f"{verdict.regime_reason}; {STACK_CAVEAT}")
