@@ -3,9 +3,10 @@
 -- kind: detector
 -- title: Step time the specific detectors leave unexplained, by ledger bucket: what it is and what to try first
 -- source: seed 000 section 2, reading order step 3 (gap attribution: every GPU gap gets a cause), read from reading.step_ledger
--- signature: a steady idle or host bucket of the step-time ledger that holds 5% or more of the steady
---   step time (device idle while the host issues launches, computes, waits; host time on a CPU-only
---   capture) and that no specific detector claimed, or claimed only in part.
+-- signature: a steady idle bucket of the step-time ledger (device idle while the host issues launches,
+--   computes, waits), or a host-side wait on a CPU-only capture, that holds 5% or more of the steady step
+--   time and that no specific detector claimed, or claimed only in part. A CPU-only capture's own work
+--   (host.ops, host.python) is not lost time: catalog.host_composition describes it.
 -- confirming: the bucket's share of the steady step (reading.step_ledger, the verdict's sentence names the
 --   largest), and the host timeline inside the bucket's segments.
 -- cost: every bucket is step time (the ledger puts every nanosecond of every window in one). impact_dur is
@@ -22,10 +23,11 @@
 --   graphs (torch.compile mode="reduce-overhead"), host compute wants the work moved off the step, waits
 --   want the wait removed; each row carries its bucket's.
 -- needs: none
--- claims: rest of idle.*, rest of host.*
+-- claims: rest of idle.*, rest of host.sync_read, rest of host.comm_wait, rest of host.dataloader, rest of host.gc,
+--   rest of host.profiler, rest of host.unattributed
 -- status: preview
 -- default min_share_pct: 5
--- locked: 1 cc4a4f7677294d8a
+-- locked: 1 2a8287326dff24ca
 -- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
 --   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
 --   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.ledger_buckets@1 lib.runtime_calls@4
@@ -76,7 +78,7 @@ WITH
       100.0 * sum(s.dur) / (SELECT lane_dur FROM span) AS share_pct
     FROM steady AS s
     WHERE
-      s.kind IN ('idle', 'host')
+      (s.kind = 'idle' OR (s.kind = 'host' AND s.bucket NOT IN ('host.ops', 'host.python')))
     GROUP BY s.bucket
   ),
   big AS (
@@ -115,7 +117,7 @@ SELECT
   sp.end_ts - sp.ts,
   sm.bucket_dur,
   NULL,
-  printf('%d smaller idle / host buckets, each under %.0f%%, hold %.1f%% of the steady step time together.', sm.n, $min_share_pct, sm.share_pct),
+  printf('%d smaller idle / wait buckets, each under %.0f%%, hold %.1f%% of the steady step time together.', sm.n, $min_share_pct, sm.share_pct),
   NULL,
   round(sm.share_pct, 2),
   NULL
