@@ -7,7 +7,7 @@
 --   profiler traced every Python call, a 2-3x CPU-side slowdown on Python-heavy steps.
 -- confirming: python frames per step and per launch, the estimated tracing cost (frames x per-frame
 --   cost, at most the frames' own time) against the step's host-bound time (device idle while the host
---   computes or issues launches; the host's own time on a CPU-only capture), as a share of the step.
+--   computes or issues launches; Python outside ATen ops on a CPU-only capture), as a share of the step.
 -- cost: recording every Python frame slows the host 2-3x on Python-heavy steps (seed 000, minor fault
 --   "with_stack overhead": fine for attribution runs, wrong for timing runs), so the capture's step times
 --   and host-bound readings are inflated. The estimate is frames x frame_cost (2 us, the low end of the
@@ -16,7 +16,8 @@
 --   host time to every launch's issue path (frames per launch x cost per frame), and it costs step time
 --   only where the host is on the critical path: impact_dur is the estimate capped to the step's
 --   host-bound time, the ledger's idle.launch + idle.host_compute (device idle while the host issues or
---   computes) on the device the step waits most on, or host.python + host.ops on a CPU-only capture. The
+--   computes) on the device the step waits most on, or host.python on a CPU-only capture (the frames' own
+--   time is Python outside ATen ops: the tracer's cost never lands in an op's time). The
 --   gate is that impact against the step, so a device-bound step with a few thousand frames stays silent
 --   and a host-bound step with 15 frames per launch fires however wide the step.
 -- false_positives: a capture taken with stacks on purpose to find a line of code: the finding is then a
@@ -25,12 +26,12 @@
 -- fix: two captures, two purposes: with_stack=True for attribution, with_stack=False (and no
 --   record_shapes/profile_memory) for timing.
 -- needs: steps
--- claims: idle.host_compute, idle.launch, host.python, host.ops
+-- claims: idle.host_compute, idle.launch, host.python
 -- status: stable
 -- catalog_row: minor.with_stack_overhead
 -- default frame_cost: 2us
 -- default min_overhead_pct: 20
--- locked: 7 eb2cdc736ce11329
+-- locked: 7 ce2d4dae986c7421
 -- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
 --   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
 --   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4 lib.steps@9
@@ -139,7 +140,7 @@ WITH
       SELECT
         step,
         device,
-        sum(CASE WHEN bucket IN ('idle.launch', 'idle.host_compute', 'host.python', 'host.ops') THEN dur ELSE 0 END) AS d
+        sum(CASE WHEN bucket IN ('idle.launch', 'idle.host_compute', 'host.python') THEN dur ELSE 0 END) AS d
       FROM kineto_ledger
       WHERE
         source = 'profiler_step'
