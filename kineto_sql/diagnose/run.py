@@ -209,11 +209,11 @@ def rank_findings(findings, cold_apart: bool = True) -> list[Finding]:
     """Capture validity first; then steady findings by claimed step time, ties by severity, then id; cold-start
     findings last (one-time work is kept out of the steady-state ranking). With `cold_apart` False (the
     steady sample is too small to stand for a steady state) cold findings rank with the others by the time
-    they claim. An informational finding that claims time (catalog.device_composition below device-bound:
-    it explains busy time, it is no fault) ranks after every finding that is one."""
+    they claim. A finding capped to info that claims time (catalog.device_composition below device-bound,
+    catalog.host_composition: they describe the step, they are no fault) ranks after every other finding."""
     return sorted(findings, key=lambda f: (f.query_id not in FIRST, cold_apart and f.scope == "cold",
-                                           f.severity == "info", -f.impact_ns, -severity_rank(f.severity),
-                                           f.query_id))
+                                           f.severity == "info" and f.impact_ns > 0, -f.impact_ns,
+                                           -severity_rank(f.severity), f.query_id))
 
 
 def severity_for(impact_ns: int, impact_pct: float | None) -> str:
