@@ -88,8 +88,10 @@ def _check(tp, diagnosis, label):
         assert ns <= by_key.get(key, 0), f"{label}: {key} claimed {ns} ns of {by_key.get(key, 0)}"
     for step, ns in per_window.items():
         assert ns <= window_time[step], f"{label}: step {step} claimed {ns} ns of {window_time[step]}"
-    steady_share = sum(f.impact_pct or 0 for f in diagnosis.findings if f.scope == "steady")
-    assert steady_share <= 100.0 + 1e-6, f"{label}: steady shares add up to {steady_share}%"
+    steady_findings = [f for f in diagnosis.findings if f.scope == "steady"]
+    steady_share = sum(f.impact_pct or 0 for f in steady_findings)
+    # each impact_pct is rounded to 2 decimals: the sum may exceed 100 by half a hundredth per finding
+    assert steady_share <= 100.0 + 0.005 * len(steady_findings) + 1e-6, f"{label}: steady shares add up to {steady_share}%"
     # a bucket with one claimant: the ledger-exact rules claim exactly the ledger's time in their windows
     for f in diagnosis.findings:
         if f.query_id == "catalog.sync_forcing_op" and f.claimed:

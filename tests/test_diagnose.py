@@ -49,6 +49,14 @@ def test_ranking_is_by_estimated_cost_then_severity_then_id():
     assert [f.query_id for f in ranked] == ["catalog.c", "catalog.d", "catalog.a", "catalog.b"]
 
 
+def test_an_informational_finding_that_claims_time_ranks_after_the_faults():
+    # catalog.device_composition below device-bound explains busy time (info) and claims 40%: the 5% fault
+    # ranks first, and so does a fault that costs no time itself (a memory churn on a CPU-only capture)
+    ranked = rank_findings([_finding("catalog.device_composition", 400, 40.0, "info"),
+                            _finding("catalog.small_op_storm", 50, 5.0, "medium"), _finding("catalog.z", 0, 0.0, "info")])
+    assert [f.query_id for f in ranked] == ["catalog.small_op_storm", "catalog.z", "catalog.device_composition"]
+
+
 def test_capture_validity_comes_first_whatever_its_impact():
     ranked = rank_findings([_finding("catalog.c", 50, 9.0, "high"), _finding("catalog.capture_validity", 0, 0.0)])
     assert [f.query_id for f in ranked] == ["catalog.capture_validity", "catalog.c"]
@@ -370,3 +378,63 @@ def test_two_gloo_ranks_read_the_same_straggler_from_both_sides(variant, straggl
     assert d.ranks_summary["straggler"] == straggler
     fired = [t.rank for t in d.traces if any(f.query_id == "catalog.straggler_rank" for f in t.findings)]
     assert fired == waiting
+
+
+def _cpu_loop(op_us: float, gap_us: float, ops: int = 20):
+    """Three 1 ms-spaced CPU-only steps, each `ops` outermost ATen calls of op_us with Python between them."""
+    from tests.kineto_builder import CpuOp, KinetoTrace, ProfilerStep, PythonFrame
+
+    trace = KinetoTrace()
+    width = ops * (op_us + gap_us)
+    for step in range(3):
+        start = step * width
+        trace.add(ProfilerStep(step=4 + step, ts_us=start, dur_us=width))
+        trace.add(PythonFrame(name="train.py(10): step", ts_us=start + 0.5, dur_us=width - 1))
+        for i in range(ops):
+            trace.add(CpuOp(name="aten::mm", ts_us=start + 1 + i * (op_us + gap_us), dur_us=op_us))
+    return trace
+
+
+def test_cpu_only_verdict_tells_overhead_from_compute(load_trace):
+    # a toy loop: 20 calls of 10 us with 40 us of Python around each (Python outside ops ~80%): every
+    # outermost call is under the guide's 50 us, overhead-bound
+    toy = diagnose_trace(load_trace(_cpu_loop(10, 40))).verdict
+    assert toy.regime == "host-bound"
+    assert "overhead-bound by the beginner's guide's split (100% of the outermost ATen calls are shorter than 50 us" \
+        in toy.regime_reason
+    # a matmul-heavy loop: 20 calls of 500 us, 2 us apart (ATen ~99%): none is small, compute-bound
+    heavy = diagnose_trace(load_trace(_cpu_loop(500, 2))).verdict
+    assert heavy.regime == "host-bound"
+    assert "compute-bound by the beginner's guide's split (only 0% of the outermost ATen calls" in heavy.regime_reason
+    assert "overhead-bound" not in heavy.regime_reason and "compute-bound" not in toy.regime_reason
+
+
+def test_cpu_only_split_at_the_guides_threshold(load_trace):
+    from tests.kineto_builder import CpuOp, KinetoTrace, ProfilerStep
+
+    def loop(small: int):
+        trace = KinetoTrace()
+        for step in range(3):
+            start = step * 4000
+            trace.add(ProfilerStep(step=4 + step, ts_us=start, dur_us=4000))
+            for i in range(20):
+                trace.add(CpuOp(name="aten::add", ts_us=start + 1 + i * 190, dur_us=10 if i < small else 150))
+        return trace
+
+    at = diagnose_trace(load_trace(loop(10))).verdict  # 10 of 20 calls under 50 us: 50%, overhead-bound
+    assert "overhead-bound by the beginner's guide's split (50% of the outermost" in at.regime_reason
+    under = diagnose_trace(load_trace(loop(9))).verdict  # 9 of 20: 45%, compute-bound
+    assert "compute-bound by the beginner's guide's split (only 45% of the outermost" in under.regime_reason
+    # no python frames: no with_stack caveat
+    assert "with_stack" not in under.regime_reason and "with_stack" not in at.regime_reason
+
+
+def test_a_host_bound_verdict_with_stacks_says_to_reprofile(load_trace):
+    from tests.kineto_builder import PythonFrame
+
+    with_stacks = _cpu_loop(10, 40)
+    for step in range(3):
+        with_stacks.add(PythonFrame(name="train.py(12): forward", ts_us=step * 1000 + 2, dur_us=5))
+    said = diagnose_trace(load_trace(with_stacks)).verdict
+    assert said.regime == "host-bound"
+    assert said.regime_reason.endswith("re-profile without with_stack before sizing the host-bound time")

@@ -28,7 +28,7 @@ DETECTORS = {f"catalog.{x}" for x in (
     "sync_forcing_op input_bound small_op_storm gc_gil_stall with_stack_overhead straggler_rank schedule_distortion "
     "memory_churn implicit_dtype_casts compile_graph_breaks record_function_absence optimizer_step_dominance "
     "activation_checkpoint_surprise dataloader_workers_missing cuda_graph_regions blocking_copy exposed_communication "
-    "cold_start capture_validity kernel_mix host_compute_gaps op_far_from_peak").split()}
+    "cold_start capture_validity kernel_mix host_compute_gaps op_far_from_peak device_composition unexplained_time host_composition").split()}
 NO_FINDING = "none"  # in expert_first: "no finding above info" is an acceptable answer
 ASPECTS = ("regime", "first", "high")
 

@@ -23,6 +23,7 @@ from kineto_sql.diagnose.claims import COLD, resolve_window_claims, window_pools
 from kineto_sql.diagnose.model import (SEVERITIES, Diagnosis, Finding, LedgerBucket, Skipped, StepRow,
                                        TraceDiagnosis, Verdict, Where, severity_rank)
 from kineto_sql.diagnose.narrate import narrate
+from kineto_sql.diagnose import verdict_notes
 from kineto_sql.engine.processor import EngineChoice
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.loading.load import open_trace
@@ -77,6 +78,9 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
     runs = _run_queries(tp, jobs, lambda spec: say(f"{Path(source).name}: rule {next(started)} of {total}: {spec.id}"))
     say(f"{Path(source).name}: step verdict")
     verdict, pools = _verdict(tp, runs)
+    verdict = verdict_notes.with_split(tp, verdict)
+    stacks = capabilities(tp).get("stacks")
+    verdict = verdict_notes.with_stack_caveat(verdict, bool(stacks and stacks.present))
     denominator = verdict.lane_ns or verdict.total_step_ns or _trace_span(tp)
     # lane_ns already holds the cold windows when the steady sample is too small
     cold_denominator = denominator if not verdict.steady_representative else \
@@ -172,9 +176,11 @@ def rank_findings(findings, cold_apart: bool = True) -> list[Finding]:
     """Capture validity first; then steady findings by claimed step time, ties by severity, then id; cold-start
     findings last (one-time work is kept out of the steady-state ranking). With `cold_apart` False (the
     steady sample is too small to stand for a steady state) cold findings rank with the others by the time
-    they claim."""
+    they claim. A finding capped to info that claims time (catalog.device_composition below device-bound,
+    catalog.host_composition: they describe the step, they are no fault) ranks after every other finding."""
     return sorted(findings, key=lambda f: (f.query_id not in FIRST, cold_apart and f.scope == "cold",
-                                           -f.impact_ns, -severity_rank(f.severity), f.query_id))
+                                           f.severity == "info" and f.impact_ns > 0, -f.impact_ns,
+                                           -severity_rank(f.severity), f.query_id))
 
 
 def severity_for(impact_ns: int, impact_pct: float | None) -> str:

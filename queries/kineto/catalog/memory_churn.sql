@@ -6,19 +6,28 @@
 --   stalls"
 -- what: cudaMalloc / cudaFree (hipMalloc / hipFree) calls inside steady iterations (ProfilerStep
 --   windows, else the inferred ones of kineto.lib.iterations); an allocator sawtooth in the
---   [memory] events (reserved memory moving inside a step; on CPU, multi-MB system allocations of varying
---   sizes every step); peak near capacity.
+--   [memory] events (reserved memory moving inside a step; on CPU, multi-MB system allocations whose sizes
+--   change from step to step); peak near capacity.
 -- confirming: per iteration: malloc/free runtime calls and their time, the ledger's idle.alloc (device
 --   idle while the host is in them), reserved-memory changes, large CPU allocations and their distinct
---   sizes, the allocated sawtooth amplitude, reserved minus allocated.
+--   sizes, how many of them are in a size not allocated in every steady iteration, the allocated sawtooth
+--   amplitude, reserved minus allocated.
 -- why: cudaMalloc / cudaFree synchronize the device and take milliseconds; a warm caching allocator makes
 --   none, so every one inside a steady iteration is the cache growing, being emptied, or bypassed. Their
 --   cost is the device time they leave idle: impact_dur is the ledger's idle.alloc of the iteration (the
 --   device idle while the host sits in a malloc / free, reading.step_ledger's precedence), so calls that
 --   run while the device is busy cost nothing. System allocations of many MB on a CPU-only capture
 --   page-fault on first touch; the trace does not separate that from the op's own work (impact 0).
+--   The same sizes allocated every step are what a caching allocator serves from its cache (PyTorch docs,
+--   "CUDA semantics", memory management: freed blocks are kept and reused for requests of the same size
+--   class), so they cost little; sizes that change from step to step (variable shapes) miss the cache,
+--   fragment it and reach the system or driver allocator. A large CPU allocation counts only when its
+--   size is not allocated in every steady iteration: a fixed-shape loop stays silent, and one steady
+--   iteration alone has nothing to compare with.
 -- known_problems: the first iteration while the caching allocator warms up (cold windows are left out:
---   catalog.cold_start's); a deliberate torch.cuda.empty_cache() between phases.
+--   catalog.cold_start's); a deliberate torch.cuda.empty_cache() between phases; on CPU, sizes that
+--   cycle through a few fixed shapes (bucketed sequence lengths) with fewer steady iterations than
+--   buckets.
 -- example: runtime_malloc_mid_step
 -- use_instead: static shapes (pad / bucket), expandable_segments:True, preallocate and reuse buffers (out=),
 --   no torch.cuda.empty_cache() in the loop.
@@ -31,7 +40,7 @@
 -- default min_alloc_mb: 1
 -- default min_cpu_large_allocs: 4
 
-INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
+INCLUDE PERFETTO MODULE kineto.lib.ledger;
 INCLUDE PERFETTO MODULE kineto.lib.memory;
 INCLUDE PERFETTO MODULE kineto.lib.window_of;
 
@@ -43,7 +52,9 @@ CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_memory_churn(
   min_reserved_changes LONG,
   -- A CPU allocation of at least this many MB goes to the system allocator.
   min_alloc_mb DOUBLE,
-  -- Large CPU allocations per iteration that fire, with at least 2 distinct sizes.
+  -- Large CPU allocations per iteration in sizes that change from step to step (not allocated in every
+  -- steady iteration) that fire, with at least 2 such distinct sizes. The same sizes every step are the
+  -- allocator's reuse and never fire.
   min_cpu_large_allocs LONG
 )
 RETURNS TABLE(
@@ -67,6 +78,10 @@ RETURNS TABLE(
   cpu_large_alloc_count LONG,
   -- Their distinct sizes.
   cpu_large_alloc_sizes LONG,
+  -- Of the large CPU allocations, those in a size not allocated in every steady iteration.
+  cpu_changing_alloc_count LONG,
+  -- Their distinct sizes.
+  cpu_changing_alloc_sizes LONG,
   -- Max minus min Total Allocated over the iteration's [memory] events (the sawtooth amplitude), bytes.
   sawtooth_bytes LONG,
   -- Largest Total Reserved minus Total Allocated in the iteration (device), bytes.
@@ -90,6 +105,28 @@ WITH
     WHERE
       NOT w.is_cold
   ),
+  -- large CPU allocations, and how many steady iterations allocate each size
+  large AS (
+    SELECT window_id, bytes
+    FROM placed
+    WHERE
+      source = 'allocator'
+      AND device_type = 0
+      AND kind = 'alloc'
+      AND bytes >= $min_alloc_mb * 1048576
+  ),
+  size_windows AS (
+    SELECT bytes, count(DISTINCT window_id) AS window_count FROM large GROUP BY bytes
+  ),
+  changing AS (
+    SELECT l.window_id, count(*) AS n, count(DISTINCT l.bytes) AS sizes
+    FROM large AS l
+    JOIN size_windows AS sw
+      USING (bytes)
+    WHERE
+      sw.window_count < (SELECT count(DISTINCT window_id) FROM kineto_ledger WHERE NOT is_cold)
+    GROUP BY l.window_id
+  ),
   alloc AS (
     SELECT
       window_id,
@@ -110,28 +147,44 @@ WITH
       source = 'runtime'
     GROUP BY window_id
   ),
+  windows AS (
+    SELECT
+      window_id,
+      max(step) AS step,
+      max(source) AS source,
+      max(window_ts) AS window_ts,
+      max(window_dur) AS window_dur,
+      sum(CASE WHEN bucket = 'idle.alloc' THEN dur ELSE 0 END) AS alloc_idle_dur,
+      count(DISTINCT coalesce(device, -1)) AS lanes
+    FROM kineto_ledger
+    WHERE
+      NOT is_cold
+    GROUP BY window_id
+  ),
   rows AS (
     SELECT
       w.window_ts AS ts,
       w.window_dur AS dur,
       w.step,
-      w.noun,
+      w.source,
       w.lanes,
-      w.claim_dur AS alloc_idle_dur,
+      w.alloc_idle_dur,
       coalesce(rt.n, 0) AS runtime_call_count,
       coalesce(rt.d, 0) AS runtime_call_dur,
       coalesce(a.reserved_change_count, 0) AS reserved_change_count,
       coalesce(a.cpu_large_alloc_count, 0) AS cpu_large_alloc_count,
       coalesce(a.cpu_large_alloc_sizes, 0) AS cpu_large_alloc_sizes,
+      coalesce(c.n, 0) AS cpu_changing_alloc_count,
+      coalesce(c.sizes, 0) AS cpu_changing_alloc_sizes,
       a.sawtooth_bytes,
       a.reserved_minus_allocated_bytes
-    FROM kineto_ledger_claim('idle.alloc') AS w
+    FROM windows AS w
     LEFT JOIN alloc AS a
       USING (window_id)
     LEFT JOIN rt
       USING (window_id)
-    WHERE
-      NOT w.is_cold
+    LEFT JOIN changing AS c
+      USING (window_id)
   )
 SELECT
   r.ts,
@@ -140,7 +193,7 @@ SELECT
   r.step,
   printf(
     '%s %d: %s%s%s; allocated swings %.1f MB%s.',
-    r.noun,
+    CASE WHEN r.source = 'profiler_step' THEN 'Step' ELSE 'Iteration' END,
     r.step,
     CASE
       WHEN r.runtime_call_count > 0 THEN printf(
@@ -150,13 +203,21 @@ SELECT
         r.alloc_idle_dur / 1e6,
         100.0 * r.alloc_idle_dur / max(r.dur * r.lanes, 1),
         r.dur / 1e6,
-        lower(r.noun)
+        CASE WHEN r.source = 'profiler_step' THEN 'step' ELSE 'iteration' END
       )
       ELSE 'no malloc/free runtime calls'
     END,
     CASE WHEN r.reserved_change_count > 0 THEN printf(', %d reserved-memory changes', r.reserved_change_count) ELSE '' END,
     CASE
-      WHEN r.cpu_large_alloc_count > 0 THEN printf(', %d CPU allocations >= %.0f MB in %d sizes', r.cpu_large_alloc_count, $min_alloc_mb, r.cpu_large_alloc_sizes)
+      WHEN r.cpu_large_alloc_count > 0 THEN printf(
+        ', %d CPU allocations >= %.0f MB in %d sizes, %d of them in %d sizes not allocated in every steady %s (changing shapes miss the allocator''s cache)',
+        r.cpu_large_alloc_count,
+        $min_alloc_mb,
+        r.cpu_large_alloc_sizes,
+        r.cpu_changing_alloc_count,
+        r.cpu_changing_alloc_sizes,
+        CASE WHEN r.source = 'profiler_step' THEN 'step' ELSE 'iteration' END
+      )
       ELSE ''
     END,
     coalesce(r.sawtooth_bytes, 0) / 1048576.0,
@@ -170,6 +231,8 @@ SELECT
   r.reserved_change_count,
   r.cpu_large_alloc_count,
   r.cpu_large_alloc_sizes,
+  r.cpu_changing_alloc_count,
+  r.cpu_changing_alloc_sizes,
   r.sawtooth_bytes,
   r.reserved_minus_allocated_bytes,
   CASE
@@ -180,5 +243,5 @@ FROM rows AS r
 WHERE
   r.runtime_call_count >= $min_runtime_calls
   OR r.reserved_change_count >= $min_reserved_changes
-  OR (r.cpu_large_alloc_count >= $min_cpu_large_allocs AND r.cpu_large_alloc_sizes >= 2)
+  OR (r.cpu_changing_alloc_count >= $min_cpu_large_allocs AND r.cpu_changing_alloc_sizes >= 2)
 ORDER BY r.ts;

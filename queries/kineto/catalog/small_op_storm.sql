@@ -7,8 +7,8 @@
 --   the queue is empty and the host issues work no faster than the device finishes it (hundreds of
 --   sub-50 us ATen ops per step; the CPU op row denser than the GPU row).
 -- confirming: the ledger's launch-bound idle (device idle while the host issues launches) as a share of the
---   step; the median launch-to-start delay (an empty queue: tens of us; a full queue: ms); the median
---   kernel time and the fraction under 10 us.
+--   step; the median launch-to-start delay of the kernels that end a device idle gap (an empty queue: tens
+--   of us; a full queue: ms); the median kernel time and the fraction under 10 us.
 -- why: each tiny op costs host dispatch and a launch (several us) for a kernel that runs for less: the host,
 --   not the device, sets the pace and the device idles between kernels. impact_dur is the ledger's
 --   idle.launch (reading.step_ledger): device idle while the host is in a launch, in the op that issued it,
@@ -16,8 +16,12 @@
 --   is launch-bound all the same. CPU-only captures have no queue to read: there impact_dur is the small
 --   ops' self time (claimed from host.ops).
 -- known_problems: a full queue is the opposite of launch-bound (the host is ahead; launch calls then block
---   and look long): the median launch-to-start delay must be short (max_queue); long kernels let the host
---   get ahead (max_kernel). A CPU-only trainer of a small model fires because its many small ops are
+--   and look long): the launch-to-start delay must be short (max_queue); long kernels let the host get
+--   ahead (max_kernel). The queue is judged where the device idles, by the kernel that ends each whole-
+--   device idle gap, not over the whole step: a step whose autograd thread keeps the queue full while
+--   the forward thread starves it has a long median delay over all its kernels, yet every gap ends with a
+--   kernel that started microseconds after its launch, and that part of the step is launch-bound (PyTorch
+--   docs, "CUDA semantics", asynchronous execution: the device runs ahead only while work is queued). A CPU-only trainer of a small model fires because its many small ops are
 --   genuine CPU work, not launch overhead.
 -- example: at_threshold_1
 -- use_instead: torch.compile (fusion), CUDA graphs for a fixed-shape step, fused optimizers and fused
@@ -41,8 +45,8 @@ INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 INCLUDE PERFETTO MODULE kineto.lib.iterations;
 INCLUDE PERFETTO MODULE kineto.lib.window_of;
-INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
-INCLUDE PERFETTO MODULE kineto.lib.ledger_windows;
+INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.gpu_idle;
 
 -- Launch calls placed in their iteration window once (kineto.lib.window_of): the queue below and the
 -- launch time per window read it.
@@ -82,6 +86,8 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_small_op_storm_queue(
   kernel_ts TIMESTAMP,
   -- Kernel duration.
   kernel_dur DURATION,
+  -- Device of the kernel.
+  kernel_device LONG,
   -- The first kernel of its launch (a graph launch starts many).
   is_first BOOL
 ) AS
@@ -100,11 +106,13 @@ WITH
       -- row is the max over all of them.
       max(u.w) OVER c AS window_id,
       max(u.lts) OVER c AS launch_ts,
+      max(u.kdev) OVER c AS kernel_device,
       row_number() OVER c AS rn
     FROM (
-      SELECT correlation, window_id AS w, ts AS lts, NULL AS kts, NULL AS kdur, 0 AS is_kernel FROM placed
+      SELECT correlation, window_id AS w, ts AS lts, NULL AS kts, NULL AS kdur, NULL AS kdev, 0 AS is_kernel
+      FROM placed
       UNION ALL
-      SELECT correlation, NULL, NULL, ts, dur, 1
+      SELECT correlation, NULL, NULL, ts, dur, device, 1
       FROM kineto_kernels
       WHERE
         kind = 'kernel'
@@ -112,7 +120,7 @@ WITH
     ) AS u
     WINDOW c AS (PARTITION BY u.correlation ORDER BY u.is_kernel, u.kts ROWS UNBOUNDED PRECEDING)
   )
-SELECT window_id, launch_ts, kts AS kernel_ts, kdur AS kernel_dur, rn = 2 AS is_first
+SELECT window_id, launch_ts, kts AS kernel_ts, kdur AS kernel_dur, kdev AS kernel_device, rn = 2 AS is_first
 FROM joined
 WHERE
   is_kernel = 1
@@ -131,8 +139,9 @@ CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_small_op_storm(
   -- Device traces: the ledger's launch-bound idle must be at least this % of the iteration (below it,
   -- launch overhead is a detail, not the step's problem).
   min_launch_pct DOUBLE,
-  -- Device traces: the median delay from a launch call to its kernel's start must be at most this.
-  -- An empty queue starts a kernel 5-50 us after its launch; a queue the host keeps full makes it ms.
+  -- Device traces: the median delay from a launch call to its kernel's start, over the kernels that end
+  -- a whole-device idle gap, must be at most this. An empty queue starts a kernel 5-50 us after its
+  -- launch; a queue the host keeps full makes it ms.
   max_queue DURATION,
   -- Device traces: the median kernel must be shorter than this, the cost of one op's eager issue
   -- path (Python + dispatch + launch, 10-50 us): longer kernels let the host get ahead.
@@ -165,43 +174,83 @@ RETURNS TABLE(
   launch_dur DURATION,
   -- Device busy time inside the step window (NULL without GPU work).
   gpu_busy_dur DURATION,
-  -- Median delay from a launch call to its kernel's start (NULL without GPU work).
-  median_queue_dur DURATION
+  -- Median delay from a launch call to the start of a kernel that ends a whole-device idle gap (NULL
+  -- without GPU work or without such a kernel).
+  median_queue_dur DURATION,
+  -- Median delay from a launch call to its kernel's start over every first kernel of a launch.
+  median_all_queue_dur DURATION
 ) AS
 WITH
   has_gpu AS (
     SELECT EXISTS (SELECT 1 FROM kineto_kernels) AS yes
   ),
-  -- read twice below (kernel medians, delay medians): built once
-  queue_ranked AS MATERIALIZED (
+  -- device traces: per steady window, from the ledger and the queue
+  ledger AS (
     SELECT
       window_id,
-      kernel_dur,
-      kernel_ts - launch_ts AS delay,
-      is_first,
+      max(step) AS step,
+      max(window_ts) AS ts,
+      max(window_dur) AS dur,
+      count(DISTINCT device) AS lanes,
+      sum(CASE WHEN bucket = 'idle.launch' THEN dur ELSE 0 END) AS launch_idle,
+      sum(CASE WHEN kind = 'busy' THEN dur ELSE 0 END) AS busy,
+      max(source) AS source
+    FROM kineto_ledger
+    WHERE
+      NOT is_cold
+      AND device IS NOT NULL
+    GROUP BY window_id
+  ),
+  -- read twice below (kernel medians, delay medians): built once
+  -- kernels that end a whole-device idle gap: where the device waited, the delay says whether work was
+  -- queued
+  gap_ends AS (
+    SELECT DISTINCT device, ts + dur AS end_ts
+    FROM kineto_gpu_idle
+    WHERE
+      stream IS NULL
+      AND dur > 0
+  ),
+  queue_ranked AS MATERIALIZED (
+    SELECT
+      q.window_id,
+      q.kernel_dur,
+      q.kernel_ts - q.launch_ts AS delay,
+      q.is_first,
+      g.end_ts IS NOT NULL AS ends_gap,
       -- one sort per window for both (the count's frame is the whole partition)
       row_number() OVER by_dur AS k_rn,
       count(*) OVER (by_dur ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS k_n
-    FROM _kineto_catalog_small_op_storm_queue
-    WINDOW by_dur AS (PARTITION BY window_id ORDER BY kernel_dur)
+    FROM _kineto_catalog_small_op_storm_queue AS q
+    LEFT JOIN gap_ends AS g
+      ON g.device = q.kernel_device
+      AND g.end_ts = q.kernel_ts
+    WINDOW by_dur AS (PARTITION BY q.window_id ORDER BY q.kernel_dur)
   ),
+  -- first kernels of a launch, ranked by delay twice: over all of them, and over those that end a gap
   delay_ranked AS (
     SELECT
       window_id,
       delay,
+      ends_gap,
       row_number() OVER by_delay AS d_rn,
-      count(*) OVER (by_delay ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS d_n
+      count(*) OVER (by_delay ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS d_n,
+      row_number() OVER by_gap_delay AS g_rn,
+      count(*) OVER (by_gap_delay ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS g_n
     FROM queue_ranked
     WHERE
       is_first
-    WINDOW by_delay AS (PARTITION BY window_id ORDER BY delay)
+    WINDOW
+      by_delay AS (PARTITION BY window_id ORDER BY delay),
+      by_gap_delay AS (PARTITION BY window_id, ends_gap ORDER BY delay)
   ),
-  -- one pass for every window's median delay (a subquery per window would rank the delays again each time)
+  -- one pass for every window's medians (a subquery per window would rank the delays again each time)
   delay_median AS (
-    SELECT window_id, avg(delay) AS median_queue_dur
+    SELECT
+      window_id,
+      avg(CASE WHEN ends_gap AND g_rn IN ((g_n + 1) / 2, (g_n + 2) / 2) THEN delay END) AS median_queue_dur,
+      avg(CASE WHEN d_rn IN ((d_n + 1) / 2, (d_n + 2) / 2) THEN delay END) AS median_all_queue_dur
     FROM delay_ranked
-    WHERE
-      d_rn IN ((d_n + 1) / 2, (d_n + 2) / 2)
     GROUP BY window_id
   ),
   queue AS (
@@ -210,7 +259,8 @@ WITH
       max(q.k_n) AS kernel_count,
       avg(CASE WHEN q.k_rn IN ((q.k_n + 1) / 2, (q.k_n + 2) / 2) THEN q.kernel_dur END) AS median_kernel_dur,
       avg(q.kernel_dur < 10000) AS under_10us_fraction,
-      max(dm.median_queue_dur) AS median_queue_dur
+      max(dm.median_queue_dur) AS median_queue_dur,
+      max(dm.median_all_queue_dur) AS median_all_queue_dur
     FROM queue_ranked AS q
     LEFT JOIN delay_median AS dm
       USING (window_id)
@@ -223,22 +273,23 @@ WITH
   ),
   device_rows AS (
     SELECT
-      l.window_ts AS ts,
-      l.window_dur AS dur,
-      l.claim_dur AS impact_dur,
+      l.ts,
+      l.dur,
+      l.launch_idle AS impact_dur,
       l.step,
       printf(
-        '%s %d: the GPU sits idle %.3f ms (%.1f%% of the %.3f ms %s) while the host issues launches; %d kernels, median %.1f us (%.0f%% under 10 us), each starting a median %.1f us after its launch (an empty queue); launch calls %.3f ms.',
-        l.noun,
+        '%s %d: the GPU sits idle %.3f ms (%.1f%% of the %.3f ms %s) while the host issues launches; %d kernels, median %.1f us (%.0f%% under 10 us); the kernels that end an idle gap start a median %.1f us after their launch (an empty queue; %.1f us over all kernels); launch calls %.3f ms.',
+        CASE WHEN l.source = 'profiler_step' THEN 'Step' ELSE 'Iteration' END,
         l.step,
-        l.claim_dur / 1e6,
-        100.0 * l.claim_dur / (l.window_dur * l.lanes),
-        l.window_dur / 1e6,
-        lower(l.noun),
+        l.launch_idle / 1e6,
+        100.0 * l.launch_idle / (l.dur * l.lanes),
+        l.dur / 1e6,
+        CASE WHEN l.source = 'profiler_step' THEN 'step' ELSE 'iteration' END,
         q.kernel_count,
         q.median_kernel_dur / 1e3,
         100.0 * q.under_10us_fraction,
         q.median_queue_dur / 1e3,
+        q.median_all_queue_dur / 1e3,
         coalesce(lt.launch_dur, 0) / 1e6
       ) AS evidence,
       NULL AS op_count,
@@ -248,20 +299,16 @@ WITH
       CAST(q.median_kernel_dur AS INT) AS median_kernel_dur,
       q.under_10us_fraction,
       coalesce(lt.launch_dur, 0) AS launch_dur,
-      w.busy_dur AS gpu_busy_dur,
-      CAST(q.median_queue_dur AS INT) AS median_queue_dur
-    -- device traces: per steady window, the ledger's claim and the queue
-    FROM kineto_ledger_claim('idle.launch, host.ops') AS l
-    JOIN kineto_ledger_windows AS w
-      USING (window_id)
+      l.busy AS gpu_busy_dur,
+      CAST(q.median_queue_dur AS INT) AS median_queue_dur,
+      CAST(q.median_all_queue_dur AS INT) AS median_all_queue_dur
+    FROM ledger AS l
     JOIN queue AS q
       USING (window_id)
     LEFT JOIN launch_time AS lt
       USING (window_id)
     WHERE
-      NOT l.is_cold
-      AND l.has_device
-      AND 100.0 * l.claim_dur / (l.window_dur * l.lanes) >= $min_launch_pct
+      100.0 * l.launch_idle / (l.dur * l.lanes) >= $min_launch_pct
       AND q.median_queue_dur <= $max_queue
       AND q.median_kernel_dur < $max_kernel
   ),
@@ -309,7 +356,8 @@ WITH
       NULL AS under_10us_fraction,
       0 AS launch_dur,
       NULL AS gpu_busy_dur,
-      NULL AS median_queue_dur
+      NULL AS median_queue_dur,
+      NULL AS median_all_queue_dur
     FROM kineto_steps AS st
     JOIN ops AS o
       USING (step)
@@ -319,11 +367,11 @@ WITH
   )
 SELECT
   ts, dur, impact_dur, step, evidence, op_count, small_op_count, small_op_self_dur, kernel_count,
-  median_kernel_dur, under_10us_fraction, launch_dur, gpu_busy_dur, median_queue_dur
+  median_kernel_dur, under_10us_fraction, launch_dur, gpu_busy_dur, median_queue_dur, median_all_queue_dur
 FROM device_rows
 UNION ALL
 SELECT
   ts, dur, impact_dur, step, evidence, op_count, small_op_count, small_op_self_dur, kernel_count,
-  median_kernel_dur, under_10us_fraction, launch_dur, gpu_busy_dur, median_queue_dur
+  median_kernel_dur, under_10us_fraction, launch_dur, gpu_busy_dur, median_queue_dur, median_all_queue_dur
 FROM host_rows
 ORDER BY ts;

@@ -1,39 +1,50 @@
 -- id: catalog.with_stack_overhead
--- version: 6
+-- version: 7
 -- kind: detector
 -- title: with_stack overhead: a capture with Python stack tracing, whose step times are inflated
 -- references: torch.profiler & HTA: the Framework View, "Fault catalog": minor fault "with_stack overhead"
 -- what: python_function events (with_stack=True) or `Call stack` args on the ops in every step: the
 --   profiler traced every Python call, a 2-3x CPU-side slowdown on Python-heavy steps.
--- confirming: python frames per step and the estimated tracing cost (frames x per-frame cost) as a share
---   of the step.
--- why: recording every Python frame slows the host 2-3x on Python-heavy steps, so the capture's step times
---   and host-bound readings are inflated (impact_dur is the estimated tracing cost: frame_cost per frame, a
---   guess below the 1.9-2.7 us per frame measured on CPU captures, and never more than the frames' own time
---   outside their children, where the tracer's cost is recorded). It costs step time only
---   where the host is on the critical path: diagnose caps the claim to the ledger's host-side buckets
---   (device idle while the host computes or issues launches; host time on a CPU-only capture).
+-- confirming: python frames per step and per launch, the estimated tracing cost (frames x per-frame
+--   cost, at most the frames' own time) against the step's host-bound time (device idle while the host
+--   computes or issues launches; Python outside ATen ops on a CPU-only capture), as a share of the step.
+-- why: recording every Python frame slows the host 2-3x on Python-heavy steps (seed 000, minor fault
+--   "with_stack overhead": fine for attribution runs, wrong for timing runs), so the capture's step times
+--   and host-bound readings are inflated. The estimate is frames x frame_cost (2 us, the low end of the
+--   1.9-2.7 us per frame measured on CPU captures), never more than the frames' own time outside their
+--   children, where the tracer's cost is recorded: a bound taken from the trace itself. Tracing adds that
+--   host time to every launch's issue path (frames per launch x cost per frame), and it costs step time
+--   only where the host is on the critical path: impact_dur is the estimate capped to the step's
+--   host-bound time, the ledger's idle.launch + idle.host_compute (device idle while the host issues or
+--   computes) on the device the step waits most on, or host.python on a CPU-only capture (the frames' own
+--   time is Python outside ATen ops: the tracer's cost never lands in an op's time). The
+--   gate is that impact against the step, so a device-bound step with a few thousand frames stays silent
+--   and a host-bound step with 15 frames per launch fires however wide the step.
 -- known_problems: a capture taken with stacks on purpose to find a line of code: the finding is then a
 --   reminder not to read timings from it.
 -- example: threshold_1
 -- use_instead: two captures, two purposes: with_stack=True for attribution, with_stack=False (and no
 --   record_shapes/profile_memory) for timing.
 -- needs: steps
--- claims: idle.host_compute, idle.launch, host.python, host.ops
+-- claims: idle.host_compute, idle.launch, host.python
 -- status: stable
 -- catalog_row: minor.with_stack_overhead
--- default frame_cost: 1us
+-- default frame_cost: 2us
 -- default min_overhead_pct: 20
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
+INCLUDE PERFETTO MODULE kineto.lib.ledger;
 
 -- One row per step whose estimated stack-tracing overhead is material.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_with_stack_overhead(
-  -- Estimated tracing cost per recorded python frame or stacked op.
+  -- Estimated tracing cost per recorded python frame or stacked op (2 us: the low end of the 1.9-2.7 us
+  -- measured per frame on CPU captures; the frames' own time bounds it from above).
   frame_cost DURATION,
-  -- An estimated overhead at or above this % of the step fires (a fifth of the step: timing from such a
-  -- capture is misleading; light stacks, ~500 frames in a 7 ms step, stay under)
+  -- An impact (the estimate capped to the step's host-bound time) at or above this % of the step fires
+  -- (a fifth of the step: timing from such a capture is misleading; light stacks, ~500 frames in a 7 ms
+  -- step, stay under)
   min_overhead_pct DOUBLE
 )
 RETURNS TABLE(
@@ -51,8 +62,16 @@ RETURNS TABLE(
   python_frame_count LONG,
   -- Ops carrying a `Call stack` arg in the step (older traces).
   stacked_op_count LONG,
-  -- Estimated overhead as % of the step.
-  overhead_pct DOUBLE
+  -- Impact as % of the step.
+  overhead_pct DOUBLE,
+  -- Launch calls in the step.
+  launch_count LONG,
+  -- Python frames per launch (NULL without launches).
+  frames_per_launch DOUBLE,
+  -- Estimated tracing cost before the cap (frames x frame_cost, at most the frames' own time).
+  estimate_dur DURATION,
+  -- The step's host-bound time the estimate is capped to (NULL: no step-time ledger for the step).
+  host_bound_dur DURATION
 ) AS
 WITH
   py AS MATERIALIZED (
@@ -96,6 +115,32 @@ WITH
       AND extract_arg(s.arg_set_id, 'args.Call stack') IS NOT NULL
     GROUP BY st.step
   ),
+  launches AS (
+    SELECT st.step, count(*) AS n
+    FROM kineto_steps AS st
+    JOIN kineto_runtime_calls AS r
+      ON r.ts >= st.ts
+      AND r.ts < st.ts + st.dur
+      AND r.upid = st.upid
+    WHERE
+      r.class = 'launch'
+    GROUP BY st.step
+  ),
+  -- host-bound time per step: per lane (device, or the host-only lane), then the lane that waits most
+  host_bound AS (
+    SELECT step, max(d) AS host_bound_dur
+    FROM (
+      SELECT
+        step,
+        device,
+        sum(CASE WHEN bucket IN ('idle.launch', 'idle.host_compute', 'host.python') THEN dur ELSE 0 END) AS d
+      FROM kineto_ledger
+      WHERE
+        source = 'profiler_step'
+      GROUP BY step, device
+    )
+    GROUP BY step
+  ),
   rows AS (
     SELECT
       st.ts,
@@ -106,12 +151,21 @@ WITH
       coalesce(f.self_dur, 0) AS frame_self_dur,
       -- The tracer's cost of a frame is recorded inside that frame, outside its children: the frames'
       -- own time bounds the per-frame guess from above.
-      min(coalesce(f.n, 0) * $frame_cost, coalesce(f.self_dur, 0)) + coalesce(k.n, 0) * $frame_cost AS est
+      min(coalesce(f.n, 0) * $frame_cost, coalesce(f.self_dur, 0)) + coalesce(k.n, 0) * $frame_cost AS raw,
+      coalesce(l.n, 0) AS launch_count,
+      hb.host_bound_dur
     FROM kineto_steps AS st
     LEFT JOIN frames AS f
       USING (step)
     LEFT JOIN stacked AS k
       USING (step)
+    LEFT JOIN launches AS l
+      USING (step)
+    LEFT JOIN host_bound AS hb
+      USING (step)
+  ),
+  capped AS (
+    SELECT r.*, min(r.raw, coalesce(r.host_bound_dur, r.raw)) AS est FROM rows AS r
   )
 SELECT
   r.ts,
@@ -119,20 +173,30 @@ SELECT
   CAST(min(r.est, r.dur) AS INT) AS impact_dur,
   r.step,
   printf(
-    'Step %d was captured with Python stacks: %d python frames%s, an estimated ~%.3f ms of tracing (%.1f us per frame, at most the frames'' own %.3f ms outside their children; %.1f%% of the %.3f ms step): use it for attribution, not timing.',
+    'Step %d was captured with Python stacks: %d python frames%s%s, an estimated ~%.3f ms of tracing (%.1f us per frame, at most the frames'' own %.3f ms outside their children)%s: ~%.3f ms, %.1f%% of the %.3f ms step. Re-profile without with_stack before sizing anything host-bound; use this capture for attribution.',
     r.step,
     r.python_frame_count,
     CASE WHEN r.stacked_op_count > 0 THEN printf(' and %d ops with Call stack args', r.stacked_op_count) ELSE '' END,
-    r.est / 1e6,
+    CASE WHEN r.launch_count > 0 THEN printf(' (%.1f per launch)', 1.0 * r.python_frame_count / r.launch_count) ELSE '' END,
+    r.raw / 1e6,
     $frame_cost / 1e3,
     r.frame_self_dur / 1e6,
+    CASE
+      WHEN r.host_bound_dur IS NOT NULL THEN printf(', of which the step''s %.3f ms of host-bound time can hold', r.host_bound_dur / 1e6)
+      ELSE ''
+    END,
+    r.est / 1e6,
     100.0 * r.est / max(r.dur, 1),
     r.dur / 1e6
   ) AS evidence,
   r.python_frame_count,
   r.stacked_op_count,
-  100.0 * r.est / max(r.dur, 1) AS overhead_pct
-FROM rows AS r
+  100.0 * r.est / max(r.dur, 1) AS overhead_pct,
+  r.launch_count,
+  CASE WHEN r.launch_count > 0 THEN round(1.0 * r.python_frame_count / r.launch_count, 2) END AS frames_per_launch,
+  CAST(r.raw AS INT) AS estimate_dur,
+  r.host_bound_dur
+FROM capped AS r
 WHERE
   r.python_frame_count + r.stacked_op_count > 0
   AND 100.0 * r.est / max(r.dur, 1) >= $min_overhead_pct

@@ -2,8 +2,8 @@
 -- version: 1
 -- kind: reading
 -- title: The work of one rank per step: every ATen op by its input shapes, with its calls per profiler step
--- references: torch.profiler (record_shapes: the ops' "Input Dims"), https://pytorch.org/docs/stable/profiler.html;
---   "Fault catalog": major fault "Straggler rank"
+-- references: torch.profiler (record_shapes: the ops' "Input Dims"),
+--   https://pytorch.org/docs/stable/profiler.html; "Fault catalog": major fault "Straggler rank"
 -- needs: none
 -- status: preview
 
