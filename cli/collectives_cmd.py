@@ -8,7 +8,8 @@ import pandas as pd
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.output import emit_frame, emit_json, format_option, frame_records, friendly_errors
-from kineto_sql.fanout import all_failed, fan_out
+from kineto_sql.fanout import RankFailure, all_failed, fan_out
+from kineto_sql.inputs import rank_dir_entries
 
 
 @click.command("collectives")
@@ -45,8 +46,9 @@ def command(directory: Path, fmt: str, jobs: int, slow_pct: float, slow_min_mib:
     from kineto_sql import collectives, ranks
 
     choice = engine_choice(engine_kind, tp_shell)
-    files = ranks.rank_files(directory)
+    files, refused = rank_dir_entries(directory, ranks.rank_files(directory))
     per_rank, failures = fan_out(collectives.rank_calls, [(str(p), r, choice) for p, r in files], jobs)
+    failures = sorted(failures + [RankFailure(p, s) for p, s in refused])
     if not per_rank:
         raise all_failed(failures)
     thresholds = collectives.Thresholds(slow_pct, int(slow_min_mib * (1 << 20)), skew_min_us, skew_factor)

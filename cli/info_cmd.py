@@ -14,6 +14,7 @@ from kineto_sql.cli.output import console as output_console
 from kineto_sql.cli.output import emit_frame, emit_json, format_option, friendly_errors
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.fanout import RankFailure, all_failed
+from kineto_sql.inputs import rank_dir_entries
 from kineto_sql.query_pool import default_jobs
 from kineto_sql.loading.load import open_rank_dir, open_trace
 from kineto_sql.trace_info import TraceInfo, describe
@@ -36,8 +37,8 @@ def command(trace: Path, fmt: str, engine_kind: str, tp_shell: str | None):
       kineto-sql info ./tb_logs/ --format json
     """
     choice = engine_choice(engine_kind, tp_shell)
-    targets = open_rank_dir(trace) if trace.is_dir() else [(trace, None)]
-    infos, failures = [], []
+    targets, refused = rank_dir_entries(trace, open_rank_dir(trace)) if trace.is_dir() else ([(trace, None)], [])
+    infos, failures = [], [RankFailure(p, s) for p, s in refused]
     # info exists to show a loss: load anyway, report it, then refuse below unless --allow-loss.
     for path, rank in targets:
         try:
@@ -57,7 +58,7 @@ def command(trace: Path, fmt: str, engine_kind: str, tp_shell: str | None):
         for info in infos:
             _render(info)
     lossy = [i for i in infos if not i.conserved]
-    for failure in failures:
+    for failure in sorted(failures):
         click.echo(f"error: rank file not loaded: {failure.sentence()}", err=True)
     if failures:
         raise SystemExit(1)

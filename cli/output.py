@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kineto_sql.errors import KinetoSqlError
+from kineto_sql.inputs import check_input
 
 FORMATS = ("table", "csv", "json")
 
@@ -88,15 +89,28 @@ def _missing(value) -> bool:
         return False
 
 
+# The arguments that name what a command reads (a trace, a rank directory): checked before the command runs
+# (kineto_sql.inputs: a file name that is not UTF-8, a FIFO or a device).
+INPUT_ARGS = ("trace", "target", "directory", "before", "after", "traces")
+
+
 def friendly_errors(func):
-    """Turns a KinetoSqlError into one sentence on stderr and exit status 2: never a traceback."""
+    """Turns a KinetoSqlError into one sentence on stderr and exit status 2: never a traceback. Ctrl-C is one
+    line and exit status 130 (128 + SIGINT, what a shell reports for a command the signal ended)."""
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
+            for name in INPUT_ARGS:
+                value = kwargs.get(name)
+                for path in value if isinstance(value, tuple) else (value,):
+                    check_input(path)
             return func(*args, **kwargs)
         except KinetoSqlError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo("error: interrupted (Ctrl-C)", err=True)
+            sys.exit(130)
         except MemoryError:
             from kineto_sql.engine.memory import address_space_cap
             cap = address_space_cap()

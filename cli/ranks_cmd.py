@@ -14,7 +14,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.output import emit_frame, emit_json, format_option, frame_records, friendly_errors
 from kineto_sql.cli.progress import stage
-from kineto_sql.fanout import all_failed, fan_out
+from kineto_sql.fanout import RankFailure, all_failed, fan_out
+from kineto_sql.inputs import rank_dir_entries
 
 
 def _progress() -> Progress:
@@ -50,7 +51,7 @@ def command(directory: Path, fmt: str, jobs: int, hta_compat: bool, threshold_pc
     from kineto_sql import ranks
 
     choice = engine_choice(engine_kind, tp_shell)
-    files = ranks.rank_files(directory)
+    files, refused = rank_dir_entries(directory, ranks.rank_files(directory))
     with _progress() as progress:
         task = progress.add_task(f"loading {len(files)} ranks", total=len(files))
 
@@ -59,6 +60,7 @@ def command(directory: Path, fmt: str, jobs: int, hta_compat: bool, threshold_pc
             stage(f"ranks: {int(progress.tasks[0].completed)} of {len(files)} loaded")
 
         results, failures = fan_out(ranks.run_rank, [(str(p), r, hta_compat, choice) for p, r in files], jobs, done)
+    failures = sorted(failures + [RankFailure(p, s) for p, s in refused])
     if not results:
         raise all_failed(failures)
     report = ranks.build_report(results, threshold_pct)
