@@ -43,8 +43,9 @@ def list_url(target: str, suffixes: tuple[str, ...]):
         names = sorted(str(p) for p in fs.ls(root, detail=False) if str(p).endswith(suffixes))
     except ImportError:
         pkg = package_for(proto)
+        pip = pkg.split(" (")[0].replace(" and ", " ")
         raise KinetoSqlError(f"{target}: reading {proto}:// URLs needs {pkg}, which is not installed "
-                             f"(pip install {pkg.split(" (")[0].replace(" and ", " ")})") from None
+                             f"(pip install {pip})") from None
     except ValueError as exc:
         if "Protocol not known" in str(exc):
             raise KinetoSqlError(f"{target}: {proto}:// is not a protocol fsspec knows; give a local directory or "
