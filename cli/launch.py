@@ -39,8 +39,10 @@ def main() -> None:
 
         atexit.register(background.cancel_early)
         background.start_early(path)
+    from kineto_sql.cli import interrupt
     from kineto_sql.cli.main import cli
 
+    interrupt.install()
     try:
         cli()
     except SystemExit as stop:

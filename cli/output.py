@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kineto_sql.errors import KinetoSqlError
-from kineto_sql.inputs import check_input
+from kineto_sql.inputs import check_input, one_line
 
 FORMATS = ("table", "csv", "json")
 
@@ -106,9 +106,12 @@ def friendly_errors(func):
                     check_input(path)
             return func(*args, **kwargs)
         except KinetoSqlError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {one_line(exc)}", err=True)
             sys.exit(2)
         except KeyboardInterrupt:
+            from kineto_sql.cli import interrupt
+
+            interrupt.handled()
             click.echo("error: interrupted (Ctrl-C)", err=True)
             sys.exit(130)
         except MemoryError:

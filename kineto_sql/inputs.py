@@ -22,7 +22,19 @@ TRACE_SUFFIXES = (".json", ".json.gz")
 
 def shown(path) -> str:
     """A path as text a terminal and JSON can hold: bytes that are not UTF-8 become \\xNN."""
-    return os.fsencode(os.fspath(path)).decode("utf-8", "backslashreplace")
+    return one_line(os.fsencode(os.fspath(path)).decode("utf-8", "backslashreplace"))
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7f)}
+_CONTROL.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
+
+
+def one_line(text: str) -> str:
+    """`text` as one line of a terminal: control characters (a newline in a file name, an escape sequence)
+    and lone surrogates (a name that is not UTF-8) are written as escapes."""
+    text = str(text).translate(_CONTROL)
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") \
+        if any("\udc80" <= ch <= "\udcff" for ch in text) else text
 
 
 def name_problem(path) -> str | None:

@@ -3,7 +3,7 @@ traceback, a hang or a half-written file.
 
 Names, FIFOs and rank directories (kineto_sql/inputs.py), atomic outputs on a full disk (kineto_sql/outputs.py,
 fleet/dataset.py), fsspec URLs (fleet/urls.py), dask addresses and local workers (fleet/executors.py), Ctrl-C
-inside the engine (engine/interrupt.py), Markdown escaping (diagnose/render_text.py), the exit status of an
+inside the engine (cli/interrupt.py), Markdown escaping (diagnose/render_text.py), the exit status of an
 unmatched B event (trace_info.py) and fleet resume however the directory is spelled (fleet/run.py).
 """
 from __future__ import annotations

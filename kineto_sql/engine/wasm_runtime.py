@@ -20,7 +20,6 @@ from importlib.metadata import version as _dist_version
 
 _WASMTIME_VERSION = _dist_version("wasmtime")
 
-from kineto_sql.engine import interrupt
 from kineto_sql.errors import EngineError
 
 ENOSYS = 52
@@ -77,7 +76,6 @@ def _engine(memory64: bool) -> wasmtime.Engine:
     if memory64 not in _ENGINES:
         config = wasmtime.Config()
         config.wasm_memory64 = memory64
-        config.epoch_interruption = True  # Ctrl-C stops a running query (kineto_sql.engine.interrupt)
         _ENGINES[memory64] = wasmtime.Engine(config)
     return _ENGINES[memory64]
 
@@ -88,7 +86,7 @@ def load_module(build: WasmBuild) -> wasmtime.Module:
         return _MODULES[build.path]
     engine = _engine(build.memory64)
     raw = build.path.read_bytes()
-    key = hashlib.sha256(raw + _WASMTIME_VERSION.encode() + sys.platform.encode() + b"epoch").hexdigest()[:24]
+    key = hashlib.sha256(raw + _WASMTIME_VERSION.encode() + sys.platform.encode()).hexdigest()[:24]
     cached = cache_dir() / f"{build.path.stem}-{key}.cwasm"
     module = None
     if cached.exists():
@@ -122,9 +120,6 @@ class WasmTraceProcessorInstance:
         module = load_module(build)
         engine = _engine(build.memory64)
         self.store = wasmtime.Store(engine)
-        # the epoch only moves on Ctrl-C: one tick past now is never reached otherwise
-        self.store.set_epoch_deadline(1)
-        interrupt.watch(engine)
         linker = wasmtime.Linker(engine)
         for imp in module.imports:
             params = list(imp.type.params)
@@ -168,9 +163,6 @@ class WasmTraceProcessorInstance:
                 self.memory.write(self.store, piece, self._buffer)
                 self._on_request(self.store, len(piece))
         except wasmtime.Trap as exc:
-            if interrupt.interrupted():
-                self.aborted = "it was interrupted (Ctrl-C)"
-                raise KeyboardInterrupt from None
             self.aborted = self._describe_trap(exc)
             raise EngineError(f"the trace processor aborted: {self.aborted}") from None
         except wasmtime.WasmtimeError as exc:

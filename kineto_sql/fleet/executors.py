@@ -38,7 +38,9 @@ class RankFailure:
     reason: str
 
     def sentence(self) -> str:
-        return self.reason if self.path in self.reason else f"{self.path}: {self.reason}"
+        from kineto_sql.inputs import one_line  # a file name with a newline stays on one line
+
+        return one_line(self.reason if self.path in self.reason else f"{self.path}: {self.reason}")
 
 
 def failure(path: str, exc: BaseException) -> RankFailure:
