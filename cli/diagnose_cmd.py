@@ -18,6 +18,7 @@ from kineto_sql.diagnose.render_html import render_html
 from kineto_sql.diagnose.render_text import render_markdown, render_text
 from kineto_sql.diagnose.run import diagnose_path
 from kineto_sql.fleet.executors import executor_for
+from kineto_sql.inputs import shown
 from kineto_sql.outputs import write_atomically
 from kineto_sql.query_pool import default_jobs
 
@@ -71,7 +72,7 @@ def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jo
         text = render_text(diagnosis)
     if output:
         write_atomically(output, text)
-        click.echo(f"wrote {output}", err=True)
+        click.echo(f"wrote {shown(output)}", err=True)
     else:
         click.echo(text, nl=False)
     for failure in diagnosis.failed_ranks:

@@ -10,8 +10,8 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from kineto_sql.errors import KinetoSqlError
-from kineto_sql.inputs import check_input, one_line
+from kineto_sql.errors import KinetoSqlError, TraceInputError
+from kineto_sql.inputs import check_input, name_problem, one_line
 
 FORMATS = ("table", "csv", "json")
 
@@ -92,6 +92,9 @@ def _missing(value) -> bool:
 # The arguments that name what a command reads (a trace, a rank directory): checked before the command runs
 # (kineto_sql.inputs: a file name that is not UTF-8, a FIFO or a device).
 INPUT_ARGS = ("trace", "target", "directory", "before", "after", "traces")
+# ... and those that name what it writes: a name that is not UTF-8 is refused there too (pyarrow, JSON and the
+# report's own text cannot hold it)
+OUTPUT_ARGS = ("output", "out")
 
 
 def friendly_errors(func):
@@ -104,6 +107,10 @@ def friendly_errors(func):
                 value = kwargs.get(name)
                 for path in value if isinstance(value, tuple) else (value,):
                     check_input(path)
+            for name in OUTPUT_ARGS:
+                problem = kwargs.get(name) is not None and name_problem(kwargs[name], output=True)
+                if problem:
+                    raise TraceInputError(problem)
             return func(*args, **kwargs)
         except KinetoSqlError as exc:
             click.echo(f"error: {one_line(exc)}", err=True)

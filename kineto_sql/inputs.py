@@ -37,10 +37,12 @@ def one_line(text: str) -> str:
         if any("\udc80" <= ch <= "\udcff" for ch in text) else text
 
 
-def name_problem(path) -> str | None:
+def name_problem(path, output: bool = False) -> str | None:
     try:
         os.fsencode(os.fspath(path)).decode("utf-8")
     except UnicodeDecodeError:
+        if output:
+            return f"{shown(path)}: the file name is not valid UTF-8; write to a UTF-8 (or plain ASCII) name"
         return (f"{shown(path)}: the file name is not valid UTF-8; rename it to a UTF-8 (or plain ASCII) name, "
                 "e.g. with convmv -f latin1 -t utf8")
     return None

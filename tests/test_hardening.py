@@ -395,3 +395,12 @@ def test_fleet_resume_is_the_same_dataset_however_the_directory_is_spelled(tmp_p
         assert again.exit_code == 0, again.output
         doc = json.loads(again.stdout)
         assert (doc["read"], doc["resumed"]) == (0, 2), (spelled, doc["read"], doc["resumed"])
+
+
+@pytest.mark.parametrize("command", [["diagnose", str(SMALL), "--jobs", "1", "-o"], ["fleet", str(GOLDEN / "traces"), "--out"]])
+def test_an_output_name_that_is_not_utf8_is_one_sentence(tmp_path, command):
+    target = os.path.join(os.fsencode(tmp_path), b"out\xe9")
+    result = run_cli(*command, target)
+    assert result.returncode == 2
+    one_sentence(result.stderr, "out\\xe9: the file name is not valid UTF-8", "write to a UTF-8")
+    assert os.listdir(os.fsencode(tmp_path)) == []
