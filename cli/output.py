@@ -1,6 +1,7 @@
 """Printing rows: `--format table|csv|json` for every command, and the one way errors reach the user."""
 from __future__ import annotations
 
+import errno
 import functools
 import re
 import sys
@@ -114,6 +115,13 @@ def friendly_errors(func):
             return func(*args, **kwargs)
         except KinetoSqlError as exc:
             click.echo(f"error: {one_line(exc)}", err=True)
+            sys.exit(2)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                raise
+            from kineto_sql.outputs import write_error
+
+            click.echo(f"error: {write_error('the output', exc, atomic=False)}", err=True)
             sys.exit(2)
         except KeyboardInterrupt:
             from kineto_sql.cli import interrupt

@@ -11,6 +11,7 @@ or a hang.
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -52,8 +53,10 @@ def kind_problem(path) -> str | None:
     """Why `path` cannot be read as a trace file or a directory without opening it, or None."""
     try:
         mode = os.stat(path).st_mode
-    except OSError:
-        if os.path.islink(path):
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"{shown(path)} is a symbolic link loop; point at the trace file itself"
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR) and os.path.islink(path):
             target = os.readlink(path)
             return f"{shown(path)} is a symbolic link to {shown(target)}, which does not exist; fix the link"
         return None  # missing or unreadable: the loader says so in its own sentence

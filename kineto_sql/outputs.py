@@ -14,14 +14,14 @@ from kineto_sql.errors import KinetoSqlError
 from kineto_sql.inputs import shown
 
 
-def write_error(target, exc: OSError) -> KinetoSqlError:
+def write_error(target, exc: OSError, atomic: bool = True) -> KinetoSqlError:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         why = "no space left on the device (or the disk quota is used up); free space or write elsewhere"
     elif exc.errno == errno.EFBIG:
         why = "the file would exceed the size limit (ulimit -f); raise it or write elsewhere"
     else:
         why = f"{exc.strerror or exc}; check the folder exists and is writable"
-    return KinetoSqlError(f"cannot write {shown(target)}: {why} (nothing was written there)")
+    return KinetoSqlError(f"cannot write {shown(target)}: {why}" + (" (nothing was written there)" if atomic else ""))
 
 
 def write_atomically(target, data: bytes | str) -> None:

@@ -404,3 +404,11 @@ def test_an_output_name_that_is_not_utf8_is_one_sentence(tmp_path, command):
     assert result.returncode == 2
     one_sentence(result.stderr, "out\\xe9: the file name is not valid UTF-8", "write to a UTF-8")
     assert os.listdir(os.fsencode(tmp_path)) == []
+
+
+@pytest.mark.parametrize("command", [["diagnose", str(SMALL), "--jobs", "1"], ["sql", str(SMALL), "SELECT 1 AS x"]])
+def test_stdout_on_a_full_disk_is_one_sentence_and_not_exit_0(command):
+    with open("/dev/full", "wb") as full:
+        result = subprocess.run([KINETO_SQL, *command], stdout=full, stderr=subprocess.PIPE, timeout=120)
+    assert result.returncode == 2
+    one_sentence(result.stderr, "cannot write the output: no space left")
