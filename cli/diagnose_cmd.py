@@ -6,13 +6,11 @@ from pathlib import Path
 
 import click
 import orjson
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.fleet_cmd import executor_options
 from kineto_sql.cli.output import friendly_errors
-from kineto_sql.cli.progress import configure, is_quiet, stage
+from kineto_sql.cli.progress import configure, spinner
 from kineto_sql.diagnose.model import SEVERITIES
 from kineto_sql.diagnose.render_html import render_html
 from kineto_sql.diagnose.render_text import render_markdown, render_text
@@ -54,13 +52,9 @@ def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jo
     if no_progress:
         configure(quiet=True)
     jobs = jobs or default_jobs()
-    show = not no_progress and not is_quiet() and sys.stderr.isatty()
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True, disable=not show) as bar:
-        task = bar.add_task("loading", total=None)
-        diagnosis = diagnose_path(target, engine_choice(engine_kind, tp_shell),
-                                  progress=lambda text: (bar.update(task, description=text), stage(text)),
-                                  jobs=jobs, executor=executor_for(executor, jobs, address))
+    with spinner() as say:
+        diagnosis = diagnose_path(target, engine_choice(engine_kind, tp_shell), progress=say, jobs=jobs,
+                                  executor=executor_for(executor, jobs, address))
     if fmt == "json":
         text = orjson.dumps(diagnosis.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS,
                             default=str).decode() + "\n"

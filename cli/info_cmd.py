@@ -16,6 +16,7 @@ from kineto_sql.errors import KinetoSqlError
 from kineto_sql.fanout import RankFailure, all_failed
 from kineto_sql.inputs import rank_dir_entries
 from kineto_sql.query_pool import default_jobs
+from kineto_sql.cli.progress import spinner
 from kineto_sql.loading.load import open_rank_dir, open_trace
 from kineto_sql.trace_info import TraceInfo, describe
 
@@ -40,14 +41,18 @@ def command(trace: Path, fmt: str, engine_kind: str, tp_shell: str | None):
     targets, refused = rank_dir_entries(trace, open_rank_dir(trace)) if trace.is_dir() else ([(trace, None)], [])
     infos, failures = [], [RankFailure(p, s) for p, s in refused]
     # info exists to show a loss: load anyway, report it, then refuse below unless --allow-loss.
-    for path, rank in targets:
-        try:
-            with open_trace(path, replace(choice, allow_loss=True), rank_from_name=rank, jobs=default_jobs()) as tp:
-                infos.append(describe(tp))
-        except KinetoSqlError as exc:
-            if not trace.is_dir():
-                raise
-            failures.append(RankFailure(str(path), str(exc)))  # a bad rank: the others are still described
+    with spinner() as say:
+        for k, (path, rank) in enumerate(targets, 1):
+            if len(targets) > 1:
+                say(f"rank file {k} of {len(targets)}: {path.name}")
+            try:
+                with open_trace(path, replace(choice, allow_loss=True), rank_from_name=rank,
+                                jobs=default_jobs()) as tp:
+                    infos.append(describe(tp))
+            except KinetoSqlError as exc:
+                if not trace.is_dir():
+                    raise
+                failures.append(RankFailure(str(path), str(exc)))  # a bad rank: the others are still described
     if not infos:
         raise all_failed(failures)
     if fmt == "json":
@@ -86,7 +91,7 @@ def _render(info: TraceInfo) -> None:
     else:  # a rule would be as wide as the pipe console
         console.print(f"== {info.source}{rank} ==")
     console.print(f"{info.input_bytes / 1e6:.1f} MB JSON, schema {info.schema_version}, engine {info.engine}; "
-                  f"flags: {', '.join(k for k, v in info.flags.items() if v) or 'none recorded'}")
+                  f"recorded with: {', '.join(info.options()) or 'no profiler option (shapes, stacks, memory, flops)'}")
     for d in info.devices:
         console.print(f"device {d['id']}: {d['name']} ({d['memory_gb']} GB)")
     phases = ", ".join(f"{k}={v}" for k, v in info.events_by_phase.items())

@@ -16,7 +16,7 @@ COMMANDS = {
     "diagnose": "kineto_sql.cli.diagnose_cmd:command",
     "open": "kineto_sql.cli.open_cmd:command",
     "ranks": "kineto_sql.cli.ranks_cmd:command",
-    "diff": "kineto_sql.cli.ranks_cmd:diff_command",
+    "diff": "kineto_sql.cli.diff_cmd:diff_command",
     "collectives": "kineto_sql.cli.collectives_cmd:command",
     "try": "kineto_sql.cli.try_cmd:command",
     "fleet": "kineto_sql.cli.fleet_cmd:command",
@@ -25,6 +25,7 @@ COMMANDS = {
     "run": "kineto_sql.cli.query_cmds:run_command",
     "lint": "kineto_sql.cli.query_cmds:lint_command",
     "new": "kineto_sql.cli.query_cmds:new_command",
+    "mcp": "kineto_sql.cli.mcp_cmd:command",
 }
 
 
@@ -53,7 +54,9 @@ def cli():
 
     \b
     Start here:
-      kineto-sql info trace.json.gz
+      kineto-sql diagnose trace.json.gz      what is wrong with the step, ranked by the time it costs
+      kineto-sql info trace.json.gz          what the trace holds, and that nothing was lost loading it
+      kineto-sql list                        the queries; `kineto-sql run ID TRACE` runs one
       kineto-sql sql trace.json.gz "SELECT name, count(*) FROM slice GROUP BY 1 ORDER BY 2 DESC LIMIT 10"
     """
 

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import errno
 import functools
+import math
+import numbers
+import os
 import re
 import sys
 
@@ -25,41 +28,137 @@ format_option = click.option(
 _UNITS = ((re.compile(r"(^|_)(ts|dur|ns)$"), "ns"), (re.compile(r"_us$"), "us"), (re.compile(r"_ms$"), "ms"),
           (re.compile(r"_(pct|percent)$"), "%"), (re.compile(r"_bytes$"), "bytes"), (re.compile(r"_gb$"), "GB"),
           (re.compile(r"_s$"), "s"))
-# Columns that hold identifiers or names: never wrapped, in any terminal width.
-_NO_WRAP = re.compile(r"(^|_)(id|ids|name|query|op|kernel|source|path|version)$")
 # Without a terminal (a pipe, a CI log) nothing limits the width: a table is as wide as its rows.
 PIPE_WIDTH = 100_000
 
 
-def header(column: str) -> str:
-    """A table header with its unit: `dur` -> `dur (ns)`, `gpu_busy_pct` -> `gpu_busy_pct (%)`."""
-    for pattern, unit in _UNITS:
-        if pattern.search(column):
-            return f"{column} ({unit})"
-    return column
-
-
 def console(stderr: bool = False) -> Console:
-    """A rich Console that never wraps in a pipe (full width) and uses at least 120 columns on a terminal."""
+    """A rich Console as wide as the terminal; in a pipe as wide as COLUMNS says, else unlimited (a CI log
+    or `| less` keeps every row on one line)."""
     stream = sys.stderr if stderr else sys.stdout
     if not stream.isatty():
+        columns = os.environ.get("COLUMNS", "")
+        if columns.isdigit():
+            return Console(file=stream, width=int(columns))
         return Console(file=stream, width=PIPE_WIDTH, soft_wrap=True)
-    return Console(file=stream, width=max(120, Console(file=stream).width))
+    return Console(file=stream)
 
 
 def emit_frame(df: pd.DataFrame, fmt: str, title: str | None = None) -> None:
+    """csv and json keep every value exact; the table is for people: durations, percentages and bytes in
+    their units, every number whole. Where the columns do not fit the width, the table continues below
+    with the first text column repeated (as pandas prints a wide frame); long names fold."""
     if fmt == "csv":
         click.echo(df.to_csv(index=False), nl=False)
     elif fmt == "json":
         click.echo(orjson.dumps(frame_records(df), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode())
     else:
-        table = Table(title=title, show_lines=False, title_justify="left")
-        for column in df.columns:
-            keep_whole = bool(_NO_WRAP.search(str(column)))
-            table.add_column(header(str(column)), overflow="ignore" if keep_whole else "fold", no_wrap=keep_whole)
-        for row in df.itertuples(index=False):
-            table.add_row(*("" if _missing(v) else str(v) for v in row))
-        console().print(table)
+        out = console()
+        for table in people_tables(df, title, out.width):
+            out.print(table)
+
+
+# a column's borders and padding in a rich table: "│ " before the cell and " " after it
+_FRAME = 3
+
+
+def people_tables(df: pd.DataFrame, title: str | None, width: int) -> list[Table]:
+    cells = {str(c): [human(str(c), v) for v in df[c]] for c in df.columns}
+    numeric = {c: _is_numeric(df[c]) for c in cells}
+    need = {c: max([len(x) for x in cells[c]] + [len(c)]) for c in cells}
+    if sum(need.values()) + _FRAME * len(need) + 1 > width:  # headers of numbers fold before anything splits
+        need = {c: max([len(x) for x in cells[c]] + [min(len(c), 8) if numeric[c] else len(c)]) for c in cells}
+    key = next((c for c in cells if not numeric[c]), None)
+    key_width = min(need[key], max(12, width // 3)) if key else 0
+    groups, group, used = [], [], 1 + (key_width + _FRAME if key else 0)
+    for column in cells:
+        if column == key:
+            continue
+        if group and used + need[column] + _FRAME > width:
+            groups.append(group)
+            group, used = [], 1 + (key_width + _FRAME if key else 0)
+        group.append(column)
+        used += need[column] + _FRAME
+    groups.append(group)
+    tables = []
+    for i, group in enumerate(groups):
+        shown = ([key] if key else []) + group
+        table = Table(title=title if i == 0 else f"(continued: columns {', '.join(group)})", title_justify="left")
+        for column in shown:
+            limit = key_width if column == key else need[column]
+            table.add_column(column, justify="right" if numeric[column] else "left", overflow="fold",
+                             min_width=limit if numeric[column] else None,
+                             max_width=limit)
+        for row in zip(*(cells[c] for c in shown)):
+            table.add_row(*row)
+        tables.append(table)
+    return tables
+
+
+def human(column: str, value) -> str:
+    """One cell for people: `dur` 603558000 -> `603.6 ms`, `gpu_busy_pct` 92.486 -> `92.5%`, `*_bytes`
+    16777216 -> `16.0 MiB`, other floats to 4 significant digits; ids, counts and text as they are."""
+    if _missing(value):
+        return ""
+    if not _is_number(value):
+        return str(value)
+    unit = _unit(column)
+    if unit in _TO_NS:
+        ns = float(value) * _TO_NS[unit]
+        return f"{ns / 1e9:.6f} s" if _TS.search(column) else _duration(ns)
+    if unit == "%":
+        return f"{float(value):.1f}%"
+    if unit == "bytes":
+        return _bytes(float(value))
+    if isinstance(value, numbers.Integral):
+        return str(value)
+    return _significant(float(value))
+
+
+_TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+_TS = re.compile(r"(^|_)ts(_(ns|us|ms))?$")
+
+
+def _unit(column: str) -> str | None:
+    for pattern, unit in _UNITS:
+        if pattern.search(column):
+            return unit
+    return None
+
+
+def _duration(ns: float) -> str:
+    for scale, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "us")):
+        if abs(ns) >= scale:
+            return f"{_significant(ns / scale)} {unit}"
+    return f"{_significant(ns)} ns"
+
+
+def _bytes(n: float) -> str:
+    for scale, unit in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(n) >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _significant(x: float) -> str:
+    """4 significant digits without an exponent: 92.48628 -> 92.49, 12345.6 -> 12346, 0.000123 -> 0.000123."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    if abs(x) >= 1000:
+        return f"{x:.0f}"
+    digits = max(0, 3 - math.floor(math.log10(abs(x))))
+    text = f"{x:.{digits}f}"
+    return text.rstrip("0").rstrip(".") if digits else text
+
+
+def _is_numeric(series) -> bool:
+    values = [v for v in series if not _missing(v)]
+    return bool(values) and all(_is_number(v) for v in values)
+
+
+def _is_number(value) -> bool:
+    """int, float and numpy's numbers (registered as numbers.Real); not bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def emit_not_applicable(reason: str, fmt: str) -> None:

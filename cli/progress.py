@@ -6,9 +6,11 @@ terminal (a CI log, `2> file`), each stage is one plain line on stderr: `kineto-
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import time
+from typing import Callable, Iterator
 
 import click
 
@@ -70,3 +72,38 @@ def is_quiet() -> bool:
 def stage(text: str) -> None:
     """One progress line (a command's own stage, beside the library's)."""
     logging.getLogger(LOGGER + ".cli").info(text)
+
+
+class _SpinnerHandler(logging.Handler):
+    """The library's stage lines, as the spinner's text."""
+
+    def __init__(self, update: Callable[[str], None]):
+        super().__init__(logging.INFO)
+        self.update = update
+
+    def emit(self, record):
+        self.update(record.getMessage())
+
+
+@contextlib.contextmanager
+def spinner(first: str = "loading") -> Iterator[Callable[[str], None]]:
+    """On a terminal (unless quiet) a spinner with the elapsed time whose text follows the stages (the
+    library's log lines and what the command says through the function it yields); otherwise the plain
+    stage lines only."""
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    show = not is_quiet() and sys.stderr.isatty()
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True, disable=not show) as bar:
+        task = bar.add_task(first, total=None)
+        logger = logging.getLogger(LOGGER)
+        handler, level = _SpinnerHandler(lambda text: bar.update(task, description=text)), logger.level
+        if show:
+            logger.addHandler(handler)
+            logger.setLevel(logging.INFO)
+        try:
+            yield lambda text: (bar.update(task, description=text), stage(text))
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)

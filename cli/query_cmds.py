@@ -9,11 +9,13 @@ import pandas as pd
 
 from kineto_sql.catalog import KINDS, load_catalog
 from kineto_sql.cli.engine_options import engine_choice, engine_options
-from kineto_sql.cli.output import emit_frame, emit_json, emit_not_applicable, format_option, friendly_errors
+from kineto_sql.cli.progress import spinner
+from kineto_sql.cli.output import (emit_frame, emit_json, emit_not_applicable, format_option, frame_records,
+                                   friendly_errors)
 from kineto_sql.query_pool import default_jobs
 from kineto_sql.loading.load import open_trace
 from kineto_sql.paste import paste_bundle
-from kineto_sql.runner import resolve_spec, run_query
+from kineto_sql.runner import resolve_params, resolve_spec, run_query
 
 param_option = click.option(
     "-p", "--param", "params", type=(str, str), multiple=True, metavar="NAME VALUE",
@@ -72,34 +74,65 @@ def show_command(query_id: str, paste: bool, params: tuple[tuple[str, str], ...]
 
 
 @click.command("run")
-@click.argument("query_id")
+@click.argument("query_ids", nargs=-1, required=True, metavar="QUERY_ID...")
 @click.argument("trace", type=click.Path(path_type=Path))
 @param_option
 @format_option
 @engine_options
 @friendly_errors
-def run_command(query_id: str, trace: Path, params: tuple[tuple[str, str], ...], fmt: str, engine_kind: str,
-                tp_shell: str | None):
-    """Run one query on TRACE and print its rows.
+def run_command(query_ids: tuple[str, ...], trace: Path, params: tuple[tuple[str, str], ...], fmt: str,
+                engine_kind: str, tp_shell: str | None):
+    """Run one or more queries on TRACE and print their rows: the trace is loaded once for all of them.
 
-    When the trace lacks what the query needs (no steps, no GPU...) it prints `not applicable: ...`
-    (`{"not_applicable": "..."}` with --format json) and exits 0. Bad input (unknown query or parameter, unreadable trace) is one sentence and exit status 2.
+    Each `-p NAME VALUE` goes to every named query that declares NAME (one that none declares is an
+    error). Queries, parameters and values are checked before the trace is loaded. When the trace lacks
+    what a query needs (no steps, no GPU...) it prints `not applicable: ...` (`{"not_applicable": "..."}`
+    with --format json) and exits 0. With several queries, json is one object keyed by query id and csv
+    starts each table with a `# ID@VERSION` line. Bad input (unknown query or parameter, unreadable trace)
+    is one sentence and exit status 2.
 
     \b
     Examples:
       kineto-sql run reading.step_table trace.json.gz
       kineto-sql run reading.op_table trace.json.gz -p top_n 10 --format csv
+      kineto-sql run hta.kernel_breakdown hta.idle_time_breakdown hta.queue_length trace.json.gz
     """
-    spec = resolve_spec(query_id)
-    values = dict(params)
-    for name in values:
-        spec.param(name)
-    with open_trace(trace, engine_choice(engine_kind, tp_shell), jobs=default_jobs()) as tp:
-        result = run_query(tp, spec, values)
+    plan = list(_plan(query_ids, dict(params)))
+    with spinner() as say, open_trace(trace, engine_choice(engine_kind, tp_shell), jobs=default_jobs()) as tp:
+        results = []
+        for k, (spec, values) in enumerate(plan, 1):
+            say(f"query {k} of {len(plan)}: {spec.id}")
+            results.append(run_query(tp, spec, values))
+    if len(results) == 1:
+        _emit_result(results[0], fmt)
+    elif fmt == "json":
+        emit_json({r.spec.id: ({"not_applicable": r.not_applicable} if r.not_applicable else frame_records(r.df))
+                   for r in results})
+    else:
+        for i, result in enumerate(results):
+            if fmt == "csv":
+                click.echo(f"{'' if i == 0 else chr(10)}# {result.id_version}")
+            _emit_result(result, fmt)
+
+
+def _plan(query_ids: tuple[str, ...], params: dict[str, str]):
+    """Each query with the `-p` values it declares, coerced now: a bad id, name or value fails before the
+    trace is loaded."""
+    specs = [resolve_spec(query_id) for query_id in dict.fromkeys(query_ids)]
+    for name in params:
+        if not any(name in {p.name for p in spec.params} for spec in specs):
+            specs[0].param(name)  # the catalog's own sentence for an unknown parameter
+    for spec in specs:
+        mine = {k: v for k, v in params.items() if k in {p.name for p in spec.params}}
+        resolve_params(spec, mine)
+        yield spec, mine
+
+
+def _emit_result(result, fmt: str) -> None:
     if result.not_applicable:
         emit_not_applicable(result.not_applicable, fmt)
-        return
-    emit_frame(result.df, fmt, title=f"{result.id_version}: {spec.title}")
+    else:
+        emit_frame(result.df, fmt, title=f"{result.id_version}: {result.spec.title}")
 
 
 @click.command("lint")

@@ -9,6 +9,7 @@ import click
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.output import emit_frame, format_option, friendly_errors
 from kineto_sql.query_pool import default_jobs
+from kineto_sql.cli.progress import spinner
 from kineto_sql.loading.load import open_trace
 
 
@@ -34,7 +35,8 @@ def command(trace: Path, query: str | None, query_file, fmt: str, engine_kind: s
         query = query_file.read()
     if not query:
         raise click.UsageError("give the SQL as an argument or with -f FILE")
-    with open_trace(trace, engine_choice(engine_kind, tp_shell), jobs=default_jobs()) as tp:
+    with spinner() as say, open_trace(trace, engine_choice(engine_kind, tp_shell), jobs=default_jobs()) as tp:
+        say("running the query")
         df = tp.df(query)
     emit_frame(df, fmt)
     if fmt == "table":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import difflib
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,7 +146,14 @@ class Catalog:
             if _ID.match(moved):
                 raise QueryError(f"{query_id} was renamed to {moved}; use `kineto-sql show {moved}`")
             raise QueryError(f"{query_id} was removed: {moved}")
-        raise QueryError(f"no query {query_id!r}; `kineto-sql list` shows the ids")
+        raise QueryError(f"no query {query_id!r}{self._did_you_mean(query_id)}; `kineto-sql list` shows the ids")
+
+    def _did_you_mean(self, query_id: str) -> str:
+        """`sync_forcing_op` -> catalog.sync_forcing_op; `catalog.sync_forcng_op` -> the closest id."""
+        ids = [s.id for s in self.specs]
+        named = [i for i in ids if i.split(".", 1)[-1] == query_id]
+        close = named or difflib.get_close_matches(query_id, ids, n=3, cutoff=0.75)
+        return f" (did you mean {' or '.join(close)}?)" if close else ""
 
     def ids(self) -> list[str]:
         return [s.id for s in self.specs]

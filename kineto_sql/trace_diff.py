@@ -5,10 +5,14 @@ GPU busy, kernel total, GPU time by kernel class and idle; every op and kernel b
 are reduced to one window: the mean per step over all steps (default), the median-width step, or one
 step number, so traces with different step counts compare. Then:
 
-- a headline sentence: median step before -> after, GPU busy, kernel total, host busy, the step-ledger
-  buckets (kineto.lib.ledger: busy.gemm, idle.dataloader, idle.launch...) that moved most and the reason:
-  host-side when the kernels did the same work (kernel total moved less than a quarter of the step
-  change) while GPU idle (the idle.* buckets) moved with the step; device-side when the kernel total
+- a headline sentence. When both sides have at least 3 steady iteration windows, it is the verdict of
+  kineto_sql.diff_verdict: the change in the median step with its 95% bootstrap interval ("AFTER is
+  faster by 28.2% (95% CI ...)" or "No change beyond noise"), the ledger buckets (kineto.lib.ledger:
+  busy.gemm, idle.dataloader, idle.launch...) that moved beyond noise with theirs, and the reason from
+  the device busy / device idle intervals; the comparability checks follow. Otherwise, from the point
+  values: median step before -> after, GPU busy, kernel total, host busy, the buckets that moved most and
+  the reason: host-side when the kernels did the same work (kernel total moved less than a quarter of the
+  step change) while GPU idle (the idle.* buckets) moved with the step; device-side when the kernel total
   moved at least half of it; both otherwise.
 - rows ranked by time moved, status by time: increased / decreased when the per-step time moved by more
   than `threshold_pct` of its before time and `min_us`; otherwise unchanged (a count change alone is not a
@@ -117,10 +121,12 @@ class DiffOptions:
 
 @dataclass(frozen=True)
 class Side:
-    """One trace, as the worker brings it back: the reading.diff_side rows."""
+    """One trace, as the worker brings it back: the reading.diff_side rows and its window summary (the
+    verdict's input; None for a side built from rows alone)."""
 
     path: str
     rows: pd.DataFrame
+    summary: object = None  # diff_verdict.SideSummary
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,7 @@ class DiffReport:
     headline: str
     step_change_pct: float | None
     status_counts: dict = field(default_factory=dict)
+    verdict: object = None  # diff_verdict.Verdict, when both sides have a summary
 
 
 STATUSES_V2 = ("appeared", "disappeared", "renamed", "increased", "decreased", "unchanged")
@@ -153,9 +160,11 @@ def side_file(path, engine=None) -> Side:
     from kineto_sql.loading.load import open_trace
     from kineto_sql.runner import run_query
 
+    from kineto_sql.diff_verdict import summarise
+
     tp = open_trace(path, engine or EngineChoice())
     try:
-        return Side(str(path), run_query(tp, "reading.diff_side").df)
+        return Side(str(path), run_query(tp, "reading.diff_side").df, summarise(tp, str(path)))
     finally:
         tp.close()
 
@@ -271,40 +280,70 @@ def _delta(before: float, after: float) -> str:
     return f"{_fmt_ms(before)} -> {_fmt_ms(after)}{pct}"
 
 
-def headline(before: Window, after: Window, rows: pd.DataFrame, options: DiffOptions = DiffOptions()) -> str:
-    """One sentence (or three): what changed and why it is faster or slower."""
+def headline(before: Window, after: Window, rows: pd.DataFrame, options: DiffOptions = DiffOptions(),
+             verdict=None) -> str:
+    """One sentence (or three): what changed and why it is faster or slower. With a `verdict`
+    (diff_verdict.Verdict) that has an interval, the change and the buckets that moved are read from the
+    steady windows with their 95% intervals; otherwise from the window's point values, against
+    `threshold_pct`, and the verdict's comparability problems (if any) are said at the end."""
+    from kineto_sql import diff_verdict
+
+    if verdict is not None and verdict.step is not None:
+        return _interval_headline(before, after, rows, verdict)
     sb, sa = before.median_step_ns, after.median_step_ns
     if not (sb == sb and sa == sa) or sb <= 0:
         return "No step width on one side: nothing to compare."
     pct = 100.0 * (sa - sb) / sb
     label = "median step" if len(before.steps) > 1 or len(after.steps) > 1 else "step"
     if abs(pct) < options.threshold_pct:
-        verdict = f"No material change ({pct:+.1f}%, under the {options.threshold_pct:g}% threshold)"
+        said = f"No material change ({pct:+.1f}%, under the {options.threshold_pct:g}% threshold)"
     else:
-        verdict = f"AFTER is {abs(pct):.1f}% {'faster' if pct < 0 else 'slower'}"
-    tb, ta = before.totals, after.totals
-    parts = [f"{label} {_delta(sb, sa)}"]
-    for key, name in (("gpu_busy", "GPU busy"), ("kernel_total", "kernel total"), ("cpu_busy", "host busy")):
-        if key in tb or key in ta:
-            parts.append(f"{name} {_delta(tb.get(key, 0.0), ta.get(key, 0.0))}")
+        said = f"AFTER is {abs(pct):.1f}% {'faster' if pct < 0 else 'slower'}"
+    parts = [f"{label} {_delta(sb, sa)}"] + _totals(before, after)
     moved = sorted(((k, after.buckets.get(k, 0.0) - before.buckets.get(k, 0.0))
                     for k in set(before.buckets) | set(after.buckets)), key=lambda kv: -abs(kv[1]))
     moved = [(k, d) for k, d in moved if abs(d) >= options.min_us * 1e3][:3]
-    text = f"{verdict}: " + ", ".join(parts) + " per step."
+    text = f"{said}: " + ", ".join(parts) + " per step."
     if moved:
         text += " Moved most: " + ", ".join(f"{k} {_signed(d)}" for k, d in moved) + "."
     text += " " + _reason(before, after, rows, pct, options)
+    if verdict is not None and verdict.checks:
+        text += " " + diff_verdict.comparability_phrase(verdict)
     return text
+
+
+def _interval_headline(before: Window, after: Window, rows: pd.DataFrame, verdict) -> str:
+    from kineto_sql import diff_verdict
+
+    parts = [f"median step {_delta(verdict.median_before_ns, verdict.median_after_ns)}"] + _totals(before, after)
+    has_gpu = before.totals.get("kernel_total", 0.0) > 0 or after.totals.get("kernel_total", 0.0) > 0
+    text = (f"{diff_verdict.step_phrase(verdict)}: " + ", ".join(parts) + " per step. "
+            + diff_verdict.moved_phrase(verdict) + " " + diff_verdict.reason(verdict, has_gpu, _host_hint(rows)))
+    if verdict.checks:
+        text += " " + diff_verdict.comparability_phrase(verdict)
+    return text
+
+
+def _totals(before: Window, after: Window) -> list[str]:
+    tb, ta = before.totals, after.totals
+    return [f"{name} {_delta(tb.get(key, 0.0), ta.get(key, 0.0))}"
+            for key, name in (("gpu_busy", "GPU busy"), ("kernel_total", "kernel total"), ("cpu_busy", "host busy"))
+            if key in tb or key in ta]
+
+
+def _host_hint(rows: pd.DataFrame) -> str:
+    cpu = rows[(rows["device"] == "CPU") & (rows["status"] != "unchanged")]
+    if not len(cpu):
+        return ""
+    top = cpu.iloc[0]
+    return f"; the largest host change is {short_name(top['name'], 60)} {_signed(top['diff_us'] * 1e3)}"
 
 
 def _reason(before: Window, after: Window, rows: pd.DataFrame, pct: float, options: DiffOptions) -> str:
     d_width = after.totals.get("width", 0.0) - before.totals.get("width", 0.0)
     d_kernel = after.totals.get("kernel_total", 0.0) - before.totals.get("kernel_total", 0.0)
     d_idle = _kind_total(after, "idle.") - _kind_total(before, "idle.")
-    cpu = rows[(rows["device"] == "CPU") & (rows["status"] != "unchanged")]
-    top_cpu = cpu.iloc[0] if len(cpu) else None
-    host_hint = (f"; the largest host change is {short_name(top_cpu['name'], 60)} {_signed(top_cpu['diff_us'] * 1e3)}"
-                 if top_cpu is not None else "")
+    host_hint = _host_hint(rows)
     if abs(pct) < options.threshold_pct or d_width == 0:
         return "Why: nothing moved the step beyond the threshold" + host_hint + "."
     gain = "saving" if d_width < 0 else "loss"
@@ -330,13 +369,17 @@ def _kind_total(window: Window, prefix: str) -> float:
 
 
 def build_diff(before: Side, after: Side, options: DiffOptions = DiffOptions(), device: str | None = None) -> DiffReport:
+    """The rows of the chosen window and, when both sides carry a summary, the verdict of the steady windows."""
+    from kineto_sql.diff_verdict import verdict as steady_verdict
+
     b, a = reduce_window(before.rows, options), reduce_window(after.rows, options)
     rows = diff_windows(b, a, options, device)
     sb, sa = b.median_step_ns, a.median_step_ns
     change = 100.0 * (sa - sb) / sb if sb == sb and sa == sa and sb > 0 else None
     counts = rows["status"].value_counts()
-    return DiffReport(b, a, rows, headline(b, a, rows, options), change,
-                      {s: int(counts.get(s, 0)) for s in STATUSES_V2})
+    verdict = steady_verdict(before.summary, after.summary) if before.summary and after.summary else None
+    return DiffReport(b, a, rows, headline(b, a, rows, options, verdict), change,
+                      {s: int(counts.get(s, 0)) for s in STATUSES_V2}, verdict)
 
 
 _PARAMS = re.compile(r"(?<=[\w>])\((?:[^()]|\([^()]*\))*\)\s*$")

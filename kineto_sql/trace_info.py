@@ -32,6 +32,13 @@ class TraceInfo:
     ts_offset_ns: int
     # Entries the loader could not keep (validate.py), with reason and first indices.
     dropped: list = dataclasses.field(default_factory=list)
+    # Profiler options the events show ({option: events that show it}), for traces whose metadata says none.
+    seen: dict = dataclasses.field(default_factory=dict)
+
+    def options(self) -> list[str]:
+        """The profiler options the capture was recorded with: from its metadata, else from its events."""
+        named = [k for k, v in self.flags.items() if v]
+        return named + [f"{k} ({n} events show it)" for k, n in self.seen.items() if n and k not in named]
 
     @property
     def conserved(self) -> bool:
@@ -54,6 +61,7 @@ class TraceInfo:
             "input_bytes": self.input_bytes,
             "schema_version": self.schema_version,
             "flags": self.flags,
+            "seen": self.seen,
             "devices": self.devices,
             "events_by_phase": self.events_by_phase,
             "expected_slices": self.expected_slices,
@@ -97,4 +105,5 @@ def describe(tp: KinetoTraceProcessor) -> TraceInfo:
         fixes=list(tp.report.fixes),
         ts_offset_ns=tp.report.ts_offset_ns,
         dropped=list(tp.report.dropped),
+        seen={k: int(v) for k, v in tp.df(queries["seen"]).iloc[0].to_dict().items()},
     )

@@ -192,3 +192,22 @@ def test_the_loader_reads_sub_nanosecond_timestamps_as_the_engine_does(tmp_path)
     with open_trace(_trace(tmp_path, events)) as tp:
         assert tp.report.fix_count("overlap_lane") == 1
         assert tp.rows("SELECT count(*) AS n FROM slice").data == [[2]]
+
+
+def test_info_names_the_profiler_options_the_events_show(tmp_path):
+    from tests.kineto_builder import CpuOp, KinetoTrace, MemoryEvent, PythonFrame
+
+    shown = KinetoTrace([CpuOp("aten::mm", 0, 10, args={"Input Dims": [[2, 2], [2, 2]]}),
+                         PythonFrame("model.py(3): forward", 0, 12),
+                         MemoryEvent(ts_us=1, bytes=64, total_allocated=64, total_reserved=2**20)])
+    bare = KinetoTrace([CpuOp("aten::mm", 0, 10)])
+    named = KinetoTrace([CpuOp("aten::mm", 0, 10)], metadata={"record_shapes": 1})
+    lines = {}
+    for name, trace in (("shown", shown), ("bare", bare), ("named", named)):
+        result = CliRunner().invoke(cli, ["info", str(trace.write(tmp_path, f"{name}.json.gz")), "-q"])
+        assert result.exit_code == 0, result.output
+        lines[name] = result.stdout.splitlines()[1]
+    assert lines["shown"].endswith("recorded with: record_shapes (1 events show it), with_stack (1 events show it), "
+                                   "profile_memory (1 events show it)")
+    assert lines["bare"].endswith("recorded with: no profiler option (shapes, stacks, memory, flops)")
+    assert lines["named"].endswith("recorded with: record_shapes")

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from kineto_sql.cli.main import cli
-from kineto_sql.cli.output import header
+from kineto_sql.cli.output import human
 from kineto_sql.errors import QueryError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,15 +38,21 @@ def test_tables_in_a_pipe_never_wrap_ids_and_carry_units():
     for row in rows:
         assert any(row["name"] in line for line in lines), row["name"]
     head = next(line for line in lines if "self_cpu_dur" in line)
-    assert "self_cpu_dur (ns)" in head and "self_device_pct (%)" in head and "calls (" not in head
+    assert "self_cpu_dur" in head and "self_device_pct" in head
+    top = next(line for line in lines if rows[0]["name"] in line)
+    assert human("self_cpu_dur", rows[0]["self_cpu_dur"]) in top and top.rstrip().endswith("│")
     listing = _run("list").stdout.splitlines()
     assert any(line.split("│")[1].strip() == "catalog.activation_checkpoint_surprise" for line in listing
                if line.count("│") > 2)
 
 
-def test_header_units():
-    assert [header(c) for c in ("dur", "ts", "impact_dur", "step_us", "gpu_busy_pct", "name", "end_ns")] == [
-        "dur (ns)", "ts (ns)", "impact_dur (ns)", "step_us (us)", "gpu_busy_pct (%)", "name", "end_ns (ns)"]
+def test_human_cells_carry_their_units():
+    assert [human(c, v) for c, v in (("dur", 603558000), ("impact_dur", 850), ("step_us", 176234.5),
+                                     ("gpu_busy_pct", 92.48628448755665), ("peak_bytes", 16 * 2**20),
+                                     ("ts", 1661203462598772000), ("calls", 12), ("ratio", 0.000123456),
+                                     ("flops", 12345.6), ("name", "aten::mm"), ("dur", None))] == [
+        "603.6 ms", "850 ns", "176.2 ms", "92.5%", "16.0 MiB", "1661203462.598772 s", "12", "0.0001235",
+        "12346", "aten::mm", ""]
 
 
 def test_progress_is_plain_lines_on_stderr_and_quiet_silences_it():
@@ -147,3 +153,61 @@ def test_markdown_report_names_the_capture_and_the_loss(tmp_path):
     assert "Capture: NVIDIA A100-SXM4-40GB, 40 GB; engine wasm." in text
     assert ("**DATA LOSS** (loaded with --allow-loss): 1 event(s) dropped: ts is a string that is not a number "
             "(event index 1)") in text
+
+
+KERNEL_SQL = ("SELECT name, count(*) AS n, sum(dur) AS total_dur FROM slice WHERE dur > 0 GROUP BY 1 "
+              "ORDER BY 3 DESC LIMIT 5")
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
+@pytest.mark.parametrize("args", [
+    ("sql", TRACE, KERNEL_SQL, "-q"),
+    ("run", "reading.op_table", TRACE, "-q"),
+    ("run", "reading.step_table", TRACE, "-q"),
+    ("run", "hta.op_summary", TRACE, "-q"),
+], ids=lambda a: "-".join(str(x) for x in a[:2]) if isinstance(a, tuple) else str(a))
+def test_narrow_tables_keep_every_number(args, columns):
+    """At 80 and 200 columns long names fold; every number of every numeric column stays whole on a line."""
+    as_json = [*args[:-1], "--format", "json"]
+    rows = json.loads(_run(*as_json).stdout)
+    assert isinstance(rows, list) and rows, rows
+    result = CliRunner(env={"COLUMNS": columns}).invoke(cli, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= int(columns)
+    numeric = [c for c in rows[0] if all(isinstance(r[c], (int, float)) and not isinstance(r[c], bool)
+                                         for r in rows if r[c] is not None)]
+    assert numeric
+    for row in rows:
+        for column in numeric:
+            cell = human(column, row[column])
+            assert cell == "" or any(f" {cell} " in line for line in lines), (column, cell)
+
+
+def test_a_terminal_gets_one_spinner_that_follows_the_stages(monkeypatch):
+    """On a terminal the spinner's text follows the library's stages and the command's own (rule k of n);
+    in a pipe the same stages are plain lines."""
+    import io
+    import sys
+
+    from kineto_sql.cli import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    texts = []
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    progress.configure(quiet=False)
+    import rich.progress
+
+    real = rich.progress.Progress.update
+    monkeypatch.setattr(rich.progress.Progress, "update",
+                        lambda self, task, **kw: (texts.append(kw.get("description")), real(self, task, **kw))[1])
+    from kineto_sql.loading.load import open_trace
+
+    with progress.spinner() as say, open_trace(TRACE) as tp:
+        say("query 1 of 1: reading.op_table")
+        assert tp.rows("SELECT 1 AS one").column("one") == [1]
+    assert any(t and t.startswith("loaded gc_stall_planted.json.gz") for t in texts), texts
+    assert "query 1 of 1: reading.op_table" in texts

@@ -151,3 +151,73 @@ def test_new_refuses_to_write_into_site_packages(monkeypatch, tmp_path):
     with pytest.raises(QueryError, match="not run from a clone: clone the repository and `pip install -e .`"):
         scaffold("catalog.slow_op")
     assert not fake.exists()
+
+
+def _count_loads(monkeypatch):
+    import kineto_sql.cli.query_cmds as query_cmds
+
+    loads = []
+    real = query_cmds.open_trace
+
+    def counting(*args, **kwargs):
+        loads.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(query_cmds, "open_trace", counting)
+    return loads
+
+
+def test_run_several_queries_from_one_load(trace_path, monkeypatch):
+    loads = _count_loads(monkeypatch)
+    result = invoke("run", "reading.op_table", "reading.step_table", "hta.kernel_breakdown", str(trace_path),
+                    "-p", "top_n", "1", "--format", "json")
+    assert result.exit_code == 0
+    assert loads == [trace_path]
+    out = json.loads(result.stdout)
+    assert list(out) == ["reading.op_table", "reading.step_table", "hta.kernel_breakdown"]
+    assert [r["name"] for r in out["reading.op_table"]] == ["aten::mm"]  # top_n went to the query that declares it
+    assert len(out["reading.step_table"]) > 0
+    single = json.loads(invoke("run", "reading.op_table", str(trace_path), "-p", "top_n", "1",
+                               "--format", "json").stdout)
+    assert single == out["reading.op_table"]
+
+
+def test_run_several_queries_csv_names_each_table(trace_path):
+    result = invoke("run", "reading.op_table", "reading.step_table", str(trace_path), "--format", "csv")
+    assert result.exit_code == 0
+    heads = [line for line in result.stdout.splitlines() if line.startswith("# ")]
+    assert [h.split("@")[0] for h in heads] == ["# reading.op_table", "# reading.step_table"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("reading.op_table", "reading.step_table", "-p", "top_n", "many"), "parameter top_n wants a LONG value"),
+    (("reading.op_table", "reading.step_table", "-p", "nope", "1"), "has no parameter 'nope'"),
+    (("reading.op_table", "reading.nope"), "no query 'reading.nope'"),
+])
+def test_run_checks_every_query_and_value_before_loading(trace_path, monkeypatch, args, message):
+    loads = _count_loads(monkeypatch)
+    result = CliRunner().invoke(cli, ["run", *args[:2], str(trace_path), *args[2:]])
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert loads == []
+
+
+@pytest.mark.parametrize(("query_id", "hint"), [
+    ("sync_forcing_op", "(did you mean catalog.sync_forcing_op?)"),
+    ("catalog.sync_forcng_op", "(did you mean catalog.sync_forcing_op?)"),
+    ("reading.step_tabel", "(did you mean reading.step_table or "),
+])
+def test_an_unknown_id_suggests_the_closest(query_id, hint):
+    result = CliRunner().invoke(cli, ["show", query_id])
+    assert result.exit_code == 2 and hint in result.stderr
+
+
+def test_an_id_far_from_every_query_gets_no_suggestion():
+    result = CliRunner().invoke(cli, ["show", "catalog.zzzzzz"])
+    assert result.exit_code == 2 and "did you mean" not in result.stderr
+
+
+def test_top_help_starts_with_diagnose():
+    text = invoke("--help").stdout
+    start = text.index("Start here:")
+    assert text[start:].splitlines()[1].strip().startswith("kineto-sql diagnose trace.json.gz")

@@ -16,6 +16,7 @@ cold and steady findings are ranked together by the time they claim."""
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import time
 from dataclasses import replace
@@ -81,7 +82,9 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
     """`jobs` 2 runs the queries in two processes over the one loaded trace (kineto_sql.query_pool)."""
     source = str(tp.path)
     say = progress or (lambda _: None)
-    runs = _run_queries(tp, jobs, lambda spec: say(f"{Path(source).name}: {spec.id}"))
+    started = itertools.count(1)
+    total = len(query_plan()[0])
+    runs = _run_queries(tp, jobs, lambda spec: say(f"{Path(source).name}: rule {next(started)} of {total}: {spec.id}"))
     say(f"{Path(source).name}: step verdict")
     verdict, pools = _verdict(tp, runs)
     denominator = verdict.lane_ns or verdict.total_step_ns or _trace_span(tp)

@@ -1,0 +1,27 @@
+"""`kineto-sql mcp`: the agent interface (kineto_sql/agent.py) on stdio."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import click
+
+
+@click.command("mcp")
+def command():
+    """Serve the trace tools to a coding agent over MCP (stdio; nothing listens on the network).
+
+    Tools: load_trace, list_rules, show_rule, run_rule, sql, diagnose; each answers
+    {"schema_version": N, "result": ...} or {"schema_version": N, "error": "..."}.
+
+    \b
+    Examples:
+      kineto-sql mcp                      # an agent's MCP config runs this command
+      claude mcp add kineto-sql -- kineto-sql mcp
+    """
+    if importlib.util.find_spec("mcp") is None:
+        click.echo("error: `kineto-sql mcp` needs the mcp package: pip install 'kineto-sql[mcp]'", err=True)
+        sys.exit(2)
+    from kineto_sql.agent import serve
+
+    serve()

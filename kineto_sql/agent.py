@@ -1,0 +1,128 @@
+"""`kineto-sql mcp`: the tools a coding agent reads a trace with, over MCP's stdio transport (no network).
+
+Every tool answers one JSON envelope: `{"schema_version": N, "result": ...}` or `{"schema_version": N,
+"error": "one sentence"}`. Traces stay loaded between calls (the last few, by path), so an agent that
+asks several questions of one trace pays for one load. Needs the optional `mcp` package
+(`pip install 'kineto-sql[mcp]'`)."""
+from __future__ import annotations
+
+import functools
+import json
+from collections import OrderedDict
+from pathlib import Path
+
+from kineto_sql.errors import KinetoSqlError
+
+SCHEMA_VERSION = 1
+ROW_LIMIT = 200
+OPEN_TRACES = 2
+
+
+def envelope(call):
+    """The tool's value as a result, or a KinetoSqlError as its sentence: never a traceback."""
+    @functools.wraps(call)
+    def wrapper(*args, **kwargs) -> str:
+        try:
+            body = {"result": call(*args, **kwargs)}
+        except KinetoSqlError as exc:
+            body = {"error": str(exc)}
+        return json.dumps({"schema_version": SCHEMA_VERSION, **body}, default=str)
+    return wrapper
+
+
+class Traces:
+    """The traces an agent has loaded, the most recent OPEN_TRACES kept open."""
+
+    def __init__(self, limit: int = OPEN_TRACES):
+        self.limit = limit
+        self.open: OrderedDict[Path, object] = OrderedDict()
+
+    def get(self, path: str):
+        from kineto_sql.notebook import Trace
+
+        key = Path(path).resolve()
+        if key not in self.open:
+            self.open[key] = Trace(key)
+            while len(self.open) > self.limit:
+                self.open.popitem(last=False)[1].close()
+        self.open.move_to_end(key)
+        return self.open[key]
+
+    def close(self) -> None:
+        while self.open:
+            self.open.popitem()[1].close()
+
+
+def _rows(df, limit: int) -> dict:
+    records = json.loads(df.head(limit).to_json(orient="records"))
+    return {"columns": list(df.columns), "rows": records, "total_rows": len(df), "truncated": len(df) > limit}
+
+
+def build_server(traces: Traces | None = None):
+    from mcp.server.mcpserver import MCPServer
+
+    from kineto_sql.catalog import load_catalog
+    from kineto_sql.runner import resolve_spec
+
+    traces = traces or Traces()
+    server = MCPServer("kineto-sql", instructions=(
+        "Read PyTorch profiler (Kineto) traces: load_trace first, then diagnose for what is wrong with the "
+        "step, run_rule / sql for the evidence. Durations are in ns."))
+
+    @server.tool(structured_output=False)  # the envelope, as JSON text
+    @envelope
+    def load_trace(path: str) -> dict:
+        """Load a Kineto trace (.json or .json.gz) and say what the loader changed so that nothing is lost."""
+        t = traces.get(path)
+        slices = t.query("SELECT count(*) AS n FROM slice")["n"].iloc[0]
+        return {"path": str(t.path), "slices": int(slices), "loader_changes": [str(f) for f in t.report.fixes]}
+
+    @server.tool(structured_output=False)  # the envelope, as JSON text
+    @envelope
+    def list_rules(kind: str | None = None) -> list[dict]:
+        """The versioned queries: reading order, guide indicators, fault detectors (kind 'detector'), HTA."""
+        return [{"id": s.id, "version": s.version, "kind": s.kind, "title": s.title,
+                 "params": {p.name: p.default for p in s.params}}
+                for s in load_catalog().specs if kind is None or s.kind == kind]
+
+    @server.tool(structured_output=False)  # the envelope, as JSON text
+    @envelope
+    def show_rule(rule_id: str) -> dict:
+        """A rule's page (what it detects, why it costs time, known problems, the fix) and its SQL."""
+        from kineto_sql.rule_page import render_text
+
+        spec = resolve_spec(rule_id)
+        return {"id": spec.id_version, "page": render_text(spec), "sql": Path(spec.path).read_text()}
+
+    @server.tool(structured_output=False)  # the envelope, as JSON text
+    @envelope
+    def run_rule(path: str, rule_id: str, params: dict | None = None, limit: int = ROW_LIMIT) -> dict:
+        """Run one rule on a trace; params by name. Rows are capped at `limit` (total_rows says how many)."""
+        df = traces.get(path).run(rule_id, **(params or {}))
+        if "not_applicable" in df.attrs:
+            return {"id": rule_id, "not_applicable": df.attrs["not_applicable"]}
+        return {"id": rule_id, **_rows(df, limit)}
+
+    @server.tool(structured_output=False)  # the envelope, as JSON text
+    @envelope
+    def sql(path: str, query: str, limit: int = ROW_LIMIT) -> dict:
+        """Any PerfettoSQL over the loaded trace (Perfetto's tables: slice, thread_track, args, flow...)."""
+        return _rows(traces.get(path).query(query), limit)
+
+    @server.tool(structured_output=False)  # the envelope, as JSON text
+    @envelope
+    def diagnose(path: str) -> dict:
+        """The verdict on the step and every finding ranked by the step time it claims; each finding has
+        its rule id, steps, claimed time, evidence, fix and the commands that reproduce it."""
+        report = traces.get(path).diagnose()
+        return report.diagnosis.traces[0].to_json()
+
+    return server
+
+
+def serve() -> None:
+    traces = Traces()
+    try:
+        build_server(traces).run("stdio")
+    finally:
+        traces.close()

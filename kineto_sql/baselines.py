@@ -1,0 +1,86 @@
+"""Named diff baselines: one side of a diff kept as a small JSON file, so CI compares a new capture
+against it without keeping the trace.
+
+A baseline holds the side's summary (per iteration window: width, ledger buckets, cold flag; device model,
+iteration source, profiler settings, capture problems: kineto_sql.diff_verdict.SideSummary) and the
+reading.diff_side rows (per step: window quantities, buckets, time per op and kernel by call path), which
+the op and kernel rows of the diff are made of. No event of the trace is kept. The file is
+`<dir>/<NAME>.json`, `dir` being `.kineto-sql/baselines` under the working directory unless given.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from kineto_sql.errors import KinetoSqlError
+
+DEFAULT_DIR = Path(".kineto-sql") / "baselines"
+FORMAT = 1
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
+_COLUMNS = ("step", "kind", "key", "path", "count", "dur")
+
+
+def baseline_path(name: str, directory: Path | None = None) -> Path:
+    if not _NAME.fullmatch(name):
+        raise KinetoSqlError(f"baseline name {name!r} is not usable: use letters, digits, '_', '-' and '.', "
+                             "starting with a letter, digit or '_' (at most 100 characters).")
+    return Path(directory or DEFAULT_DIR) / f"{name}.json"
+
+
+def save(side, name: str, directory: Path | None = None) -> Path:
+    """Writes `side` (a trace_diff.Side with its summary) as baseline `name`; returns the file."""
+    if side.summary is None:
+        raise KinetoSqlError(f"{side.path} has no window summary to keep as a baseline.")
+    path = baseline_path(name, directory)
+    rows = side.rows[list(_COLUMNS)]
+    body = {
+        "kineto_sql_baseline": FORMAT,
+        "name": name,
+        "trace": str(side.path),
+        "summary": side.summary.to_json(),
+        "rows": {"columns": list(_COLUMNS), "data": [[_plain(v) for v in r] for r in rows.itertuples(index=False)]},
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(body, separators=(",", ":")) + "\n")
+        tmp.replace(path)
+    except OSError as e:
+        raise KinetoSqlError(f"baseline {name!r} could not be written to {path}: {e.strerror or e}.") from None
+    return path
+
+
+def load(name: str, directory: Path | None = None):
+    """The trace_diff.Side stored as baseline `name`."""
+    from kineto_sql.diff_verdict import SideSummary
+    from kineto_sql.trace_diff import Side
+
+    path = baseline_path(name, directory)
+    if not path.is_file():
+        raise KinetoSqlError(f"no baseline {name!r} at {path}: record one with "
+                             f"`kineto-sql diff TRACE --baseline {name} --update-baseline`.")
+    try:
+        body = json.loads(path.read_text())
+        if body.get("kineto_sql_baseline") != FORMAT:
+            raise ValueError(f"format {body.get('kineto_sql_baseline')!r}, expected {FORMAT}")
+        summary = SideSummary.from_json(body["summary"])
+        rows = pd.DataFrame(body["rows"]["data"], columns=body["rows"]["columns"])
+        if tuple(rows.columns) != _COLUMNS:
+            raise ValueError("unexpected row columns")
+        rows["step"] = rows["step"].astype("Int64")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise KinetoSqlError(f"baseline {path} is not a kineto-sql baseline ({e}); record it again with "
+                             "--update-baseline.") from None
+    return Side(f"baseline {name} ({body.get('trace', '?')})", rows, summary)
+
+
+def _plain(value):
+    """JSON-able scalars: pandas NA -> null, numpy numbers -> int / float."""
+    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        return None
+    if hasattr(value, "item"):
+        return value.item()
+    return value

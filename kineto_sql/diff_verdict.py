@@ -1,0 +1,320 @@
+"""The statistical verdict of a diff: is AFTER faster than BEFORE beyond the spread of its own steps, and
+which ledger buckets moved, each with a 95% interval; checked for comparability first.
+
+Each side is summarised by its iteration windows (kineto.lib.iterations through reading.step_ledger):
+one width per window and its time in every ledger bucket, with the cold windows marked. Only the steady
+windows enter the intervals (a cold first step is one-time work, not the steady state). The summary is
+small (numbers per window, the capture's settings), so it is also what a named baseline stores.
+
+Comparability, before any number is read:
+- blocking (no verdict is trusted, the CI gate does not judge): a capture that catalog.capture_validity
+  finds invalid; fewer than MIN_WINDOWS steady windows on a side; another device model; another
+  iteration source (ProfilerStep windows against windows inferred from a marker cover different spans).
+- flagged (stated with the verdict): another schedule shape (where the capture starts, how many steps),
+  profiler settings that change host cost (with_stack, record_shapes, profile_memory: PyTorch's profiler
+  docs note each adds overhead) set differently on the two sides.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from kineto_sql.diff_stats import CONFIDENCE, MIN_WINDOWS, Bootstrap, Interval
+
+SUMMARY_SCHEMA = 1
+SETTINGS = ("with_stack", "record_shapes", "profile_memory")
+# Ledger bucket kinds (the prefix of a bucket's name), summed per window for the host-side / device-side
+# reading: busy.* is the device executing, idle.* the device waiting on the host, host.* a CPU-only lane.
+GROUPS = {"busy": "device busy", "idle": "device idle", "host": "host"}
+
+
+@dataclass
+class SideSummary:
+    """One capture, as numbers per iteration window (ns) and the facts that decide comparability."""
+
+    label: str
+    device: str
+    source: str | None
+    steps: list
+    cold: list
+    widths: list
+    buckets: dict            # bucket -> [ns per window], 0 where the window has none
+    settings: dict           # with_stack / record_shapes / profile_memory -> bool
+    problems: list = field(default_factory=list)   # catalog.capture_validity evidence sentences
+    # The query versions the numbers come from (reading.step_ledger and the libs it reads): a baseline
+    # stored by another version may draw windows or buckets differently.
+    method: str = ""
+
+    @property
+    def steady(self) -> list[int]:
+        return [i for i, c in enumerate(self.cold) if not c]
+
+    def steady_values(self, values: list) -> list:
+        return [values[i] for i in self.steady]
+
+    def group(self, kind: str) -> list:
+        """Per window: the summed time of the buckets of one kind (busy, idle, host)."""
+        cols = [v for k, v in self.buckets.items() if k.split(".", 1)[0] == kind]
+        return [sum(c[i] for c in cols) for i in range(len(self.widths))] if cols else []
+
+    def schedule(self) -> str:
+        """`ProfilerStep#5-#10 (6 windows)`, or `6 optimizer_step windows`."""
+        if not self.steps:
+            return "no windows"
+        n = len(self.steps)
+        if self.source == "profiler_step":
+            first, last = self.steps[0], self.steps[-1]
+            span = f"ProfilerStep#{first}" if first == last else f"ProfilerStep#{first}-#{last}"
+            return f"{span} ({n} window{'s' if n != 1 else ''})"
+        return f"{n} {self.source} window{'s' if n != 1 else ''}"
+
+    def to_json(self) -> dict:
+        return {"schema": SUMMARY_SCHEMA, "label": self.label, "device": self.device, "source": self.source,
+                "steps": self.steps, "cold": self.cold, "widths": self.widths, "buckets": self.buckets,
+                "settings": self.settings, "problems": self.problems, "method": self.method}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "SideSummary":
+        if data.get("schema") != SUMMARY_SCHEMA:
+            raise ValueError(f"summary schema {data.get('schema')!r}, expected {SUMMARY_SCHEMA}")
+        n = len(data["widths"])
+        if len(data["steps"]) != n or len(data["cold"]) != n or any(len(v) != n for v in data["buckets"].values()):
+            raise ValueError("per-window lists of different lengths")
+        return cls(str(data["label"]), str(data["device"]), data["source"], [int(s) for s in data["steps"]],
+                   [bool(c) for c in data["cold"]], [int(w) for w in data["widths"]],
+                   {str(k): [int(x) for x in v] for k, v in data["buckets"].items()},
+                   {k: bool(data["settings"].get(k, False)) for k in SETTINGS}, [str(p) for p in data["problems"]],
+                   str(data.get("method", "")))
+
+
+def summarise(tp, label: str) -> SideSummary:
+    """The loaded trace's windows (reading.step_ledger), device model, settings and capture problems."""
+    from kineto_sql.runner import capabilities, run_query, trace_device_name
+    from kineto_sql.sql_files import read_sql
+
+    run = run_query(tp, "reading.step_ledger")
+    ledger = run.df
+    windows = ledger.drop_duplicates("window_id").sort_values("window_id")
+    ids = [int(w) for w in windows["window_id"]]
+    position = {w: i for i, w in enumerate(ids)}
+    buckets: dict[str, list] = {}
+    for rec in ledger.groupby(["bucket", "window_id"])["dur"].sum().reset_index().itertuples(index=False):
+        buckets.setdefault(str(rec.bucket), [0] * len(ids))[position[int(rec.window_id)]] = int(rec.dur)
+    sources = sorted(set(str(s) for s in windows["source"]))
+    caps = capabilities(tp)
+    shapes = tp.rows(read_sql("diff_settings.sql")).column("record_shapes")
+    settings = {"with_stack": caps["stacks"].present, "record_shapes": bool(shapes and shapes[0]),
+                "profile_memory": caps["memory"].present}
+    device = trace_device_name(tp) or ("a device without deviceProperties" if caps["gpu"].present else "CPU only")
+    validity = run_query(tp, "catalog.capture_validity").df
+    problems = [str(e) for e in validity["evidence"]] if len(validity) else []
+    return SideSummary(label, device, "+".join(sources) if sources else None,
+                       [int(s) for s in windows["step"]], [bool(c) for c in windows["is_cold"]],
+                       [int(w) for w in windows["window_dur"]], buckets, settings, problems,
+                       f"{run.spec.id_version} {run.spec.header.get('lib', '')}".strip())
+
+
+@dataclass(frozen=True)
+class Check:
+    """One comparability problem: `blocking` ones stop the verdict from counting (and the gate from judging)."""
+
+    name: str
+    blocking: bool
+    sentence: str
+
+
+def checks(before: SideSummary, after: SideSummary) -> list[Check]:
+    out = []
+    for tag, side in (("BEFORE", before), ("AFTER", after)):
+        for problem in side.problems:
+            out.append(Check("capture_validity", True, f"{tag}'s capture is not valid: {problem}"))
+    for tag, side in (("BEFORE", before), ("AFTER", after)):
+        n, cold = len(side.steady), len(side.cold) - len(side.steady)
+        if n < MIN_WINDOWS:
+            left = f", {cold} cold left out" if cold else ""
+            out.append(Check("steady_windows", True, f"{tag} is too short: {n} steady window{'s' if n != 1 else ''} "
+                             f"in {side.schedule()}{left}; {MIN_WINDOWS} are needed for an interval."))
+    if before.device != after.device:
+        out.append(Check("device", True, f"Not the same device: BEFORE ran on {before.device}, AFTER on "
+                         f"{after.device}."))
+    if before.source != after.source:
+        out.append(Check("iteration_source", True, f"Not the same iterations: BEFORE's windows are "
+                         f"{before.source}, AFTER's {after.source}."))
+    elif before.steps and after.steps and (before.steps[0] != after.steps[0] or len(before.steps) != len(after.steps)):
+        out.append(Check("schedule", False, f"Another schedule shape: BEFORE captured {before.schedule()}, "
+                         f"AFTER {after.schedule()}."))
+    if before.method and after.method and before.method != after.method:
+        out.append(Check("method", False, "BEFORE's and AFTER's numbers come from different query versions "
+                         f"({before.method} against {after.method}): windows or buckets may be drawn "
+                         "differently; store the baseline again."))
+    differ = [k for k in SETTINGS if before.settings.get(k) != after.settings.get(k)]
+    if differ:
+        says = ", ".join(f"{k} {_on(before.settings.get(k))} -> {_on(after.settings.get(k))}" for k in differ)
+        out.append(Check("settings", False, f"Profiler settings that change host cost differ ({says}): part of "
+                         "the change may be the profiler's own overhead."))
+    return out
+
+
+def _on(value) -> str:
+    return "on" if value else "off"
+
+
+@dataclass
+class Verdict:
+    """Intervals of the change between the steady windows of two summaries, and the comparability checks."""
+
+    before_windows: int
+    after_windows: int
+    median_before_ns: float | None
+    median_after_ns: float | None
+    step: Interval | None            # relative change of the median width, %
+    step_ns: Interval | None         # its difference, ns
+    buckets: dict                    # bucket -> Interval (ns)
+    groups: dict                     # busy / idle / host -> Interval (ns)
+    checks: list
+
+    @property
+    def comparable(self) -> bool:
+        return not any(c.blocking for c in self.checks)
+
+    def to_json(self) -> dict:
+        return {
+            "confidence": CONFIDENCE, "before_steady_windows": self.before_windows,
+            "after_steady_windows": self.after_windows, "median_before_ns": self.median_before_ns,
+            "median_after_ns": self.median_after_ns, "comparable": self.comparable,
+            "step_change_pct": self.step.to_json() if self.step else None,
+            "step_change_ns": self.step_ns.to_json() if self.step_ns else None,
+            "buckets": {k: v.to_json() for k, v in self.buckets.items()},
+            "groups": {k: v.to_json() for k, v in self.groups.items()},
+            "checks": [{"name": c.name, "blocking": c.blocking, "sentence": c.sentence} for c in self.checks],
+        }
+
+
+def verdict(before: SideSummary, after: SideSummary) -> Verdict:
+    found = checks(before, after)
+    wb, wa = before.steady_values(before.widths), after.steady_values(after.widths)
+    median = _median(wb), _median(wa)
+    if len(wb) < MIN_WINDOWS or len(wa) < MIN_WINDOWS or not median[0]:
+        return Verdict(len(wb), len(wa), *median, None, None, {}, {}, found)
+    boot = Bootstrap(len(wb), len(wa))
+    buckets = {}
+    for name in sorted(set(before.buckets) | set(after.buckets)):
+        b = before.steady_values(before.buckets.get(name, [0] * len(before.widths)))
+        a = after.steady_values(after.buckets.get(name, [0] * len(after.widths)))
+        buckets[name] = boot.difference(b, a)
+    groups = {}
+    for kind in GROUPS:
+        b, a = before.group(kind), after.group(kind)
+        if b or a:
+            groups[kind] = boot.difference(before.steady_values(b or [0] * len(before.widths)),
+                                           after.steady_values(a or [0] * len(after.widths)))
+    return Verdict(len(wb), len(wa), *median, boot.relative_change(wb, wa), boot.difference(wb, wa), buckets,
+                   groups, found)
+
+
+def _median(values: list) -> float | None:
+    return float(statistics.median(values)) if values else None
+
+
+# ------------------------------------------------------------------------------------------ wording
+
+
+def signed_time(ns: float) -> str:
+    return f"{ns / 1e6:+.1f} ms" if abs(ns) >= 1e6 else f"{ns / 1e3:+.0f} us"
+
+
+def time_interval(iv: Interval) -> str:
+    """`-69.3 ms (95% CI -71.0..-67.2 ms)` in the unit of the point estimate."""
+    unit, scale, digits = ("ms", 1e6, 1) if max(abs(iv.point), abs(iv.low), abs(iv.high)) >= 1e6 else ("us", 1e3, 0)
+    return (f"{iv.point / scale:+.{digits}f} {unit} ({_conf()} CI {iv.low / scale:+.{digits}f}.."
+            f"{iv.high / scale:+.{digits}f} {unit})")
+
+
+def _conf() -> str:
+    return f"{100 * CONFIDENCE:g}%"
+
+
+def step_phrase(v: Verdict) -> str | None:
+    """`AFTER is faster by 28.2% (95% CI 24.1-31.0%; 6 vs 6 steady windows)` or `No change beyond noise
+    (+1.2%, 95% CI -3.0..+5.0%; ...)`; None without an interval."""
+    if v.step is None:
+        return None
+    s = v.step
+    windows = f"{v.before_windows} vs {v.after_windows} steady windows"
+    if not s.beyond_noise:
+        return f"No change beyond noise ({s.point:+.1f}%, {_conf()} CI {s.low:+.1f}..{s.high:+.1f}%; {windows})"
+    word = "faster" if s.point < 0 else "slower"
+    lo, hi = sorted((abs(s.low), abs(s.high)))
+    return f"AFTER is {word} by {abs(s.point):.1f}% ({_conf()} CI {lo:.1f}-{hi:.1f}%; {windows})"
+
+
+def moved_phrase(v: Verdict, limit: int = 3) -> str:
+    moved = sorted(((k, iv) for k, iv in v.buckets.items() if iv.beyond_noise), key=lambda kv: -abs(kv[1].point))
+    if not moved:
+        return "No ledger bucket moved beyond noise."
+    return "Moved beyond noise: " + ", ".join(f"{k} {time_interval(iv)}" for k, iv in moved[:limit]) + "."
+
+
+def reason(v: Verdict, has_gpu: bool, host_hint: str) -> str:
+    """Why, as a claim with numbers: host-side when device idle moved beyond noise with the step while device
+    busy did not (or by under a quarter of the step's change), device-side the other way round."""
+    step, step_ns = v.step, v.step_ns
+    if step is None or step_ns is None or not step.beyond_noise:
+        return "Why: the step did not move beyond noise" + host_hint + "."
+    gain = "saving" if step_ns.point < 0 else "loss"
+    if not has_gpu or "busy" not in v.groups:
+        host = v.groups.get("host")
+        numbers = f" (host lane {time_interval(host)} per step)" if host else ""
+        return f"Why: a CPU-only trace, so the {gain} is host time{numbers}" + host_hint + "."
+    busy, idle = v.groups["busy"], v.groups.get("idle", Interval(0.0, 0.0, 0.0))
+    d = step_ns.point
+
+    def carries(iv: Interval) -> bool:
+        return iv.beyond_noise and iv.point * d > 0
+
+    def small(iv: Interval, share: float) -> bool:
+        return not iv.beyond_noise or abs(iv.point) <= share * abs(d)
+
+    said = f"device busy {time_interval(busy)} and device idle {time_interval(idle)} per step"
+    if carries(idle) and small(busy, 0.25):
+        return f"Why: {said}: the {gain} is host-side" + host_hint + "."
+    if carries(busy) and small(idle, 0.25):
+        return f"Why: {said}: the {gain} is device-side."
+    return f"Why: {said}: both sides moved" + host_hint + "."
+
+
+def comparability_phrase(v: Verdict) -> str:
+    blocking = [c.sentence for c in v.checks if c.blocking]
+    flagged = [c.sentence for c in v.checks if not c.blocking]
+    text = ""
+    if blocking:
+        text += "Not a trusted comparison: " + " ".join(blocking)
+    if flagged:
+        text += (" " if text else "") + "Flagged: " + " ".join(flagged)
+    return text
+
+
+# ------------------------------------------------------------------------------------------ the gate
+
+
+@dataclass(frozen=True)
+class GateResult:
+    failed: bool
+    judged: bool
+    line: str
+
+
+def gate(v: Verdict, pct: float) -> GateResult:
+    """Fails only when both captures are valid and comparable and the interval's low end of the slowdown is
+    above `pct` (so a slowdown inside the noise, or below the allowance, passes)."""
+    blocking = [c.sentence for c in v.checks if c.blocking]
+    if blocking or v.step is None:
+        why = blocking[0] if blocking else "no interval could be computed."
+        return GateResult(False, False, f"regression gate: not judged, so not failed: {why}")
+    s = v.step
+    interval = f"{s.point:+.1f}% ({_conf()} CI {s.low:+.1f}..{s.high:+.1f}%)"
+    if s.low > pct:
+        return GateResult(True, True, f"regression gate: FAILED: the median step changed {interval}; even its "
+                          f"low end, {s.low:+.1f}%, exceeds --fail-on-regression {pct:g}%.")
+    return GateResult(False, True, f"regression gate: passed: the median step changed {interval}; its low end, "
+                      f"{s.low:+.1f}%, does not exceed --fail-on-regression {pct:g}%.")

@@ -1,0 +1,88 @@
+"""The MCP server, driven in-process by the mcp package's own client."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+from mcp import Client  # noqa: E402
+
+from kineto_sql.agent import SCHEMA_VERSION, Traces, build_server  # noqa: E402
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "traces"
+TRACE = str(GOLDEN / "gc_stall_planted.json.gz")
+
+
+def _call(calls):
+    """Runs [(tool, arguments), ...] in one client session; returns each answer's envelope."""
+    traces = Traces()
+
+    async def main():
+        async with Client(build_server(traces)) as client:
+            tools = await client.list_tools()
+            answers = []
+            for name, arguments in calls:
+                result = await client.call_tool(name, arguments)
+                answers.append(json.loads(result.content[0].text))
+            return [t.name for t in tools.tools], answers
+
+    try:
+        return anyio.run(main)
+    finally:
+        traces.close()
+
+
+def test_tools_listed_and_a_session_diagnoses_a_trace():
+    names, answers = _call([
+        ("load_trace", {"path": TRACE}),
+        ("diagnose", {"path": TRACE}),
+        ("run_rule", {"path": TRACE, "rule_id": "reading.op_table", "params": {"top_n": 2}}),
+        ("sql", {"path": TRACE, "query": "SELECT name, dur FROM slice ORDER BY dur DESC", "limit": 3}),
+        ("list_rules", {"kind": "detector"}),
+        ("show_rule", {"rule_id": "catalog.gc_gil_stall"}),
+    ])
+    assert set(names) == {"load_trace", "list_rules", "show_rule", "run_rule", "sql", "diagnose"}
+    assert all(a["schema_version"] == SCHEMA_VERSION and "result" in a for a in answers), answers
+    loaded, diagnosis, ops, rows, rules, page = (a["result"] for a in answers)
+    assert loaded["slices"] > 1000
+    top = diagnosis["findings"][0]
+    assert top["query_id"] == "catalog.gc_gil_stall" and top["impact_ns"] > 0
+    assert any("kineto-sql run catalog.gc_gil_stall" in line for line in top["reproduce"])
+    assert [r["name"] for r in ops["rows"]][0] == "Python GC" and ops["total_rows"] == 2
+    assert len(rows["rows"]) == 3 and rows["truncated"] and rows["total_rows"] > 3
+    assert "catalog.gc_gil_stall" in {r["id"] for r in rules}
+    assert "CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_gc_gil_stall" in page["sql"]
+
+
+def test_errors_are_one_sentence_in_the_envelope(tmp_path):
+    _, answers = _call([
+        ("load_trace", {"path": str(tmp_path / "missing.json")}),
+        ("show_rule", {"rule_id": "catalog.nope"}),
+        ("sql", {"path": TRACE, "query": "SELECT nope FROM slice"}),
+    ])
+    assert [sorted(a) for a in answers] == [["error", "schema_version"]] * 3
+    assert "no such file" in answers[0]["error"] and "no query 'catalog.nope'" in answers[1]["error"]
+    assert "nope" in answers[2]["error"]
+
+
+def test_the_command_serves_over_stdio():
+    import shutil
+    import sys
+
+    from mcp import StdioServerParameters
+
+    exe = shutil.which("kineto-sql", path=str(Path(sys.executable).parent))
+    assert exe, "the console script is installed beside this Python"
+
+    async def main():
+        async with Client(StdioServerParameters(command=exe, args=["mcp"])) as client:
+            tools = await client.list_tools()
+            answer = await client.call_tool("list_rules", {"kind": "reading"})
+            return [t.name for t in tools.tools], json.loads(answer.content[0].text)
+
+    names, answer = anyio.run(main)
+    assert "diagnose" in names
+    assert {r["kind"] for r in answer["result"]} == {"reading"}
