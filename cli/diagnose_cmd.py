@@ -16,6 +16,8 @@ from kineto_sql.diagnose.render_html import render_html
 from kineto_sql.diagnose.render_text import render_markdown, render_text
 from kineto_sql.diagnose.run import diagnose_path
 from kineto_sql.fleet.executors import executor_for
+from kineto_sql.inputs import shown
+from kineto_sql.outputs import write_atomically
 from kineto_sql.query_pool import default_jobs
 
 
@@ -68,8 +70,8 @@ def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jo
     else:
         text = render_text(diagnosis)
     if output:
-        output.write_text(text)
-        click.echo(f"wrote {output}", err=True)
+        write_atomically(output, text)
+        click.echo(f"wrote {shown(output)}", err=True)
     else:
         click.echo(text, nl=False)
     for failure in diagnosis.failed_ranks:

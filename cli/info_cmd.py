@@ -15,6 +15,7 @@ from kineto_sql.cli.output import emit_frame, emit_json, format_option, friendly
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.fleet.executors import RankFailure
 from kineto_sql.fleet.run import all_failed
+from kineto_sql.inputs import rank_dir_entries
 from kineto_sql.query_pool import default_jobs
 from kineto_sql.cli.progress import spinner
 from kineto_sql.loading.load import open_rank_dir, open_trace
@@ -38,8 +39,8 @@ def command(trace: Path, fmt: str, engine_kind: str, tp_shell: str | None):
       kineto-sql info ./tb_logs/ --format json
     """
     choice = engine_choice(engine_kind, tp_shell)
-    targets = open_rank_dir(trace) if trace.is_dir() else [(trace, None)]
-    infos, failures = [], []
+    targets, refused = rank_dir_entries(trace, open_rank_dir(trace)) if trace.is_dir() else ([(trace, None)], [])
+    infos, failures = [], [RankFailure(p, s) for p, s in refused]
     # info exists to show a loss: load anyway, report it, then refuse below unless --allow-loss.
     with spinner() as say:
         for k, (path, rank) in enumerate(targets, 1):
@@ -63,7 +64,7 @@ def command(trace: Path, fmt: str, engine_kind: str, tp_shell: str | None):
         for info in infos:
             _render(info)
     lossy = [i for i in infos if not i.conserved]
-    for failure in failures:
+    for failure in sorted(failures):
         click.echo(f"error: rank file not loaded: {failure.sentence()}", err=True)
     if failures:
         raise SystemExit(1)

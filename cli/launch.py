@@ -9,6 +9,7 @@ command failed before loading, or opened another file) is ended at exit.
 from __future__ import annotations
 
 import atexit
+import errno
 import logging
 import os
 import sys
@@ -39,8 +40,10 @@ def main() -> None:
 
         atexit.register(background.cancel_early)
         background.start_early(path)
+    from kineto_sql.cli import interrupt
     from kineto_sql.cli.main import cli
 
+    interrupt.install()
     try:
         cli()
     except SystemExit as stop:
@@ -64,7 +67,13 @@ def exit_now(code) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe (`| head`) or a closed stream: nothing left to say
+        except OSError as exc:
+            if stream is sys.stdout and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                # the last of the output did not fit: say so rather than end with 0 and a short file
+                os.write(2, b"error: cannot write the output: no space left on the device; free space or "
+                            b"write elsewhere\n")
+                code = code or 2
+        except ValueError:  # a closed stream: nothing left to say
             pass
     os._exit(code or 0)
 

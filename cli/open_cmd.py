@@ -72,7 +72,9 @@ def command(trace: Path, query_id: str | None, finding_id: str | None, params, p
             while True:
                 time.sleep(3600)
         except KeyboardInterrupt:
-            pass
+            from kineto_sql.cli import interrupt
+
+            interrupt.handled()  # stopping the server is this command's own way to end on Ctrl-C
         finally:
             session.close()
     finally:

