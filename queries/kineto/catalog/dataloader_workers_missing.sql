@@ -1,39 +1,47 @@
 -- id: catalog.dataloader_workers_missing
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: DataLoader worker traces missing: input-bound time visible only as next() latency
 -- source: seed 000 section 3, minor fault "DataLoader worker traces missing"
 -- signature: wide enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__ calls with nothing inside:
 --   the batches are built in worker processes the profiler does not record, so the step only shows the wait.
--- confirming: next() time as a share of the step with the multiprocessing iterator; no dataset ops inside.
+-- confirming: the ledger's DataLoader wait as a share of each iteration (ProfilerStep window, else an
+--   inferred iteration or the whole capture) with the multiprocessing iterator; no dataset ops inside.
 -- cost: the step waits for batches built in worker processes the profiler does not record: the wait is real
 --   step time, and its cause cannot be read from this trace. impact_dur is the ledger's DataLoader wait of the
---   step (device idle while the host sat in next(), or host.dataloader without device activity): the same
---   claim as catalog.input_bound, on the steps whose loader waits on workers (input_bound takes the others).
+--   iteration (device idle while the host sat in next(), or host.dataloader without device activity): the
+--   same claim, measure and threshold as catalog.input_bound, on the iterations whose loader waits on
+--   workers (input_bound takes the others). Both run on every kind of iteration window (ProfilerStep,
+--   inferred, whole capture), so the wait input_bound hands over is always judged here: a capture without
+--   a profiler schedule is no reason to drop it.
 -- false_positives: a first step that waits for the workers to start; a loader that prefetches but is briefly
 --   slowed by disk or network; both show as next() latency without being a missing-workers fault.
--- example: threshold_2
+-- example: at_share_threshold_1
 -- fix: profile a worker separately (py-spy dump/record on the worker pid, or a profiler inside
 --   worker_init_fn) to see why it is slow; then more workers, prefetch_factor, cheaper per-sample work.
--- needs: steps
+-- needs: none
 -- claims: idle.dataloader, host.dataloader
 -- status: stable
--- default min_share_pct: 10
--- locked: 2 b79e145eb3388261
--- lib: lib.collectives@3 lib.dataloader@4 lib.dataloader_steps@1 lib.device_busy@3 lib.event_categories@3
---   lib.gpu_idle@1 lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3
---   lib.iterations@5 lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4
---   lib.steps@9 lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1
--- cases: input_bound_leaves_worker_waits_to_workers_missing_2=95e4c291 threshold_1=cf16ecbc
---   threshold_2=e1e92e75
+-- default min_share_pct: 5
+-- locked: 3 d1d0b1d64b9c5ff3
+-- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
+--   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
+--   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4 lib.steps@9
+--   lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
+-- cases: input_bound_leaves_worker_waits_to_workers_missing_2=953de6cb at_share_threshold_1=ada5b132
+--   at_share_threshold_2=f9629f2c in_process_loader_is_input_bounds=2dce96cb
+--   inferred_iterations_wait_on_workers=09998f0c
 
-INCLUDE PERFETTO MODULE kineto.lib.dataloader_steps;
+INCLUDE PERFETTO MODULE kineto.lib.dataloader;
+INCLUDE PERFETTO MODULE kineto.lib.iterations;
+INCLUDE PERFETTO MODULE kineto.lib.window_of;
 INCLUDE PERFETTO MODULE kineto.lib.ledger;
 
--- One row per step whose wait on DataLoader workers takes at least min_share_pct of the step.
+-- One row per steady iteration whose wait on DataLoader workers is at least min_share_pct of it.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_dataloader_workers_missing(
-  -- Next() waits at or above this % of the step fire (a prefetching loader that keeps up returns in well
-  -- under 1 % of the step)
+  -- DataLoader wait share of the iteration that fires, in %: the same measure and default as
+  -- catalog.input_bound, which hands these iterations over (a prefetching loader that keeps up returns in
+  -- well under 1 % of the step).
   min_share_pct DOUBLE
 )
 RETURNS TABLE(
@@ -41,47 +49,83 @@ RETURNS TABLE(
   ts TIMESTAMP,
   -- Summed next() time.
   dur DURATION,
-  -- Step time claimed: the ledger's DataLoader wait in the step.
+  -- Step time claimed: the ledger's DataLoader wait in the iteration.
   impact_dur DURATION,
-  -- Step number.
+  -- Iteration number (N of ProfilerStep#N, else 1, 2, ... of the inferred windows).
   step LONG,
   -- One sentence with the numbers.
   evidence STRING,
-  -- next() share of the step, %.
+  -- Claimed wait as % of the iteration.
   loader_pct DOUBLE,
-  -- GPU busy during next(), % (NULL without GPU activity).
+  -- Device busy during next(), % of the next() time (NULL without device activity).
   gpu_busy_pct DOUBLE,
-  -- next() calls in the step.
+  -- next() calls in the iteration.
   call_count LONG
 ) AS
 WITH
+  placed AS (
+    -- the window's step, not kineto_dataloader's own (ProfilerStep only: NULL on inferred windows)
+    SELECT d.id, d.ts, d.dur, d.iter_kind, w.window_id, w.step
+    FROM kineto_dataloader AS d
+    JOIN kineto_window_of!(kineto_dataloader) AS w
+      USING (id)
+    WHERE
+      NOT w.is_cold
+  ),
+  calls AS (
+    SELECT
+      window_id,
+      step,
+      min(ts) AS ts,
+      sum(dur) AS loader_dur,
+      count(*) AS call_count,
+      (SELECT p2.iter_kind FROM placed AS p2 WHERE p2.window_id = p.window_id ORDER BY p2.dur DESC LIMIT 1)
+        AS iter_kind
+    FROM placed AS p
+    GROUP BY window_id, step
+  ),
   claimed AS (
-    SELECT step, sum(dur) AS claim_dur
+    SELECT
+      window_id,
+      sum(CASE WHEN bucket IN ('idle.dataloader', 'host.dataloader') THEN dur ELSE 0 END) AS claim_dur,
+      max(device IS NOT NULL) AS has_device,
+      count(DISTINCT coalesce(device, -1)) AS lanes,
+      max(window_dur) AS window_dur,
+      max(source) AS source
     FROM kineto_ledger
     WHERE
-      source = 'profiler_step'
-      AND NOT is_cold
-      AND bucket IN ('idle.dataloader', 'host.dataloader')
-    GROUP BY step
+      NOT is_cold
+    GROUP BY window_id
   )
 SELECT
-  d.ts,
-  d.loader_dur AS dur,
-  coalesce(c.claim_dur, 0) AS impact_dur,
-  d.step,
+  c.ts,
+  c.loader_dur AS dur,
+  l.claim_dur AS impact_dur,
+  c.step,
   printf(
-    'Step %d waits %.3f ms (%.1f%% of the step) in DataLoader next() on worker processes the profiler did not record: profile a worker (py-spy) to see why batches are late.',
-    d.step,
-    d.loader_dur / 1e6,
-    d.loader_pct
+    '%s %d waits %.3f ms in DataLoader next() on worker processes the profiler did not record (%.1f%% of the %.3f ms %s%s): profile a worker (py-spy) to see why batches are late.',
+    CASE WHEN l.source = 'profiler_step' THEN 'Step' ELSE 'Iteration' END,
+    c.step,
+    c.loader_dur / 1e6,
+    100.0 * l.claim_dur / (l.window_dur * l.lanes),
+    l.window_dur / 1e6,
+    CASE
+      WHEN l.source = 'profiler_step' THEN 'step'
+      WHEN l.source = 'capture' THEN 'capture'
+      ELSE 'iteration'
+    END,
+    CASE WHEN l.has_device THEN printf(', the GPU idle for %.3f ms of it', l.claim_dur / 1e6) ELSE '' END
   ) AS evidence,
-  d.loader_pct,
-  d.gpu_busy_pct,
-  d.call_count
-FROM kineto_dataloader_steps AS d
-LEFT JOIN claimed AS c
-  USING (step)
+  round(100.0 * l.claim_dur / (l.window_dur * l.lanes), 2) AS loader_pct,
+  CASE
+    WHEN l.has_device THEN round(100.0 * max(c.loader_dur - l.claim_dur, 0) / c.loader_dur, 2)
+  END AS gpu_busy_pct,
+  c.call_count
+FROM calls AS c
+JOIN claimed AS l
+  USING (window_id)
 WHERE
-  d.iter_kind = 'workers'
-  AND d.loader_pct >= $min_share_pct
-ORDER BY d.ts;
+  c.iter_kind = 'workers'
+  AND l.claim_dur > 0
+  AND 100.0 * l.claim_dur / (l.window_dur * l.lanes) >= $min_share_pct
+ORDER BY c.ts;

@@ -1,5 +1,5 @@
 -- id: catalog.input_bound
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Input-bound step: the device (or, on CPU, the step) waits on the DataLoader for its next batch
 -- source: seed 000 section 3, major fault "Input-bound step"
@@ -24,13 +24,14 @@
 -- status: stable
 -- catalog_row: major.input_bound_step
 -- default min_share_pct: 5
--- locked: 2 a23b8873a1e0b920
+-- locked: 3 24bdd498682f26f5
 -- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
 --   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
 --   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4 lib.steps@9
 --   lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
 -- cases: at_share_threshold_1=fdbe115d at_share_threshold_2=f9b12071
 --   quarter_of_the_step_with_an_idle_gpu=c602b65f leaves_worker_waits_to_workers_missing_1=d61a111d
+--   inferred_iterations_print_their_own_index=895a8190
 
 INCLUDE PERFETTO MODULE kineto.lib.dataloader;
 INCLUDE PERFETTO MODULE kineto.lib.iterations;
@@ -66,7 +67,8 @@ RETURNS TABLE(
 ) AS
 WITH
   placed AS (
-    SELECT d.*, w.window_id, w.step
+    -- the window's step, not kineto_dataloader's own (ProfilerStep only: NULL on inferred windows)
+    SELECT d.id, d.ts, d.dur, d.iter_kind, w.window_id, w.step
     FROM kineto_dataloader AS d
     JOIN kineto_window_of!(kineto_dataloader) AS w
       USING (id)
