@@ -23,7 +23,7 @@
 -- default min_recompute_ops: 2
 -- default expect_recompute: FALSE
 -- locked: 4 8d34754941f00b37
--- lib: lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.interval_merge@3
+-- lib: lib.cpu_ops@5 lib.event_categories@4 lib.host_slices@8 lib.host_tree@3 lib.interval_merge@3
 --   lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 -- cases: activation_checkpoint_recompute_present_1=f26d69c3
 --   activation_checkpoint_recompute_present_2=95fdcaca

@@ -24,9 +24,9 @@
 -- status: preview
 -- default min_per_step: 1
 -- locked: 2 a3ce28ee52940f84
--- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.enclosing_op@1 lib.event_categories@3
+-- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.enclosing_op@1 lib.event_categories@4
 --   lib.gpu_idle@1 lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3
---   lib.iterations@5 lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4
+--   lib.iterations@6 lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4
 --   lib.steps@9 lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
 -- cases: pageable_dtoh_blocks=2463ebe1 pinned_dtoh_is_async=bcfc9800 hip_memcpy_with_stream=a578a476
 

@@ -26,7 +26,7 @@
 -- default min_breaks: 1
 -- default min_eager_ops: 1
 -- locked: 2 789a0004c05ace37
--- lib: lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.steps@9 lib.thread_slices@2
+-- lib: lib.cpu_ops@5 lib.event_categories@4 lib.host_slices@8 lib.host_tree@3 lib.steps@9 lib.thread_slices@2
 --   lib.thread_track_slices@1
 -- cases: nested_region_is_a_break_1=3b3905cc nested_region_is_a_break_2=c946fc87
 --   eager_island_without_nested_region=28b8fbc0 eager_ops_outside_the_region_are_silent=b9536933

@@ -18,7 +18,7 @@
 -- needs: none
 -- status: stable
 -- locked: 2 9050f0cee45d5d3b
--- lib: lib.event_categories@3 lib.host_slices@8 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9
+-- lib: lib.event_categories@4 lib.host_slices@8 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9
 --   lib.thread_slices@2 lib.thread_track_slices@1
 -- cases: one_launch_many_kernels=463aaac4 eager_is_silent=b26baf6b
 

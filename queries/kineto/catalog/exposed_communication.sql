@@ -25,8 +25,8 @@
 -- catalog_row: major.unoverlapped_allreduce
 -- default min_share_pct: 5
 -- locked: 1 a2677812781ac706
--- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
---   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
+-- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@4 lib.gpu_idle@1
+--   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@6
 --   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4 lib.steps@9
 --   lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1
 -- cases: all_to_all_alone=2950899e hidden_under_compute_is_silent=7fe84a4a

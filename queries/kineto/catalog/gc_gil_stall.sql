@@ -21,7 +21,7 @@
 -- default min_gap: 5ms
 -- default gaps_without_gc: FALSE
 -- locked: 7 69ec8bdcd1c91d97
--- lib: lib.event_categories@3 lib.host_slices@8 lib.python_gc@5 lib.steps@9 lib.thread_slices@2
+-- lib: lib.event_categories@4 lib.host_slices@8 lib.python_gc@5 lib.steps@9 lib.thread_slices@2
 --   lib.thread_track_slices@1
 -- cases: at_threshold_1=a9d81d9b at_threshold_2=b71ae947 gap_without_gc_only_on_request_1=32766a18
 --   gap_without_gc_only_on_request_2=25c79bcc no_gc_min_gc_zero=cb1335cf

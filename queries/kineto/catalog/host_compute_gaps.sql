@@ -23,8 +23,8 @@
 -- status: preview
 -- default min_share_pct: 5
 -- locked: 1 b41144de4d9b5590
--- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
---   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
+-- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@4 lib.gpu_idle@1
+--   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@6
 --   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4 lib.steps@9
 --   lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1
 -- cases: preprocessing_before_the_first_kernel=6e4ea284 small_gap_is_silent=8f2d63a4

@@ -29,7 +29,7 @@
 -- default min_fp32_gemms: 1
 -- default min_f64_casts: 1
 -- locked: 2 01cbddadd4d8e7d0
--- lib: lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.launches@6
+-- lib: lib.cpu_ops@5 lib.event_categories@4 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.launches@6
 --   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 -- cases: fp32_gemm_in_bf16_run=b82b041c pure_fp32_run_is_silent=7c9f5379
 --   float64_cast_every_step_in_fp32_run=560aa6d1 wrapped_scalars_are_not_float64_tensors=75afe423

@@ -31,7 +31,7 @@
 -- default elementwise_pct: 30
 -- default copy_pct: 10
 -- locked: 4 d007ca84905788e9
--- lib: lib.event_categories@3 lib.host_slices@8 lib.kernel_classes@3 lib.kernels@6 lib.launches@6
+-- lib: lib.event_categories@4 lib.host_slices@8 lib.kernel_classes@3 lib.kernels@6 lib.launches@6
 --   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 -- cases: unfused_attention_fires=3f432733 small_softmax_is_not_attention=c845e908
 --   idle_gpu_is_not_judged=a715cbaa unfused_elementwise_fires=875d4a40

@@ -30,8 +30,8 @@
 -- default min_alloc_mb: 1
 -- default min_cpu_large_allocs: 4
 -- locked: 3 a50de858108c19b7
--- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
---   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
+-- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@4 lib.gpu_idle@1
+--   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@6
 --   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.memory@4 lib.runtime_calls@4
 --   lib.steps@9 lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
 -- cases: runtime_malloc_mid_step=cc7541a7 malloc_with_the_device_idle_costs_its_idle_time=5c89fde1

@@ -32,7 +32,7 @@
 -- default max_pct_of_roof: 30
 -- default target_pct_of_roof: 60
 -- locked: 1 2bf116ec52dd8412
--- lib: lib.cpu_ops@5 lib.device_specs@1 lib.dtypes@1 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3
+-- lib: lib.cpu_ops@5 lib.device_specs@1 lib.dtypes@1 lib.event_categories@4 lib.host_slices@8 lib.host_tree@3
 --   lib.kernels@6 lib.launches@6 lib.op_flops@3 lib.op_roofline@1 lib.runtime_calls@4 lib.steps@9
 --   lib.thread_slices@2 lib.thread_track_slices@1
 -- cases: slow_big_gemm_fires=cccace49 fast_gemm_is_silent=f7f71b88 unknown_device_is_silent=93a1ffe1

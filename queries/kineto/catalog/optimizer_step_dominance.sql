@@ -22,7 +22,7 @@
 -- default min_small_ops: 500
 -- default max_op: 50us
 -- locked: 2 350fca01bd5a6796
--- lib: lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.steps@9 lib.thread_slices@2
+-- lib: lib.cpu_ops@5 lib.event_categories@4 lib.host_slices@8 lib.host_tree@3 lib.steps@9 lib.thread_slices@2
 --   lib.thread_track_slices@1
 -- cases: at_threshold_1=57326a72 at_threshold_2=2736479f fused_is_silent=a94f2b5b
 

@@ -21,7 +21,7 @@
 -- catalog_row: minor.record_function_absence
 -- default min_unannotated_pct: 50
 -- locked: 5 aae8da64121e7706
--- lib: lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.interval_merge@3
+-- lib: lib.cpu_ops@5 lib.event_categories@4 lib.host_slices@8 lib.host_tree@3 lib.interval_merge@3
 --   lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 -- cases: coverage_threshold_1=95ef1250 coverage_threshold_2=4a077af3 torchrec_hash_annotations_count=1aa09a21
 --   compiled_graph_range_is_not_a_user_annotation=727008ea

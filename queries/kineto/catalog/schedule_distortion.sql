@@ -23,7 +23,7 @@
 -- default min_steps: 3
 -- default cold_ratio: 2
 -- locked: 2 0ffdf6b08c135bed
--- lib: lib.event_categories@3 lib.python_gc@5 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: lib.event_categories@4 lib.python_gc@5 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 -- cases: few_steps_and_step_zero=d02d79d2 cold_ratio_1=b3351eff cold_ratio_2=fcb0fabb
 --   gc_pause_is_not_a_cold_step=10f2711d wide_first_step_without_gc_is_cold=c6a7c087
 --   cold_step_with_some_gc=4e4d829c

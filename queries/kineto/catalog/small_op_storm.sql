@@ -33,8 +33,8 @@
 -- default max_queue: 100us
 -- default max_kernel: 50us
 -- locked: 6 f025e884c55846d5
--- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1
---   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@5
+-- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@4 lib.gpu_idle@1
+--   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@6
 --   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4 lib.steps@9
 --   lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
 -- cases: at_threshold_1=efec92ec at_threshold_2=a904a466 compute_bound_gpu_is_silent=4dba9e0d

@@ -21,7 +21,7 @@
 -- default max_overlap_pct: 10
 -- default min_collective_pct: 1
 -- locked: 2 9a462955ec0c9a6f
--- lib: lib.backward_windows@1 lib.collectives@3 lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8
+-- lib: lib.backward_windows@1 lib.collectives@3 lib.cpu_ops@5 lib.event_categories@4 lib.host_slices@8
 --   lib.host_tree@3 lib.interval_merge@3 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9
 --   lib.thread_slices@2 lib.thread_track_slices@1
 -- cases: after_backward=9adf0339 overlap_threshold_1=9ae25637 overlap_threshold_2=c235f308

@@ -25,7 +25,7 @@
 -- default frame_cost: 1us
 -- default min_overhead_pct: 20
 -- locked: 6 bf3ac2ff95f327b1
--- lib: lib.event_categories@3 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: lib.event_categories@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 -- cases: threshold_1=da4767bd threshold_2=9f6a89ee bounded_by_frame_self_time=442a405b
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;

@@ -6,7 +6,7 @@
 -- needs: gpu
 -- status: stable
 -- locked: 2 d5e517529bef4a28
--- lib: lib.device_busy@3 lib.event_categories@3 lib.gpu_idle@1 lib.interval_merge@3 lib.kernels@6
+-- lib: lib.device_busy@3 lib.event_categories@4 lib.gpu_idle@1 lib.interval_merge@3 lib.kernels@6
 --   lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Kineto writes its own overhead as `Activity Buffer Request` rows (category `overhead`). A device idle

@@ -6,7 +6,7 @@
 -- needs: cpu_ops
 -- status: stable
 -- locked: 3 b003cba13680ab23
--- lib: lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.launches@6
+-- lib: lib.cpu_ops@5 lib.event_categories@4 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.launches@6
 --   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- torch.compile fuses matmul + add into one aten::addmm at the dispatcher level, not in a kernel: addmm

@@ -7,7 +7,7 @@
 -- status: stable
 -- default cold_factor: 1.5
 -- locked: 2 7ac5990c6445fc2f
--- lib: lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.memory@4
+-- lib: lib.cpu_ops@5 lib.event_categories@4 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.memory@4
 --   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Compares the first ProfilerStep of each process with the median width of its other steps (at least

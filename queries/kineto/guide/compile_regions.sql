@@ -6,7 +6,7 @@
 -- needs: compile
 -- status: stable
 -- locked: 4 e88d66d0ddfbe0a3
--- lib: lib.event_categories@3 lib.host_slices@8 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9
+-- lib: lib.event_categories@4 lib.host_slices@8 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9
 --   lib.thread_slices@2 lib.thread_track_slices@1
 
 -- One row per `Torch-Compiled Region` call. The pieces are matched by time inside the caller's process

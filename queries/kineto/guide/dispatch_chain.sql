@@ -8,7 +8,7 @@
 -- default name: "aten::mm"
 -- default max_rows: 50
 -- locked: 2 affedc4ef3e4e849
--- lib: lib.event_categories@3 lib.host_slices@8 lib.kernels@6 lib.launches@6 lib.python_frames@2
+-- lib: lib.event_categories@4 lib.host_slices@8 lib.kernels@6 lib.launches@6 lib.python_frames@2
 --   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Walks each kernel back through its launch (args.correlation) to the ops above it. The chain column

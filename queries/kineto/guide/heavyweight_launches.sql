@@ -6,7 +6,7 @@
 -- needs: gpu
 -- status: stable
 -- locked: 2 05e96992d2971525
--- lib: lib.event_categories@3 lib.host_slices@8 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9
+-- lib: lib.event_categories@4 lib.host_slices@8 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9
 --   lib.thread_slices@2 lib.thread_track_slices@1
 
 -- An occupancy query (class occupancy_query of kineto.lib.runtime_calls: cudaOccupancy*, cuOccupancy*,

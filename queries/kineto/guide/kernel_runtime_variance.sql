@@ -8,7 +8,7 @@
 -- default min_count: 3
 -- default cv_threshold: 0.2
 -- locked: 1 cd7cbaecbc24eb2c
--- lib: lib.event_categories@3 lib.host_slices@8 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9
+-- lib: lib.event_categories@4 lib.host_slices@8 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9
 --   lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Groups device kernels launched inside steps by (name, grid, block, device); the coefficient of

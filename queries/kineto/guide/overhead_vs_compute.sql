@@ -9,7 +9,7 @@
 -- default small_op: 50us
 -- default top_ops: 10
 -- locked: 4 a0b9346ab8a8c2a0
--- lib: lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.launches@6
+-- lib: lib.cpu_ops@5 lib.event_categories@4 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.launches@6
 --   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Self CPU = self time of CPU ops, annotations and runtime calls (torch key_averages' Self CPU total);

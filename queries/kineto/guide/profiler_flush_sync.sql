@@ -6,7 +6,7 @@
 -- needs: gpu
 -- status: stable
 -- locked: 2 a1b09070006e6389
--- lib: lib.event_categories@3 lib.host_slices@8 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9
+-- lib: lib.event_categories@4 lib.host_slices@8 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9
 --   lib.thread_slices@2 lib.thread_track_slices@1
 
 -- The last device synchronize of a process (class device_sync of kineto.lib.runtime_calls:

@@ -7,7 +7,7 @@
 -- status: stable
 -- default hta_compat: FALSE
 -- locked: 4 2cda1a03cbbcb224
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: hta.gpu_events@7 lib.event_categories@4 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- overlap_pct = 100 * |union(compute) intersect union(communication)| / |union(communication)|,
 -- HTA's definition (memory kernels ignored). No row when the trace has no communication kernels

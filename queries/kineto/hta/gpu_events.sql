@@ -7,7 +7,7 @@
 -- status: stable
 -- default hta_compat: FALSE
 -- locked: 7 6e75a2887c90efda
--- lib: lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: lib.event_categories@4 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 -- cases: hta_compat_drops_last_step_launches=41adf06e clean_mode_keeps_every_kernel=3560efb9
 
 -- The cleaner default (hta_compat FALSE) keeps the whole trace (HTA silently drops the last profiler

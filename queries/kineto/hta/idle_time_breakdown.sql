@@ -8,7 +8,7 @@
 -- default hta_compat: FALSE
 -- default consecutive_kernel_delay: 30us
 -- locked: 4 d09559462e1e8cd1
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: hta.gpu_events@7 lib.event_categories@4 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Per stream, events (kernel, memcpy, memset) in start order: the gap before each event is
 --   host_wait   when its launching runtime call started after the previous event on the stream ended

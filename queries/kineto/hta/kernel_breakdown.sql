@@ -9,7 +9,7 @@
 -- default top_n: 10
 -- default duration_ratio: 0.8
 -- locked: 2 b490b968a4a75e7a
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: hta.gpu_events@7 lib.event_categories@4 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Unlike HTA 0.5.0, the statistics are always those of the individual launches: HTA re-aggregates
 -- its table over the per-name sums, so every kept kernel shows max = min = mean = sum and std 0, and

@@ -9,7 +9,7 @@
 -- default runtime_cutoff: 50us
 -- default launch_delay_cutoff: 100us
 -- locked: 4 5cbeed93f543b8c5
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: hta.gpu_events@7 lib.event_categories@4 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Per launch (runtime call joined to its GPU event by args.correlation): cpu = the call's duration,
 -- gpu = the event's duration, launch delay = max(0, gpu start - call end). Short kernel: cpu <=

@@ -7,7 +7,7 @@
 -- status: stable
 -- default hta_compat: FALSE
 -- locked: 3 ce6f321bbc793ab3
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: hta.gpu_events@7 lib.event_categories@4 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 -- cases: hta_compat_exclusive_states=01ed666c
 
 -- One sweep over the events' starts and ends (gpu_events' busy states, built once per trace in

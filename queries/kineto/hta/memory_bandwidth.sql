@@ -7,7 +7,7 @@
 -- status: stable
 -- default hta_compat: FALSE
 -- locked: 1 a297b3eabc2fc496
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: hta.gpu_events@7 lib.event_categories@4 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Kind = the first 11 characters of the name ("Memcpy HtoD") or "Memset". The concurrent bandwidth
 -- series adds Kineto's own args "memory bandwidth (GB/s)" at each event's start and removes it at its

@@ -8,7 +8,7 @@
 -- default all_steps: FALSE
 -- default step: -1
 -- locked: 2 f775e1c9a5454395
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: hta.gpu_events@7 lib.event_categories@4 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- HTA's iteration rule: a CPU-side event (args.stream = -1) belongs to the ProfilerStep whose window
 -- holds its start; a GPU-side event (args.stream > 0) to the step of the runtime call that launched

@@ -8,7 +8,7 @@
 -- default hta_compat: FALSE
 -- default max_queue_length: 1024
 -- locked: 2 2d95e28e6bd119ec
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: hta.gpu_events@7 lib.event_categories@4 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- +1 at the start of each launch call (cudaLaunchKernel[ExC], cuLaunchKernel[Ex], cudaMemcpyAsync,
 -- cudaMemsetAsync, HIP/MTIA equivalents) on the stream of its GPU event, -1 at the start of that

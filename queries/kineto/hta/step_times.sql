@@ -6,7 +6,7 @@
 -- needs: steps
 -- status: stable
 -- locked: 1 8567ff89771df24c
--- lib: lib.event_categories@3 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: lib.event_categories@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Starts are on this trace's own clock in us; kineto_sql.ranks adds the loader's rebase offset
 -- (kineto_metadata kineto_sql.ts_offset_ns) to compare ranks, as HTA's global-min alignment does.

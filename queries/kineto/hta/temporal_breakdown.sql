@@ -7,7 +7,7 @@
 -- status: stable
 -- default hta_compat: FALSE
 -- locked: 3 5fa34cbb5c48c3f3
--- lib: hta.gpu_events@7 lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: hta.gpu_events@7 lib.event_categories@4 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 -- cases: hta_compat_span_ends_before_the_last_step=0f607d36 clean_mode_span_covers_every_kernel=c1ff884b
 
 -- HTA's definition, kept in both modes: the span runs from the first GPU event's start to the last

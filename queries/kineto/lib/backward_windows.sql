@@ -1,6 +1,6 @@
 -- version: 1
 -- locked: 1 a9929ae050f27008
--- lib: lib.cpu_ops@5 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.steps@9 lib.thread_slices@2
+-- lib: lib.cpu_ops@5 lib.event_categories@4 lib.host_slices@8 lib.host_tree@3 lib.steps@9 lib.thread_slices@2
 --   lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;

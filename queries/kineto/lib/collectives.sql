@@ -1,6 +1,6 @@
 -- version: 3
 -- locked: 3 42d747fee64e6954
--- lib: lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.launches@6
+-- lib: lib.event_categories@4 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.launches@6
 --   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;

@@ -1,6 +1,6 @@
 -- version: 5
 -- locked: 5 df4020fc39f7ac62
--- lib: lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.steps@9 lib.thread_slices@2
+-- lib: lib.event_categories@4 lib.host_slices@8 lib.host_tree@3 lib.steps@9 lib.thread_slices@2
 --   lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;

@@ -1,6 +1,6 @@
 -- version: 4
 -- locked: 4 b2573f3d244c5e2c
--- lib: lib.event_categories@3 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: lib.event_categories@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.thread_slices;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

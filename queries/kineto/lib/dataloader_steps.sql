@@ -1,6 +1,6 @@
 -- version: 1
 -- locked: 1 791a49884231b6b2
--- lib: lib.dataloader@4 lib.device_busy@3 lib.event_categories@3 lib.interval_merge@3 lib.kernels@6
+-- lib: lib.dataloader@4 lib.device_busy@3 lib.event_categories@4 lib.interval_merge@3 lib.kernels@6
 --   lib.steps@9 lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;

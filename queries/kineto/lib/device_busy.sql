@@ -1,6 +1,6 @@
 -- version: 3
 -- locked: 3 125165d3b6269c5c
--- lib: lib.event_categories@3 lib.interval_merge@3 lib.kernels@6 lib.stream_busy@4 lib.thread_slices@2
+-- lib: lib.event_categories@4 lib.interval_merge@3 lib.kernels@6 lib.stream_busy@4 lib.thread_slices@2
 --   lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.interval_merge;

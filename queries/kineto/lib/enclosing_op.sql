@@ -1,6 +1,6 @@
 -- version: 1
 -- locked: 1 32c152b9235610c8
--- lib: lib.event_categories@3
+-- lib: lib.event_categories@4
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 

@@ -1,6 +1,6 @@
 -- version: 1
 -- locked: 1 a45e29a65ab15f63
--- lib: lib.device_busy@3 lib.event_categories@3 lib.interval_merge@3 lib.kernels@6 lib.stream_busy@4
+-- lib: lib.device_busy@3 lib.event_categories@4 lib.interval_merge@3 lib.kernels@6 lib.stream_busy@4
 --   lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.stream_busy;

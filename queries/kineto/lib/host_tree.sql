@@ -1,6 +1,6 @@
 -- version: 3
 -- locked: 3 7107c754f1b1ebd2
--- lib: lib.event_categories@3 lib.host_slices@8 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: lib.event_categories@4 lib.host_slices@8 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;

@@ -1,6 +1,6 @@
 -- version: 3
 -- locked: 3 21ef5b20764036d4
--- lib: lib.event_categories@3 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: lib.event_categories@4 lib.kernels@6 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 

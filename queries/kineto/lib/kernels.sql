@@ -1,6 +1,6 @@
 -- version: 6
 -- locked: 6 3b080092ec0caf8c
--- lib: lib.event_categories@3 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: lib.event_categories@4 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.thread_slices;

@@ -1,6 +1,6 @@
 -- version: 4
 -- locked: 4 deab6d93676e1da3
--- lib: lib.event_categories@3 lib.host_slices@8 lib.kernels@6 lib.runtime_calls@4 lib.steps@9
+-- lib: lib.event_categories@4 lib.host_slices@8 lib.kernels@6 lib.runtime_calls@4 lib.steps@9
 --   lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;

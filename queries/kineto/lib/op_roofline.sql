@@ -1,6 +1,6 @@
 -- version: 1
 -- locked: 1 525bdd461abf2dde
--- lib: lib.cpu_ops@5 lib.device_specs@1 lib.dtypes@1 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3
+-- lib: lib.cpu_ops@5 lib.device_specs@1 lib.dtypes@1 lib.event_categories@4 lib.host_slices@8 lib.host_tree@3
 --   lib.kernels@6 lib.launches@6 lib.op_flops@3 lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2
 --   lib.thread_track_slices@1
 

@@ -1,6 +1,6 @@
 -- version: 2
 -- locked: 2 3525d950ce62f393
--- lib: lib.event_categories@3
+-- lib: lib.event_categories@4
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 

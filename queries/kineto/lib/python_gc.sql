@@ -1,6 +1,6 @@
 -- version: 5
 -- locked: 5 aa62beebf3976282
--- lib: lib.event_categories@3 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: lib.event_categories@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;

@@ -1,6 +1,6 @@
 -- version: 4
 -- locked: 4 8448b528afd4a712
--- lib: lib.event_categories@3 lib.host_slices@8 lib.kernels@6 lib.steps@9 lib.thread_slices@2
+-- lib: lib.event_categories@4 lib.host_slices@8 lib.kernels@6 lib.steps@9 lib.thread_slices@2
 --   lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;

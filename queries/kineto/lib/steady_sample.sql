@@ -1,7 +1,7 @@
 -- version: 1
 -- locked: 1 0f2f347f8fa9da3a
--- lib: lib.dataloader@4 lib.event_categories@3 lib.host_slices@8 lib.iterations@5 lib.steps@9
---   lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: lib.dataloader@4 lib.event_categories@4 lib.host_slices@8 lib.iterations@6 lib.kernels@6
+--   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.iterations;
 

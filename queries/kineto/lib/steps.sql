@@ -1,6 +1,6 @@
 -- version: 9
 -- locked: 9 4274acba64d5da77
--- lib: lib.event_categories@3 lib.thread_slices@2 lib.thread_track_slices@1
+-- lib: lib.event_categories@4 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.thread_slices;
 INCLUDE PERFETTO MODULE intervals.intersect;

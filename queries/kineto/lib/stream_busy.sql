@@ -1,6 +1,6 @@
 -- version: 4
 -- locked: 4 b1add9322752c55f
--- lib: lib.event_categories@3 lib.interval_merge@3 lib.kernels@6 lib.thread_slices@2
+-- lib: lib.event_categories@4 lib.interval_merge@3 lib.kernels@6 lib.thread_slices@2
 --   lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.interval_merge;

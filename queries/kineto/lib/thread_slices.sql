@@ -1,6 +1,6 @@
 -- version: 2
 -- locked: 2 122556a9fffc35ee
--- lib: lib.event_categories@3 lib.thread_track_slices@1
+-- lib: lib.event_categories@4 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;

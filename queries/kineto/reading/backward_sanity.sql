@@ -7,7 +7,7 @@
 -- status: stable
 -- default min_recompute_ops: 2
 -- locked: 4 089b4807bfd4eb2e
--- lib: lib.cpu_ops@5 lib.enclosing_op@1 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.steps@9
+-- lib: lib.cpu_ops@5 lib.enclosing_op@1 lib.event_categories@4 lib.host_slices@8 lib.host_tree@3 lib.steps@9
 --   lib.thread_slices@2 lib.thread_track_slices@1
 
 -- Backward = the outermost `autograd::engine::evaluate_function: ...` rows of the step (any thread of

@@ -7,7 +7,7 @@
 -- status: stable
 -- default device_name: ''
 -- locked: 4 08e29d23198b27ac
--- lib: lib.collectives@3 lib.device_specs@1 lib.dtypes@1 lib.event_categories@3 lib.host_slices@8
+-- lib: lib.collectives@3 lib.device_specs@1 lib.dtypes@1 lib.event_categories@4 lib.host_slices@8
 --   lib.host_tree@3 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2
 --   lib.thread_track_slices@1
 

@@ -8,7 +8,7 @@
 -- default min_gap: 20us
 -- default busy_pct: 50
 -- locked: 6 541922721ce5d6ca
--- lib: lib.device_busy@3 lib.enclosing_op@1 lib.event_categories@3 lib.gpu_idle@1 lib.host_slices@8
+-- lib: lib.device_busy@3 lib.enclosing_op@1 lib.event_categories@4 lib.gpu_idle@1 lib.host_slices@8
 --   lib.interval_merge@3 lib.kernels@6 lib.launches@6 lib.runtime_calls@4 lib.steps@9 lib.stream_busy@4
 --   lib.thread_slices@2 lib.thread_track_slices@1
 

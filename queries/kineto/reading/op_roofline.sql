@@ -7,7 +7,7 @@
 -- status: stable
 -- default device_name: ''
 -- locked: 2 279b1202df902c99
--- lib: lib.cpu_ops@5 lib.device_specs@1 lib.dtypes@1 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3
+-- lib: lib.cpu_ops@5 lib.device_specs@1 lib.dtypes@1 lib.event_categories@4 lib.host_slices@8 lib.host_tree@3
 --   lib.kernels@6 lib.launches@6 lib.op_flops@3 lib.op_roofline@1 lib.runtime_calls@4 lib.steps@9
 --   lib.thread_slices@2 lib.thread_track_slices@1
 -- cases: addmm_on_h100=6b667b6d

@@ -7,7 +7,7 @@
 -- status: stable
 -- default top_n: 0
 -- locked: 6 d9d3a0e26c32220d
--- lib: lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.launches@6
+-- lib: lib.event_categories@4 lib.host_slices@8 lib.host_tree@3 lib.kernels@6 lib.launches@6
 --   lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;

@@ -8,7 +8,7 @@
 -- default sparse_below_pct: 50
 -- default cold_start_factor: 1.5
 -- locked: 3 766dde83d91fde2a
--- lib: lib.cpu_ops@5 lib.device_busy@3 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3
+-- lib: lib.cpu_ops@5 lib.device_busy@3 lib.event_categories@4 lib.host_slices@8 lib.host_tree@3
 --   lib.interval_merge@3 lib.kernels@6 lib.steps@9 lib.stream_busy@4 lib.thread_slices@2
 --   lib.thread_track_slices@1
 
