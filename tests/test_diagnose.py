@@ -335,3 +335,86 @@ def test_two_gloo_ranks_read_the_same_straggler_from_both_sides(variant, straggl
     assert d.ranks_summary["straggler"] == straggler
     fired = [t.rank for t in d.traces if any(f.query_id == "catalog.straggler_rank" for f in t.findings)]
     assert fired == waiting
+
+
+def _counter_replay(counters: bool):
+    """12 launches of 30 ms with no kernel recorded; with `counters`, each has a CUPTI range-profiler event
+    carrying hardware counters (the range profiler's capture), else none (lost activity)."""
+    from tests.kineto_builder import CpuOp, KinetoTrace, Launch
+
+    events = []
+    for i in range(12):
+        events += [CpuOp("aten::mm", ts_us=i * 31000, dur_us=30500), Launch(correlation=i + 1, ts_us=i * 31000 + 100, dur_us=30000)]
+        if counters:
+            events.append(CpuOp("volta_sgemm_128x64_nn", ts_us=i * 31000 + 200, dur_us=100, cat="cuda_profiler_range",
+                                args={"External id": i + 1, "dram__bytes_read.sum": 4096}))
+    return KinetoTrace(events)
+
+
+@pytest.mark.parametrize("counters,kind", [(True, "counter_replay"), (False, "lost_gpu_activity")])
+def test_an_invalid_capture_gets_no_regime(load_trace, counters, kind):
+    # the capture_validity row is high: the verdict says the timings cannot be read, with the row's words,
+    # and names no regime (a host-bound reading of a replayed capture would be the profiler's)
+    t = diagnose_trace(load_trace(_counter_replay(counters)))
+    validity = t.findings[0]
+    assert validity.query_id == "catalog.capture_validity" and validity.severity == "high"
+    assert validity.numbers["kind"] == kind
+    assert t.verdict.regime == "unreadable"
+    assert t.verdict.regime_reason.startswith("the timings of this capture cannot be read: ")
+    assert ("Counter-replay capture" if counters else "GPU activity lost") in t.verdict.regime_reason
+    jsonschema.validate(Diagnosis("built", (t,)).to_json(), SCHEMA)
+
+
+def test_a_valid_capture_keeps_its_regime(load_trace):
+    t = diagnose_trace(load_trace(_cold_dominated(3)))
+    assert t.verdict.regime == "host-bound"
+
+
+def _worker_waits(workers: bool):
+    """No ProfilerStep: three DataLoader next() calls 1000 us apart open the iterations, each waiting 410 us
+    (the GPU idle), then a 580 us kernel."""
+    from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch
+
+    it = "_MultiProcessingDataLoaderIter" if workers else "_SingleProcessDataLoaderIter"
+    events = []
+    for i in range(3):
+        s = i * 1000
+        events += [CpuOp(f"enumerate(DataLoader)#{it}.__next__", ts_us=s, dur_us=410, cat="user_annotation"),
+                   CpuOp("aten::mm", ts_us=s + 410, dur_us=10), Launch(correlation=i + 1, ts_us=s + 412, dur_us=5),
+                   Kernel(correlation=i + 1, ts_us=s + 420, dur_us=580, name="volta_sgemm_128x64_nn")]
+    return KinetoTrace(events)
+
+
+@pytest.mark.parametrize("workers,owner", [(True, "catalog.dataloader_workers_missing"), (False, "catalog.input_bound")])
+def test_a_dataloader_wait_on_inferred_iterations_is_the_first_finding(load_trace, workers, owner):
+    # the verdict names the DataLoader wait (41%); the #1 finding claims it, whatever the loader kind: the
+    # hand-off from input_bound to the workers detector holds without ProfilerStep windows
+    t = diagnose_trace(load_trace(_worker_waits(workers)))
+    assert t.verdict.window_source == "dataloader" and t.verdict.steps == 3
+    assert "the host waiting for the DataLoader (41%)" in t.verdict.regime_reason
+    first = next(f for f in t.findings if f.severity != "info")
+    assert first.query_id == owner and first.impact_ns == 3 * 410_000 and first.impact_pct == 41.0
+    assert first.severity == "high" and first.where.steps == (1, 2, 3)
+
+
+def _lagging_device(lead_in_us: int):
+    """The host issues 20 launches in its first 2 ms; every kernel starts `lead_in_us` after the first launch
+    and they run back to back for 20 ms (the device ~100% busy over its own span)."""
+    from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch
+
+    events = [CpuOp("aten::add", ts_us=0, dur_us=5)]
+    for i in range(20):
+        events += [Launch(correlation=i + 1, ts_us=10 + 100 * i, dur_us=5),
+                   Kernel(correlation=i + 1, ts_us=10 + lead_in_us + 1000 * i, dur_us=1000, name="volta_sgemm_128x64_nn")]
+    return KinetoTrace(events)
+
+
+def test_a_device_lagging_its_host_is_read_over_the_device_span(load_trace):
+    # a 150 ms lead-in before the first kernel is not host time: capture_validity notes the lag (info) and
+    # the whole-capture window is the device's active span, 100% busy: device-bound, not host-bound
+    t = diagnose_trace(load_trace(_lagging_device(150_000)))
+    assert t.verdict.window_source == "capture" and t.verdict.lane_ns == 20_000_000
+    assert t.verdict.regime == "device-bound" and t.verdict.compute_pct == 100.0
+    validity = next(f for f in t.findings if f.query_id == "catalog.capture_validity")
+    assert validity.severity == "info" and validity.numbers["kind"] == "device_lag"
+    assert validity.numbers["min_launch_delay_dur"] == 150_000_000

@@ -105,6 +105,7 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
     findings = [_finding(spec, df, cold_denominator if spec.claims == (COLD,) else denominator, source,
                          claimed[spec.id], of_capture=not verdict.steady_representative) for spec, df in fired]
     findings = rank_findings(findings, cold_apart=verdict.steady_representative)
+    verdict = unreadable_capture(verdict, fired)
     fixes = tuple(f"{f.kind}: {f.count}" for f in tp.report.fixes)
     return TraceDiagnosis(source, tp.rank, verdict, tuple(findings), tuple(silent), tuple(skipped), fixes,
                           tuple(errors), _top_ops(runs[OP_TABLE]), loss=tuple(tp.report.loss_sentences()),
@@ -177,6 +178,22 @@ def resolve_claims(estimates, pools: dict[str, int]) -> dict[str, dict[str, int]
                 break
         out[spec.id] = taken
     return out
+
+
+UNREADABLE = "unreadable"
+
+
+def unreadable_capture(verdict: Verdict, fired) -> Verdict:
+    """A capture whose validity rows carry a high floor (lost GPU activity, counter replay) has no timing to
+    read a regime from: the verdict says so, with the row's evidence, instead of naming a regime."""
+    for spec, rows in fired:
+        if spec.id not in FIRST or "min_severity" not in rows:
+            continue
+        for row in rows.records():
+            if _plain(row.get("min_severity")) == "high":
+                return replace(verdict, regime=UNREADABLE,
+                               regime_reason=f"the timings of this capture cannot be read: {str(row['evidence']).rstrip('.')}")
+    return verdict
 
 
 def _devices(tp) -> tuple[str, ...]:
