@@ -418,3 +418,44 @@ def test_a_device_lagging_its_host_is_read_over_the_device_span(load_trace):
     validity = next(f for f in t.findings if f.query_id == "catalog.capture_validity")
     assert validity.severity == "info" and validity.numbers["kind"] == "device_lag"
     assert validity.numbers["min_launch_delay_dur"] == 150_000_000
+
+
+@pytest.mark.parametrize("fired,steady,outlier", [(1, 3, True), (2, 3, False), (1, 2, True), (2, 4, True), (3, 4, False),
+                                                  (1, 1, False), (0, 3, False)])
+def test_a_cause_in_a_minority_of_the_steady_steps_is_an_outlier(fired, steady, outlier):
+    from kineto_sql.diagnose.run import is_outlier
+    assert is_outlier(fired, steady) is outlier
+
+
+def _one_slow_step(slow_steps: int):
+    """Three 1000 us ProfilerSteps, the GPU busy 900 us of each; in the first `slow_steps` a 300 us
+    cudaStreamSynchronize under aten::item leaves the GPU idle (each step 1400 us then)."""
+    from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
+
+    events, ts = [], 0
+    for i in range(3):
+        slow = i < slow_steps
+        width = 1400 if slow else 1000
+        events += [ProfilerStep(i + 1, ts_us=ts, dur_us=width), CpuOp("aten::mm", ts_us=ts + 1, dur_us=10),
+                   Launch(correlation=i + 1, ts_us=ts + 2, dur_us=5),
+                   Kernel(correlation=i + 1, ts_us=ts + 10, dur_us=900, name="volta_sgemm_128x64_nn")]
+        if slow:
+            events += [CpuOp("aten::item", ts_us=ts + 950, dur_us=440),
+                       CpuOp("aten::_local_scalar_dense", ts_us=ts + 955, dur_us=430),
+                       Launch(correlation=100 + i, ts_us=ts + 960, dur_us=420, name="cudaStreamSynchronize")]
+        ts += width
+    return KinetoTrace(events)
+
+
+@pytest.mark.parametrize("slow_steps,severity,note", [(1, "medium", "Seen in 1 of 3 steady steps only"),
+                                                      (2, "high", None)])
+def test_one_slow_step_of_three_is_an_outlier_not_a_high_finding(load_trace, slow_steps, severity, note):
+    t = diagnose_trace(load_trace(_one_slow_step(slow_steps)))
+    sync = next(f for f in t.findings if f.query_id == "catalog.sync_forcing_op")
+    assert sync.where.steps == tuple(range(1, slow_steps + 1))
+    # 420 us of idle.sync per slow step: 12.35% of 3400 us with one, 22.11% of 3800 us with two
+    assert sync.impact_pct == {1: 12.35, 2: 22.11}[slow_steps] and sync.severity == severity
+    if note:
+        assert sync.evidence[0].startswith(note) and note in sync.narration
+    else:
+        assert not sync.evidence[0].startswith("Seen in")

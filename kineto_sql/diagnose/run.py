@@ -103,7 +103,8 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
             fired.append((spec, result.rows))
     claimed = resolve_claims([(spec, _estimate(df)) for spec, df in fired], pools)
     findings = [_finding(spec, df, cold_denominator if spec.claims == (COLD,) else denominator, source,
-                         claimed[spec.id], of_capture=not verdict.steady_representative) for spec, df in fired]
+                         claimed[spec.id], of_capture=not verdict.steady_representative,
+                         steady_windows=verdict.steps) for spec, df in fired]
     findings = rank_findings(findings, cold_apart=verdict.steady_representative)
     verdict = unreadable_capture(verdict, fired)
     fixes = tuple(f"{f.kind}: {f.count}" for f in tp.report.fixes)
@@ -333,7 +334,7 @@ def _float(value):
 
 
 def _finding(spec, rows: Rows, denominator: int | None, source: str,
-             claimed: dict[str, int] | None = None, of_capture: bool = False) -> Finding:
+             claimed: dict[str, int] | None = None, of_capture: bool = False, steady_windows: int = 0) -> Finding:
     estimate = _estimate(rows)
     impact = estimate if claimed is None else sum(claimed.values())
     pct = round(100.0 * impact / denominator, 2) if denominator else None
@@ -363,6 +364,11 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
         worst = rows.record(0)
     figures = {c: _plain(worst[c]) for c in rows.columns if c not in COMMON and _plain(worst[c]) is not None}
     severity = _floored(_capped(severity, rows), rows)
+    if not cold and is_outlier(len(steps), steady_windows):
+        # the cause is in a minority of the steady windows: one slow step, not the steady state
+        severity = min(severity, OUTLIER_CAP, key=severity_rank)
+        evidence = (f"Seen in {len(steps)} of {steady_windows} steady steps only: an outlier, not every step.",
+                    *evidence)
     finding = Finding(
         query_id=spec.id,
         id_version=spec.id_version,
@@ -387,6 +393,15 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
         of_capture=of_capture and not cold,
     )
     return _with_narration(finding)
+
+
+OUTLIER_CAP = "medium"
+
+
+def is_outlier(fired_windows: int, steady_windows: int) -> bool:
+    """A finding seen in some steady windows but not in most of them (at most half of 2 or more) describes
+    outlier steps: its severity is at most medium, whatever its share of the steady time."""
+    return steady_windows >= 2 and 0 < fired_windows and 2 * fired_windows <= steady_windows
 
 
 def row_fix(row) -> str | None:
