@@ -257,11 +257,11 @@ def test_diagnose_runs_on_every_corpus_trace(path, diagnosed):
 
 
 def _cold_dominated(steady_steps: int):
-    """A 9 ms first step (launch-heavy start-up: 400 launches of 20 us) and `steady_steps` steps of 50 us of
-    host work with the GPU idle: the mi250 minitoy shape."""
+    """A 9 ms first step (start-up: 5 ms of cudaMalloc on a second thread, 400 launches of 20 us) and
+    `steady_steps` steps of 50 us of host work with the GPU idle: the mi250 minitoy shape."""
     from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
 
-    events = [ProfilerStep(1, ts_us=0, dur_us=9000)]
+    events = [ProfilerStep(1, ts_us=0, dur_us=9000), Launch(correlation=9999, ts_us=50, dur_us=5000, name="cudaMalloc", tid=2)]
     for i in range(400):
         events += [Launch(correlation=i + 1, ts_us=100 + 20 * i, dur_us=18),
                    Kernel(correlation=i + 1, ts_us=110 + 20 * i, dur_us=2)]

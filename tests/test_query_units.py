@@ -541,17 +541,6 @@ def test_iterations_tail_after_the_device_work_is_outside_the_last_window(load_t
                                        (3, "annotation", "loop", 2000, 520, 0)]
 
 
-def test_iterations_head_before_the_device_work_is_outside_the_first_end_marker_window(load_trace):
-    """The first end-marker window starts at the first device activity (310 us), not at the capture start."""
-    t = KinetoTrace([CpuOp("aten::add", 0, 10)])
-    for s in (0, 1000, 2000):
-        t.add(CpuOp("Optimizer.step#SGD.step", s + 500, 100, cat="user_annotation"),
-              Launch(s // 1000 + 1, s + 300, 5), Kernel(s // 1000 + 1, s + 310, 100))
-    assert _windows(load_trace(t)) == [(1, "optimizer_step", "Optimizer.step#SGD.step", 310, 290, 0),
-                                       (2, "optimizer_step", "Optimizer.step#SGD.step", 600, 1000, 0),
-                                       (3, "optimizer_step", "Optimizer.step#SGD.step", 1600, 1000, 0)]
-
-
 def test_python_gc_step_of_its_own_process(load_trace):
     """A GC pass gets the step window of its own process holding its start (the latest-starting one
     where windows overlap); a pass outside every window, or in a process without steps, gets none."""

@@ -1,5 +1,5 @@
 -- version: 6
--- locked: 6 d26133e16a2e462b
+-- locked: 6 643cac0f4ae0a2df
 -- lib: lib.dataloader@4 lib.event_categories@4 lib.host_slices@8 lib.kernels@6 lib.runtime_calls@4
 --   lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
@@ -92,11 +92,11 @@ FROM excluded;
 --    seen only in a corner of the capture is a phase, not the loop), and, when the process launches device
 --    work, at least half of its windows hold a launch (an annotation of a CPU-side loop, a request queue,
 --    is no training or decode iteration: its sub-millisecond windows hold no device work).
---    Time outside the device's active span is kept out of the windows where no marker bounds it: the last
---    start-marker window ends at the last device activity (or its own marker's end, if later) instead of
---    the capture end, and the first end-marker window starts at the first device activity (or its own
---    marker's start, if earlier) instead of the capture start: a server's idle tail after its last
---    request is no host compute of an iteration.
+--    Time after the device's active span is kept out where no marker bounds it: the last start-marker
+--    window ends at the last device activity (or its own marker's end, if later) instead of the capture
+--    end: a server's idle tail after its last request is no host compute of an iteration. (The first
+--    end-marker window keeps the capture start: the host work before an iteration's first kernel, its
+--    allocations and launches, is that iteration's.)
 -- 3. `capture`: the whole capture as one window (first to last event of any kind, device work included),
 --    for the process with the most host events; with device activity, the device's active span (first
 --    device activity start to last end): the host's lead-in before any device work and its tail after
@@ -104,9 +104,14 @@ FROM excluded;
 --    offset, not host work; catalog.capture_validity names it).
 --
 -- The first of at least two windows of a process is cold (`is_cold`) when it is wider than 1.5x the median
--- of the others: that extra time is first-iteration work (allocator warm-up, cudnn autotuning, lazy module
--- and kernel loading, compilation), not the steady state. GC time inside the window is not counted as
--- width for this test: a GC pause in the first step is a GC pause, not a cold start.
+-- of the others and, in a process that launches device work, one-time work makes up at least half of that
+-- excess: device / pinned allocations and frees (cudaMalloc / cudaFree, allocator warm-up), module loads,
+-- and launch calls longer than every later launch and than 100 us (lazy module and kernel loading in the
+-- first launch of a kernel). Position alone is no cold start: a first step slowed by a sync, a copy or a
+-- slow batch is a step like the others. GC time inside the window is not counted as width: a GC pause in
+-- the first step is a GC pause, not a cold start. A capture without launches shows no one-time work as
+-- runtime calls; there the width test alone decides. Not seen as one-time work: compilation and
+-- autotuning that run as ordinary host ops and kernels.
 CREATE OR REPLACE PERFETTO TABLE kineto_iterations(
   -- Window id, unique in the trace, in time order per process.
   id LONG,
@@ -123,7 +128,8 @@ CREATE OR REPLACE PERFETTO TABLE kineto_iterations(
   source STRING,
   -- The marker the windows were cut at (ProfilerStep#N, the marker name, or NULL for the capture).
   marker STRING,
-  -- First iteration that is wider than 1.5x the median of the others (GC time excluded): cold start.
+  -- First iteration that is wider than 1.5x the median of the others (GC time excluded), the excess mostly
+  -- one-time work where the process launches device work: cold start.
   is_cold BOOL
 ) AS
 WITH
@@ -269,18 +275,12 @@ WITH
     WHERE
       a.anchor = 'start'
     UNION ALL
-    -- end markers: from the previous end (for the first: the capture start, or the start of the device
-    -- work when that comes later, or its own marker's start if earlier) to this end
+    -- end markers: from the previous end (the capture start for the first: the host work before the first
+    -- kernel of an iteration, its allocations and launches, is that iteration's) to this end
     SELECT
       a.kind,
       a.name,
-      coalesce(
-        lag(a.at_ts) OVER (ORDER BY a.at_ts),
-        max(
-          (SELECT ts FROM capture),
-          min(coalesce((SELECT ts FROM device_span), (SELECT ts FROM capture)), a.mark_ts)
-        )
-      ),
+      coalesce(lag(a.at_ts) OVER (ORDER BY a.at_ts), (SELECT ts FROM capture)),
       a.at_ts
     FROM anchored AS a
     WHERE
@@ -427,6 +427,46 @@ WITH
     WHERE
       k IN ((m + 1) / 2, (m + 2) / 2)
     GROUP BY upid
+  ),
+  -- one-time work in the first window of each process that launches device work: device / pinned
+  -- allocations and frees, module loads, and launch calls longer than any launch after the window (and
+  -- than 100 us: a launch enqueues in 2-20 us; the first launch of each kernel loads its module lazily)
+  first_windows AS (
+    SELECT id, upid, ts, ts + dur AS end_ts FROM ranked WHERE rn = 1 AND cnt >= 2
+  ),
+  one_time AS (
+    SELECT
+      f.id,
+      (
+        SELECT coalesce(sum(c.dur), 0)
+        FROM kineto_runtime_calls AS c
+        WHERE
+          c.upid = f.upid
+          AND c.ts >= f.ts
+          AND c.ts < f.end_ts
+          AND (
+            c.class IN ('malloc', 'free', 'module_load')
+            OR (
+              c.class = 'launch'
+              AND c.dur > max(
+                100000,
+                coalesce(
+                  (
+                    SELECT max(l.dur)
+                    FROM kineto_runtime_calls AS l
+                    WHERE
+                      l.upid = f.upid
+                      AND l.class = 'launch'
+                      AND l.ts >= f.end_ts
+                  ),
+                  0
+                )
+              )
+            )
+          )
+      ) AS one_time_dur,
+      EXISTS (SELECT 1 FROM kineto_runtime_calls AS c WHERE c.upid = f.upid AND c.class = 'launch') AS launches
+    FROM first_windows AS f
   )
 SELECT
   r.id,
@@ -436,8 +476,15 @@ SELECT
   r.step,
   r.source,
   r.marker,
-  (r.rn = 1 AND r.cnt >= 2 AND r.width > 1.5 * m.median_width) AS is_cold
+  (
+    r.rn = 1
+    AND r.cnt >= 2
+    AND r.width > 1.5 * m.median_width
+    AND (NOT o.launches OR 2 * o.one_time_dur >= r.width - m.median_width)
+  ) AS is_cold
 FROM ranked AS r
 LEFT JOIN rest_median AS m
   USING (upid)
+LEFT JOIN one_time AS o
+  USING (id)
 ORDER BY r.id;
