@@ -26,7 +26,7 @@
 --   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@6
 --   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4 lib.steps@9
 --   lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1
--- cases: first_iteration_allocates=344701c0 allocation_half_the_excess_is_cold=3b81f8ee
+-- cases: first_iteration_allocates=344701c0 allocation_half_the_excess_is_cold=cc0f1c95
 --   allocation_under_half_the_excess_is_not_cold=37617bec
 --   a_slow_first_step_without_one_time_work_is_not_cold=1586675d a_slow_first_launch_is_lazy_loading=824306f0
 
