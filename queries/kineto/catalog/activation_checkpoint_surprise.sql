@@ -3,7 +3,7 @@
 -- kind: detector
 -- title: Activation-checkpointing surprise: forward recompute inside backward, or checkpointing that
 --   does not recompute
--- source: seed 000 section 3, major fault "Activation-checkpointing surprise"; section 2 step 4
+-- source: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Activation-checkpointing surprise"; Reading order, step 4
 -- signature: a second forward-shaped block (aten::linear / conv / norm / activation ops) inside the
 --   backward pass (nested in autograd::engine::evaluate_function): recompute, a finding unless you enabled
 --   checkpointing; or checkpoint frames (torch/utils/checkpoint.py) with no recompute in backward.

@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: detector
 -- title: Blocking copy in the hot loop: the host waits in a memory copy while the device runs dry
--- source: seed 000 section 3, major fault "Sync-forcing op in hot loop" (its copy form); issue 12 class 3
+-- source: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Sync-forcing op in hot loop" (its copy form)
 -- signature: cudaMemcpy / cudaMemcpy2D / hipMemcpy / hipMemcpyWithStream, or cudaMemcpyAsync whose copy
 --   reads or writes pageable host memory (`Memcpy DtoH (Device -> Pageable)`, `Memcpy HtoD (Pageable ->
 --   Device)`) or that returned only after its own copy finished, under aten::to / aten::copy_ / .cpu().

@@ -2,7 +2,7 @@
 -- version: 3
 -- kind: detector
 -- title: DataLoader worker traces missing: input-bound time visible only as next() latency
--- source: seed 000 section 3, minor fault "DataLoader worker traces missing"
+-- source: "torch.profiler & HTA: the Framework View", Fault catalog, minor fault "DataLoader worker traces missing"
 -- signature: wide enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__ calls with nothing inside:
 --   the batches are built in worker processes the profiler does not record, so the step only shows the wait.
 -- confirming: the ledger's DataLoader wait as a share of each iteration (ProfilerStep window, else an

@@ -2,7 +2,7 @@
 -- version: 3
 -- kind: detector
 -- title: Input-bound step: the device (or, on CPU, the step) waits on the DataLoader for its next batch
--- source: seed 000 section 3, major fault "Input-bound step"
+-- source: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Input-bound step"
 -- signature: iterations open with a wide enumerate(DataLoader)#...__next__ while the GPU is empty; with an
 --   in-process loader the decode / augment work runs inside the call.
 -- confirming: the ledger's DataLoader wait (device idle while the host is in next()) as a share of each

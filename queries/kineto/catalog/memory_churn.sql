@@ -2,7 +2,7 @@
 -- version: 3
 -- kind: detector
 -- title: Memory churn: allocator round trips to the driver / system inside iterations
--- source: seed 000 section 3, major fault "Memory churn -> malloc stalls"
+-- source: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Memory churn -> malloc stalls"
 -- signature: cudaMalloc / cudaFree (hipMalloc / hipFree) calls inside steady iterations (ProfilerStep
 --   windows, else the inferred ones of kineto.lib.iterations); an allocator sawtooth in the
 --   [memory] events (reserved memory moving inside a step; on CPU, multi-MB system allocations of varying

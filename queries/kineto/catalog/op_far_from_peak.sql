@@ -2,7 +2,7 @@
 -- version: 1
 -- kind: detector
 -- title: Big op far from peak: a GEMM, convolution, attention or memory-bound op that takes a large share of the kernel time at a small fraction of its roofline
--- source: issue 17 (op roofline); Williams, Waterman, Patterson, "Roofline" (CACM 2009); TraceLens perf model
+-- source: Williams, Waterman, Patterson, "Roofline" (CACM 2009); TraceLens perf model
 -- signature: one op (all its shapes, record_shapes) takes at least min_share_pct of the device's kernel
 --   time, its kernels last long enough to be judged (mean per call >= min_call_us), and it runs under
 --   max_pct_of_roof of the roof at its arithmetic intensity (kineto.lib.device_specs peaks), weighted by

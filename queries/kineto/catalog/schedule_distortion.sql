@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: detector
 -- title: Profiler schedule distortion: the active window holds a cold or compile step, or too few steps
--- source: seed 000 section 3, minor fault "Profiler schedule distortion"
+-- source: "torch.profiler & HTA: the Framework View", Fault catalog, minor fault "Profiler schedule distortion"
 -- signature: the active window catches a cold step (ProfilerStep#0: no wait/warmup; a first step far
 --   wider than the rest; torch.compile compiling inside a step) or captures fewer than 3 steps.
 -- confirming: step count; first-step width vs the median of the others; ProfilerStep#0 present;

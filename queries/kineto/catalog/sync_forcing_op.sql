@@ -2,7 +2,7 @@
 -- version: 7
 -- kind: detector
 -- title: Sync-forcing op in the hot loop: host syncs (or host reads of device values) in every step
--- source: seed 000 section 3, major fault "Sync-forcing op in hot loop"
+-- source: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Sync-forcing op in hot loop"
 -- signature: cudaStreamSynchronize / cudaDeviceSynchronize / cudaEventSynchronize (hip* alike) beneath
 --   aten::item / aten::_local_scalar_dense / aten::nonzero / .cpu(); on a CPU-only capture the host-read ops
 --   themselves (each one is a full device sync once the same code runs on a GPU), except the reads that

@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: detector
 -- title: Unoverlapped DDP all-reduce (deprecated: see catalog.exposed_communication): gradient collectives serialized after the backward pass
--- source: seed 000 section 3, major fault "Unoverlapped DDP all-reduce"
+-- source: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Unoverlapped DDP all-reduce"
 -- signature: nccl:all_reduce (RCCL, gloo:all_reduce on CPU) work serialized after the last backward
 --   op/kernel of the step instead of running under it.
 -- confirming: overlap % of the collective time with backward compute near 0 (HTA comm-comp overlap for

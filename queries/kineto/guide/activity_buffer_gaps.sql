@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: guide
 -- title: Activity buffer gaps: device idle time caused by the profiler's own buffer requests, and the initial CPU-GPU offset
--- source: seed 001 "Key GPU Lane Indicators: Activity Buffer Requests"
+-- source: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Key GPU Lane Indicators: Activity Buffer Requests"
 -- needs: gpu
 -- status: stable
 -- locked: 2 d5e517529bef4a28

@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: guide
 -- title: Cold start: is the first step wider than the median of the rest, by how much, and why
--- source: seed 001 "Key CPU Lane Indicators: Cold-Start Overhead"; seed 000 section 3 minor (profiler schedule distortion)
+-- source: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Key CPU Lane Indicators: Cold-Start Overhead"; "torch.profiler & HTA: the Framework View", Fault catalog, minor fault (profiler schedule distortion)
 -- needs: steps, cpu_ops
 -- status: stable
 -- default cold_factor: 1.5

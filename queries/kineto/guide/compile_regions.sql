@@ -2,7 +2,7 @@
 -- version: 4
 -- kind: guide
 -- title: Compiled regions: Dynamo cache lookup, Torch-Compiled Region, AOTDispatcher prologue and CompiledFxGraph per call; CPU overhead vs device time
--- source: seed 001 "The Impact of torch.compile: Runtime Architecture and Overhead"
+-- source: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "The Impact of torch.compile: Runtime Architecture and Overhead"
 -- needs: compile
 -- status: stable
 -- locked: 4 e88d66d0ddfbe0a3

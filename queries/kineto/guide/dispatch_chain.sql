@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: guide
 -- title: Dispatch chain: python frame -> record_function -> ATen op -> sub-op -> runtime call -> kernel, one row per kernel
--- source: seed 001 "Analyzing the CPU and GPU Dispatch Chain"
+-- source: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Analyzing the CPU and GPU Dispatch Chain"
 -- needs: gpu, cpu_ops
 -- status: stable
 -- default name: "aten::mm"

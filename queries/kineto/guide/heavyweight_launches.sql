@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: guide
 -- title: Heavyweight launches: occupancy queries before a kernel launch, and the kernels they precede
--- source: seed 001 "Key CPU Lane Indicators: CUDA Occupancy Queries / Resource-Light Kernels"
+-- source: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Key CPU Lane Indicators: CUDA Occupancy Queries / Resource-Light Kernels"
 -- needs: gpu
 -- status: stable
 -- locked: 2 05e96992d2971525

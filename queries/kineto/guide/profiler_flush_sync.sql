@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: guide
 -- title: Profiler flush: the final device synchronize, reported as the profiler flushing, not a finding
--- source: seed 001 "Key CPU Lane Indicators: Synchronization"
+-- source: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Key CPU Lane Indicators: Synchronization"
 -- needs: gpu
 -- status: stable
 -- locked: 2 a1b09070006e6389

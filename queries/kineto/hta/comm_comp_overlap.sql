@@ -2,7 +2,7 @@
 -- version: 4
 -- kind: hta
 -- title: Communication-computation overlap: % of communication time with a compute kernel running
--- source: seed 000 section 4-5 (HTA comm-comp overlap per rank); research/peers.md 1.2
+-- source: "torch.profiler & HTA: the Framework View", HTA on real public traces (HTA comm-comp overlap per rank); HolisticTraceAnalysis
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE

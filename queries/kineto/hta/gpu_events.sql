@@ -2,7 +2,7 @@
 -- version: 7
 -- kind: hta
 -- title: The GPU events HTA's analyses read, with HTA's kernel type (compute / communication / memory / other)
--- source: seed 000 section 4 (HTA); research/peers.md 1.0 (HTA 0.5.0 ingest semantics)
+-- source: "torch.profiler & HTA: the Framework View", HTA on real public traces; HolisticTraceAnalysis (HTA 0.5.0 ingest semantics)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE

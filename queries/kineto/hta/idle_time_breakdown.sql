@@ -2,7 +2,7 @@
 -- version: 4
 -- kind: hta
 -- title: Idle-time breakdown per stream: host wait, kernel wait and other, with interval statistics
--- source: seed 000 section 4-5 (HTA idle-time attribution); research/peers.md 1.3
+-- source: "torch.profiler & HTA: the Framework View", HTA on real public traces (HTA idle-time attribution); HolisticTraceAnalysis
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE

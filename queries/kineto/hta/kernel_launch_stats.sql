@@ -2,7 +2,7 @@
 -- version: 4
 -- kind: hta
 -- title: CUDA kernel launch statistics: launch delay, short kernels, runtime and launch-delay outliers
--- source: seed 000 section 4 (HTA); research/peers.md 1.5 (CudaKernelAnalysis.cuda_kernel_launch_stats)
+-- source: "torch.profiler & HTA: the Framework View", HTA on real public traces; HolisticTraceAnalysis (CudaKernelAnalysis.cuda_kernel_launch_stats)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE

@@ -2,7 +2,7 @@
 -- version: 3
 -- kind: hta
 -- title: GPU time by kernel type: compute, communication, memory and each overlap of them
--- source: seed 000 section 4-5 (HTA GPU kernel breakdown); research/peers.md 1.4
+-- source: "torch.profiler & HTA: the Framework View", HTA on real public traces (HTA GPU kernel breakdown); HolisticTraceAnalysis
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE

@@ -2,7 +2,7 @@
 -- version: 1
 -- kind: hta
 -- title: Memcpy / memset bandwidth per kind (HtoD, DtoH, DtoD, Memset): bytes, busy time and concurrent bandwidth
--- source: seed 000 section 4 (HTA); research/peers.md 1.7 (TraceCounters memory bandwidth)
+-- source: "torch.profiler & HTA: the Framework View", HTA on real public traces; HolisticTraceAnalysis (TraceCounters memory bandwidth)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE

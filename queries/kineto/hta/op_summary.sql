@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: hta
 -- title: Per-op and per-kernel counts and total time of one trace (one side of a trace diff)
--- source: seed 000 section 4 (HTA); research/peers.md 1.10 (TraceDiff.compare_traces)
+-- source: "torch.profiler & HTA: the Framework View", HTA on real public traces; HolisticTraceAnalysis (TraceDiff.compare_traces)
 -- needs: none
 -- status: stable
 -- default all_steps: FALSE

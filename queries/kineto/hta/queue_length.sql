@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: hta
 -- title: Queue length per stream: operations launched but not yet started, and time at the 1024 cap
--- source: seed 000 section 4 (HTA); research/peers.md 1.6 (TraceCounters queue length)
+-- source: "torch.profiler & HTA: the Framework View", HTA on real public traces; HolisticTraceAnalysis (TraceCounters queue length)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE

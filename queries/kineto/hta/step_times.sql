@@ -2,7 +2,7 @@
 -- version: 1
 -- kind: hta
 -- title: Profiler steps of one rank: number, start and width (the per-rank input of straggler hunting)
--- source: seed 000 section 4-5 (HTA get_profiler_steps; straggler hunting across ranks)
+-- source: "torch.profiler & HTA: the Framework View", HTA on real public traces (HTA get_profiler_steps; straggler hunting across ranks)
 -- needs: steps
 -- status: stable
 -- locked: 1 8567ff89771df24c

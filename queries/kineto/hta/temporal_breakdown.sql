@@ -2,7 +2,7 @@
 -- version: 3
 -- kind: hta
 -- title: Temporal breakdown: GPU compute, non-compute and idle time over the GPU-busy span (HTA's definition)
--- source: seed 000 section 4-5 (HTA temporal breakdown per rank); research/peers.md 1.1
+-- source: "torch.profiler & HTA: the Framework View", HTA on real public traces (HTA temporal breakdown per rank); HolisticTraceAnalysis
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE

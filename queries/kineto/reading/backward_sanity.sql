@@ -2,7 +2,7 @@
 -- version: 4
 -- kind: reading
 -- title: Backward sanity: forward vs backward width per step, and forward recompute inside backward
--- source: seed 000 section 2, reading order step 4; seed 000 section 3 (activation-checkpointing surprise)
+-- source: "torch.profiler & HTA: the Framework View", Reading order, step 4; "torch.profiler & HTA: the Framework View", Fault catalog (activation-checkpointing surprise)
 -- needs: steps, cpu_ops
 -- status: stable
 -- default min_recompute_ops: 2

@@ -2,7 +2,7 @@
 -- version: 4
 -- kind: reading
 -- title: Collective calls of one rank: collective, process group, sequence number, time and message sizes
--- source: issue 17 (collectives across ranks); NCCL nccl-tests doc/PERFORMANCE.md (what a size means per op)
+-- source: NCCL nccl-tests doc/PERFORMANCE.md (what a size means per op)
 -- needs: none
 -- status: stable
 -- default device_name: ''

@@ -2,7 +2,7 @@
 -- version: 3
 -- kind: reading
 -- title: One side of a trace diff: per step, its width, CPU / GPU busy, GPU time by kernel class, and every op and kernel by call path
--- source: issue 17 (diff v2: a headline that says why, rows by time moved, structural alignment)
+-- source: PyTorch docs, torch.profiler (two captures of one workload compared: a headline that says why, rows by time moved, structural alignment); HolisticTraceAnalysis TraceDiff
 -- needs: none
 -- status: stable
 -- locked: 3 bba28d992e53834c

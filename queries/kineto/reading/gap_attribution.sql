@@ -2,7 +2,7 @@
 -- version: 6
 -- kind: reading
 -- title: GPU gap attribution: every device idle gap inside a step, with what the CPU side was doing
--- source: seed 000 section 2, reading order step 3
+-- source: "torch.profiler & HTA: the Framework View", Reading order, step 3
 -- needs: gpu, steps, cpu_ops
 -- status: stable
 -- default min_gap: 20us

@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: reading
 -- title: Op roofline: achieved TFLOP/s and TB/s per op and shape, arithmetic intensity, bound and % of peak
--- source: issue 17 (TraceLens-style roofline); Williams, Waterman, Patterson, "Roofline" (CACM 2009)
+-- source: Williams, Waterman, Patterson, "Roofline" (CACM 2009); TraceLens perf model
 -- needs: cpu_ops, gpu
 -- status: stable
 -- default device_name: ''

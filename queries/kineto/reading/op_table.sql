@@ -2,7 +2,7 @@
 -- version: 6
 -- kind: reading
 -- title: Op table: torch's key_averages() per op name, sorted by self device time then self CPU
--- source: seed 000 section 2, reading order step 2; seed 001 "Overhead-Bound vs. Compute-Bound"
+-- source: "torch.profiler & HTA: the Framework View", Reading order, step 2; "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Overhead-Bound vs. Compute-Bound"
 -- needs: cpu_ops
 -- status: stable
 -- default top_n: 0

@@ -2,7 +2,7 @@
 -- version: 1
 -- kind: reading
 -- title: Rank balance: this rank's own work against its wait in collectives, per steady step (the straggler quantities)
--- source: seed 000 section 3, major fault "Straggler rank"; seed section 2 step 5; issue 12 class 15
+-- source: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Straggler rank"; Reading order, step 5
 -- needs: none
 -- status: preview
 -- locked: 1 1f73b7eabc2dd26a

@@ -2,7 +2,7 @@
 -- version: 1
 -- kind: reading
 -- title: Step-time ledger: each iteration's time, per device, split into buckets that sum to it exactly
--- source: seed 000 section 2, reading order steps 1-3 (step table, GPU busy, gap attribution) as one account
+-- source: "torch.profiler & HTA: the Framework View", Reading order, steps 1-3 (step table, GPU busy, gap attribution) as one account
 -- needs: none
 -- status: preview
 -- locked: 1 758056f444c97936

@@ -2,7 +2,7 @@
 -- version: 3
 -- kind: reading
 -- title: Step table: step width, CPU busy, GPU busy and occupancy per ProfilerStep
--- source: seed 000 section 2, reading order step 1; seed 001 "Cold-Start Overhead"
+-- source: "torch.profiler & HTA: the Framework View", Reading order, step 1; "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Cold-Start Overhead"
 -- needs: steps
 -- status: stable
 -- default sparse_below_pct: 50

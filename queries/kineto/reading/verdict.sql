@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: reading
 -- title: Verdict: the step's regime (device-, host-, communication-bound or mixed) from the ledger, in one sentence
--- source: seed 000 section 2, reading order step 1 (GPU sparse or dense), read from reading.step_ledger
+-- source: "torch.profiler & HTA: the Framework View", Reading order, step 1 (GPU sparse or dense), read from reading.step_ledger
 -- needs: none
 -- status: preview
 -- locked: 2 e418cebb6fcc7f30
