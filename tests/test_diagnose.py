@@ -391,7 +391,7 @@ def test_a_dataloader_wait_on_inferred_iterations_is_the_first_finding(load_trac
     # hand-off from input_bound to the workers detector holds without ProfilerStep windows
     t = diagnose_trace(load_trace(_worker_waits(workers)))
     assert t.verdict.window_source == "dataloader" and t.verdict.steps == 3
-    assert "the host waiting for the DataLoader (41%)" in t.verdict.regime_reason
+    assert "mostly the host waiting for the DataLoader (41% of the steady step time)" in t.verdict.regime_reason
     first = next(f for f in t.findings if f.severity != "info")
     assert first.query_id == owner and first.impact_ns == 3 * 410_000 and first.impact_pct == 41.0
     assert first.severity == "high" and first.where.steps == (1, 2, 3)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -47,6 +48,8 @@ COMMON = ("ts", "dur", "impact_dur", "step", "evidence", "fix", "max_severity", 
 # that lost GPU activity or ran under counter replay makes every other number suspect.
 FIRST = ("catalog.capture_validity",)
 OP_COLUMNS = ("op", "ops", "op_name", "aten_op", "sync_op", "launching_op")
+# rules whose op column has another name: where.ops is filled whenever the evidence names ops
+OP_COLUMN_OF = {"catalog.op_far_from_peak": ("name",), "catalog.optimizer_step_dominance": ("top_ops",)}
 PYTHON_COLUMNS = ("python_line", "python_frame", "python_lines", "frame")
 # impact as % of the steady step time (window time x devices, from the ledger)
 SEVERITY_PCT = (("high", 10.0), ("medium", 3.0), ("low", 0.0))
@@ -354,7 +357,7 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
         ts_ns=int(min(t for t in ts if t is not None)) if ts is not None and any(t is not None for t in ts) else None,
         end_ns=int(max(e for e in end if e is not None)) if end is not None and any(e is not None for e in end)
         else None,
-        ops=_values(rows, OP_COLUMNS),
+        ops=_op_names(_values(rows, OP_COLUMNS + OP_COLUMN_OF.get(spec.id, ()))),
         python_lines=_values(rows, PYTHON_COLUMNS),
     )
     if "impact_dur" in rows:
@@ -367,8 +370,8 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
     if not cold and is_outlier(len(steps), steady_windows):
         # the cause is in a minority of the steady windows: one slow step, not the steady state
         severity = min(severity, OUTLIER_CAP, key=severity_rank)
-        evidence = (f"Seen in {len(steps)} of {steady_windows} steady steps only: an outlier, not every step.",
-                    *evidence)
+        note = f"Seen in {len(steps)} of {steady_windows} steady steps only: an outlier, not every step."
+        evidence = (f"{note} {evidence[0]}" if evidence else note, *evidence[1:])
     finding = Finding(
         query_id=spec.id,
         id_version=spec.id_version,
@@ -436,6 +439,12 @@ def _floored(severity: str, rows: Rows) -> str:
 def _with_narration(finding: Finding) -> Finding:
     return replace(finding, narration=narrate(finding))
 
+
+
+def _op_names(values: tuple[str, ...]) -> tuple[str, ...]:
+    """Op names from op columns, some of which list several with counts ("aten::add_ x900, aten::mul_ x12")."""
+    names = (re.sub(r" x\d+$", "", part.strip()) for v in values for part in v.split(", "))
+    return tuple(dict.fromkeys(n for n in names if n))[:5]
 
 
 def _values(rows: Rows, columns) -> tuple[str, ...]:

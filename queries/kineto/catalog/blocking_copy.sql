@@ -1,5 +1,5 @@
 -- id: catalog.blocking_copy
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Blocking copy in the hot loop: the host waits in a memory copy while the device runs dry
 -- source: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Sync-forcing op in hot loop" (its copy form)
@@ -23,12 +23,13 @@
 -- claims: idle.blocking_copy
 -- status: preview
 -- default min_per_step: 1
--- locked: 2 a3ce28ee52940f84
+-- locked: 3 0e2bb77b065de671
 -- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.enclosing_op@1 lib.event_categories@4
 --   lib.gpu_idle@1 lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3
 --   lib.iterations@6 lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4
 --   lib.steps@9 lib.stream_busy@4 lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
 -- cases: pageable_dtoh_blocks=2463ebe1 pinned_dtoh_is_async=bcfc9800 hip_memcpy_with_stream=a578a476
+--   names_the_op_that_issues_the_copy=790569c3
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.enclosing_op;
@@ -81,7 +82,7 @@ WITH
       w.window_id,
       w.step,
       coalesce(
-        (SELECT s.name FROM slice AS s WHERE s.id = kineto_enclosing_op!(c.id, TRUE, TRUE)),
+        (SELECT s.name FROM slice AS s WHERE s.id = kineto_enclosing_op!(c.id, FALSE, FALSE)),
         c.name
       ) AS op_name
     FROM copies AS c

@@ -1,11 +1,11 @@
 -- id: reading.verdict
--- version: 2
+-- version: 3
 -- kind: reading
 -- title: Verdict: the step's regime (device-, host-, communication-bound or mixed) from the ledger, in one sentence
 -- source: "torch.profiler & HTA: the Framework View", Reading order, step 1 (GPU sparse or dense), read from reading.step_ledger
 -- needs: none
 -- status: preview
--- locked: 2 e418cebb6fcc7f30
+-- locked: 3 01a0e771033383a1
 -- lib: lib.collectives@3 lib.dataloader@4 lib.device_busy@3 lib.event_categories@4 lib.gpu_idle@1
 --   lib.host_slices@8 lib.host_tree@3 lib.internal_reads@1 lib.interval_merge@3 lib.iterations@6
 --   lib.kernel_classes@3 lib.kernels@6 lib.launches@6 lib.ledger@8 lib.runtime_calls@4 lib.steady_sample@1
@@ -22,7 +22,9 @@
 --   mixed                 none of these: the step is lost in several places (the findings say where)
 -- A capture without device activity has a host-side ledger: communication-bound when host-side
 -- collectives take >= 50 % of it, else host-bound (the host is the whole step).
--- The median window width is the mean of the two middle widths when the count is even.
+-- The median window width is the mean of the two middle widths when the count is even. The top cause's
+-- share is of the steady step time (every share is), and the sentence says so: it is not a share of the
+-- idle time.
 -- When the steady windows are too small a sample of the steady state (kineto.lib.steady_sample: fewer than
 -- 3 of them holding under 10% of the windows' time, a capture that is mostly its cold start), the shares
 -- and the regime are of every window, cold included, and the sentence says so: the steady part would
@@ -215,7 +217,12 @@ SELECT
       j.idle_pct,
       CASE
         WHEN j.top_cause IS NOT NULL AND j.top_cause_pct >= 1
-          THEN printf(', mostly %s (%.0f%%)', j.top_words, j.top_cause_pct)
+          THEN printf(
+            ', mostly %s (%.0f%% of the %s)',
+            j.top_words,
+            j.top_cause_pct,
+            CASE WHEN j.representative THEN 'steady step time' ELSE 'capture' END
+          )
         ELSE ''
       END
     )
@@ -238,7 +245,12 @@ SELECT
       j.idle_pct,
       CASE
         WHEN j.top_cause IS NOT NULL AND j.top_cause_pct >= 1
-          THEN printf(', mostly %s (%.0f%%)', j.top_words, j.top_cause_pct)
+          THEN printf(
+            ', mostly %s (%.0f%% of the %s)',
+            j.top_words,
+            j.top_cause_pct,
+            CASE WHEN j.representative THEN 'steady step time' ELSE 'capture' END
+          )
         ELSE ''
       END
     )
