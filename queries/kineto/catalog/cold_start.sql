@@ -29,6 +29,7 @@
 -- cases: first_iteration_allocates=344701c0 allocation_half_the_excess_is_cold=cc0f1c95
 --   allocation_under_half_the_excess_is_not_cold=37617bec
 --   a_slow_first_step_without_one_time_work_is_not_cold=1586675d a_slow_first_launch_is_lazy_loading=824306f0
+--   autotune_event_syncs_are_one_time=5d94ee0e event_syncs_in_every_step_are_not_one_time=56b1dac1
 
 INCLUDE PERFETTO MODULE kineto.lib.ledger;
 

@@ -1,5 +1,5 @@
 -- version: 6
--- locked: 6 643cac0f4ae0a2df
+-- locked: 6 2cfde1863140c107
 -- lib: lib.dataloader@4 lib.event_categories@4 lib.host_slices@8 lib.kernels@6 lib.runtime_calls@4
 --   lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1
 
@@ -106,12 +106,13 @@ FROM excluded;
 -- The first of at least two windows of a process is cold (`is_cold`) when it is wider than 1.5x the median
 -- of the others and, in a process that launches device work, one-time work makes up at least half of that
 -- excess: device / pinned allocations and frees (cudaMalloc / cudaFree, allocator warm-up), module loads,
+-- event synchronizes when no later window has any (autotuning times its candidate kernels with events),
 -- and launch calls longer than every later launch and than 100 us (lazy module and kernel loading in the
 -- first launch of a kernel). Position alone is no cold start: a first step slowed by a sync, a copy or a
 -- slow batch is a step like the others. GC time inside the window is not counted as width: a GC pause in
 -- the first step is a GC pause, not a cold start. A capture without launches shows no one-time work as
--- runtime calls; there the width test alone decides. Not seen as one-time work: compilation and
--- autotuning that run as ordinary host ops and kernels.
+-- runtime calls; there the width test alone decides. Not seen as one-time work: compilation that runs as
+-- ordinary host ops.
 CREATE OR REPLACE PERFETTO TABLE kineto_iterations(
   -- Window id, unique in the trace, in time order per process.
   id LONG,
@@ -446,6 +447,19 @@ WITH
           AND c.ts < f.end_ts
           AND (
             c.class IN ('malloc', 'free', 'module_load')
+            -- autotuning (cudnn benchmark, inductor max-autotune) times candidate kernels with events and
+            -- waits on them: event syncs that no later window has
+            OR (
+              c.class = 'event_sync'
+              AND NOT EXISTS (
+                SELECT 1
+                FROM kineto_runtime_calls AS e
+                WHERE
+                  e.upid = f.upid
+                  AND e.class = 'event_sync'
+                  AND e.ts >= f.end_ts
+              )
+            )
             OR (
               c.class = 'launch'
               AND c.dur > max(
