@@ -274,11 +274,11 @@ def test_diagnose_runs_on_every_corpus_trace(path, diagnosed):
 
 
 def _cold_dominated(steady_steps: int):
-    """A 9 ms first step (launch-heavy start-up: 400 launches of 20 us) and `steady_steps` steps of 50 us of
-    host work with the GPU idle: the mi250 minitoy shape."""
+    """A 9 ms first step (start-up: 5 ms of cudaMalloc on a second thread, 400 launches of 20 us) and
+    `steady_steps` steps of 50 us of host work with the GPU idle: the mi250 minitoy shape."""
     from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
 
-    events = [ProfilerStep(1, ts_us=0, dur_us=9000)]
+    events = [ProfilerStep(1, ts_us=0, dur_us=9000), Launch(correlation=9999, ts_us=50, dur_us=5000, name="cudaMalloc", tid=2)]
     for i in range(400):
         events += [Launch(correlation=i + 1, ts_us=100 + 20 * i, dur_us=18),
                    Kernel(correlation=i + 1, ts_us=110 + 20 * i, dur_us=2)]
@@ -438,3 +438,127 @@ def test_a_host_bound_verdict_with_stacks_says_to_reprofile(load_trace):
     said = diagnose_trace(load_trace(with_stacks)).verdict
     assert said.regime == "host-bound"
     assert said.regime_reason.endswith("re-profile without with_stack before sizing the host-bound time")
+
+
+def _counter_replay(counters: bool):
+    """12 launches of 30 ms with no kernel recorded; with `counters`, each has a CUPTI range-profiler event
+    carrying hardware counters (the range profiler's capture), else none (lost activity)."""
+    from tests.kineto_builder import CpuOp, KinetoTrace, Launch
+
+    events = []
+    for i in range(12):
+        events += [CpuOp("aten::mm", ts_us=i * 31000, dur_us=30500), Launch(correlation=i + 1, ts_us=i * 31000 + 100, dur_us=30000)]
+        if counters:
+            events.append(CpuOp("volta_sgemm_128x64_nn", ts_us=i * 31000 + 200, dur_us=100, cat="cuda_profiler_range",
+                                args={"External id": i + 1, "dram__bytes_read.sum": 4096}))
+    return KinetoTrace(events)
+
+
+@pytest.mark.parametrize("counters,kind", [(True, "counter_replay"), (False, "lost_gpu_activity")])
+def test_an_invalid_capture_gets_no_regime(load_trace, counters, kind):
+    # the capture_validity row is high: the verdict says the timings cannot be read, with the row's words,
+    # and names no regime (a host-bound reading of a replayed capture would be the profiler's)
+    t = diagnose_trace(load_trace(_counter_replay(counters)))
+    validity = t.findings[0]
+    assert validity.query_id == "catalog.capture_validity" and validity.severity == "high"
+    assert validity.numbers["kind"] == kind
+    assert t.verdict.regime == "unreadable"
+    assert t.verdict.regime_reason.startswith("the timings of this capture cannot be read: ")
+    assert ("Counter-replay capture" if counters else "GPU activity lost") in t.verdict.regime_reason
+    jsonschema.validate(Diagnosis("built", (t,)).to_json(), SCHEMA)
+
+
+def test_a_valid_capture_keeps_its_regime(load_trace):
+    t = diagnose_trace(load_trace(_cold_dominated(3)))
+    assert t.verdict.regime == "host-bound"
+
+
+def _worker_waits(workers: bool):
+    """No ProfilerStep: three DataLoader next() calls 1000 us apart open the iterations, each waiting 410 us
+    (the GPU idle), then a 580 us kernel."""
+    from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch
+
+    it = "_MultiProcessingDataLoaderIter" if workers else "_SingleProcessDataLoaderIter"
+    events = []
+    for i in range(3):
+        s = i * 1000
+        events += [CpuOp(f"enumerate(DataLoader)#{it}.__next__", ts_us=s, dur_us=410, cat="user_annotation"),
+                   CpuOp("aten::mm", ts_us=s + 410, dur_us=10), Launch(correlation=i + 1, ts_us=s + 412, dur_us=5),
+                   Kernel(correlation=i + 1, ts_us=s + 420, dur_us=580, name="volta_sgemm_128x64_nn")]
+    return KinetoTrace(events)
+
+
+@pytest.mark.parametrize("workers,owner", [(True, "catalog.dataloader_workers_missing"), (False, "catalog.input_bound")])
+def test_a_dataloader_wait_on_inferred_iterations_is_the_first_finding(load_trace, workers, owner):
+    # the verdict names the DataLoader wait (41%); the #1 finding claims it, whatever the loader kind: the
+    # hand-off from input_bound to the workers detector holds without ProfilerStep windows
+    t = diagnose_trace(load_trace(_worker_waits(workers)))
+    assert t.verdict.window_source == "dataloader" and t.verdict.steps == 3
+    assert "mostly the host waiting for the DataLoader (41% of the steady step time)" in t.verdict.regime_reason
+    first = next(f for f in t.findings if f.severity != "info")
+    assert first.query_id == owner and first.impact_ns == 3 * 410_000 and first.impact_pct == 41.0
+    assert first.severity == "high" and first.where.steps == (1, 2, 3)
+
+
+def _lagging_device(lead_in_us: int):
+    """The host issues 20 launches in its first 2 ms; every kernel starts `lead_in_us` after the first launch
+    and they run back to back for 20 ms (the device ~100% busy over its own span)."""
+    from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch
+
+    events = [CpuOp("aten::add", ts_us=0, dur_us=5)]
+    for i in range(20):
+        events += [Launch(correlation=i + 1, ts_us=10 + 100 * i, dur_us=5),
+                   Kernel(correlation=i + 1, ts_us=10 + lead_in_us + 1000 * i, dur_us=1000, name="volta_sgemm_128x64_nn")]
+    return KinetoTrace(events)
+
+
+def test_a_device_lagging_its_host_is_read_over_the_device_span(load_trace):
+    # a 150 ms lead-in before the first kernel is not host time: capture_validity notes the lag (info) and
+    # the whole-capture window is the device's active span, 100% busy: device-bound, not host-bound
+    t = diagnose_trace(load_trace(_lagging_device(150_000)))
+    assert t.verdict.window_source == "capture" and t.verdict.lane_ns == 20_000_000
+    assert t.verdict.regime == "device-bound" and t.verdict.compute_pct == 100.0
+    validity = next(f for f in t.findings if f.query_id == "catalog.capture_validity")
+    assert validity.severity == "info" and validity.numbers["kind"] == "device_lag"
+    assert validity.numbers["min_launch_delay_dur"] == 150_000_000
+
+
+@pytest.mark.parametrize("fired,steady,outlier", [(1, 3, True), (2, 3, False), (1, 2, True), (2, 4, True), (3, 4, False),
+                                                  (1, 1, False), (0, 3, False)])
+def test_a_cause_in_a_minority_of_the_steady_steps_is_an_outlier(fired, steady, outlier):
+    from kineto_sql.diagnose.run import is_outlier
+    assert is_outlier(fired, steady) is outlier
+
+
+def _one_slow_step(slow_steps: int):
+    """Three 1000 us ProfilerSteps, the GPU busy 900 us of each; in the first `slow_steps` a 300 us
+    cudaStreamSynchronize under aten::item leaves the GPU idle (each step 1400 us then)."""
+    from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
+
+    events, ts = [], 0
+    for i in range(3):
+        slow = i < slow_steps
+        width = 1400 if slow else 1000
+        events += [ProfilerStep(i + 1, ts_us=ts, dur_us=width), CpuOp("aten::mm", ts_us=ts + 1, dur_us=10),
+                   Launch(correlation=i + 1, ts_us=ts + 2, dur_us=5),
+                   Kernel(correlation=i + 1, ts_us=ts + 10, dur_us=900, name="volta_sgemm_128x64_nn")]
+        if slow:
+            events += [CpuOp("aten::item", ts_us=ts + 950, dur_us=440),
+                       CpuOp("aten::_local_scalar_dense", ts_us=ts + 955, dur_us=430),
+                       Launch(correlation=100 + i, ts_us=ts + 960, dur_us=420, name="cudaStreamSynchronize")]
+        ts += width
+    return KinetoTrace(events)
+
+
+@pytest.mark.parametrize("slow_steps,severity,note", [(1, "medium", "Seen in 1 of 3 steady steps only"),
+                                                      (2, "high", None)])
+def test_one_slow_step_of_three_is_an_outlier_not_a_high_finding(load_trace, slow_steps, severity, note):
+    t = diagnose_trace(load_trace(_one_slow_step(slow_steps)))
+    sync = next(f for f in t.findings if f.query_id == "catalog.sync_forcing_op")
+    assert sync.where.steps == tuple(range(1, slow_steps + 1))
+    # 420 us of idle.sync per slow step: 12.35% of 3400 us with one, 22.11% of 3800 us with two
+    assert sync.impact_pct == {1: 12.35, 2: 22.11}[slow_steps] and sync.severity == severity
+    if note:
+        assert sync.evidence[0].startswith(note) and note in sync.narration
+    else:
+        assert not sync.evidence[0].startswith("Seen in")

@@ -493,6 +493,56 @@ def test_iterations_execute_model_as_frame_or_annotation_and_capture_fallback(lo
     assert _windows(load_trace(once)) == [(1, "capture", None, 0, 800, 0)]
 
 
+def test_iterations_marker_counts_per_thread(load_trace):
+    """A marker name seen on several threads is one candidate per thread: the loop thread's 3 windows, not
+    4 windows cut by the same annotation on a second thread (a serving pool's per-request markers)."""
+    t = _three_iterations(lambda s: [CpuOp("loop", s, 800, cat="user_annotation")])
+    t.add(CpuOp("loop", 1500, 50, cat="user_annotation", tid=2))
+    assert _windows(load_trace(t)) == [(1, "annotation", "loop", 0, 1000, 0), (2, "annotation", "loop", 1000, 1000, 0),
+                                       (3, "annotation", "loop", 2000, 800, 0)]
+
+
+@pytest.mark.parametrize("second_dur,expected", [
+    # the two markers span 0..2000 us of a 4000 us capture: exactly half, accepted
+    (1000, [(1, "annotation", "loop", 0, 1000, 0), (2, "annotation", "loop", 1000, 3000, 0)]),
+    # 1 us less: a marker in a corner of the capture is no iteration; the capture is the window
+    (999, [(1, "capture", None, 0, 4000, 0)]),
+])
+def test_iterations_marker_must_span_half_the_capture(load_trace, second_dur, expected):
+    t = KinetoTrace([CpuOp("loop", 0, 500, cat="user_annotation"), CpuOp("loop", 1000, second_dur, cat="user_annotation"),
+                     CpuOp("aten::add", 3990, 10)])
+    assert _windows(load_trace(t)) == expected
+
+
+def _launching_loop(windows_with_launch: int) -> KinetoTrace:
+    """Four 1000 us `loop` windows; the first `windows_with_launch` of them launch a 50 us kernel."""
+    t = KinetoTrace([CpuOp("loop", s, 900, cat="user_annotation") for s in (0, 1000, 2000, 3000)])
+    for i in range(windows_with_launch):
+        t.add(Launch(i + 1, i * 1000 + 100, 5), Kernel(i + 1, i * 1000 + 110, 50))
+    return t
+
+
+def test_iterations_marker_windows_must_hold_device_work(load_trace):
+    """With device work in the process, at least half of the windows must hold a launch: 2 of 4 is
+    accepted (the last window ends at its own marker's end, after the device's last work); 1 of 4 is a
+    CPU-side loop, and the capture, read over the device's active span (110..160 us), is the window."""
+    assert _windows(load_trace(_launching_loop(2))) == [
+        (1, "annotation", "loop", 0, 1000, 0), (2, "annotation", "loop", 1000, 1000, 0),
+        (3, "annotation", "loop", 2000, 1000, 0), (4, "annotation", "loop", 3000, 900, 0)]
+    assert _windows(load_trace(_launching_loop(1))) == [(1, "capture", None, 110, 50, 0)]
+
+
+def test_iterations_tail_after_the_device_work_is_outside_the_last_window(load_trace):
+    """The last start-marker window ends at the last device activity (2520 us), not at the capture end
+    (3010 us): the idle tail after a server's last request is no host compute of an iteration."""
+    t = KinetoTrace([CpuOp("aten::add", 3000, 10)])
+    for i in range(3):
+        t.add(CpuOp("loop", i * 1000, 100, cat="user_annotation"), Launch(i + 1, i * 1000 + 10, 5),
+              Kernel(i + 1, i * 1000 + 20, 500))
+    assert _windows(load_trace(t)) == [(1, "annotation", "loop", 0, 1000, 0), (2, "annotation", "loop", 1000, 1000, 0),
+                                       (3, "annotation", "loop", 2000, 520, 0)]
+
+
 def test_python_gc_step_of_its_own_process(load_trace):
     """A GC pass gets the step window of its own process holding its start (the latest-starting one
     where windows overlap); a pass outside every window, or in a process without steps, gets none."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -44,6 +45,8 @@ COMMON = ("ts", "dur", "impact_dur", "step", "evidence", "fix", "max_severity", 
 # that lost GPU activity or ran under counter replay makes every other number suspect.
 FIRST = ("catalog.capture_validity",)
 OP_COLUMNS = ("op", "ops", "op_name", "aten_op", "sync_op", "launching_op")
+# rules whose op column has another name: where.ops is filled whenever the evidence names ops
+OP_COLUMN_OF = {"catalog.op_far_from_peak": ("name",), "catalog.optimizer_step_dominance": ("top_ops",)}
 PYTHON_COLUMNS = ("python_line", "python_frame", "python_lines", "frame")
 # impact as % of the steady step time (window time x devices, from the ledger)
 SEVERITY_PCT = (("high", 10.0), ("medium", 3.0), ("low", 0.0))
@@ -100,8 +103,10 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
             fired.append((spec, result.rows))
     claimed = resolve_window_claims([(spec, _estimate_by_step(df)) for spec, df in fired], pools)
     findings = [_finding(spec, df, cold_denominator if spec.claims == (COLD,) else denominator, source,
-                         claimed[spec.id], of_capture=not verdict.steady_representative) for spec, df in fired]
+                         claimed[spec.id], of_capture=not verdict.steady_representative,
+                         steady_windows=verdict.steps) for spec, df in fired]
     findings = rank_findings(findings, cold_apart=verdict.steady_representative)
+    verdict = unreadable_capture(verdict, fired)
     fixes = tuple(f"{f.kind}: {f.count}" for f in tp.report.fixes)
     return TraceDiagnosis(source, tp.rank, verdict, tuple(findings), tuple(silent), tuple(skipped), fixes,
                           tuple(errors), _top_ops(runs[OP_TABLE]), loss=tuple(tp.report.loss_sentences()),
@@ -148,6 +153,22 @@ def _estimate(rows: Rows) -> int:
     return int(column_sum(max(v, 0) for v in numbers(rows.column("impact_dur"), missing_as=0)))
 
 
+
+
+UNREADABLE = "unreadable"
+
+
+def unreadable_capture(verdict: Verdict, fired) -> Verdict:
+    """A capture whose validity rows carry a high floor (lost GPU activity, counter replay) has no timing to
+    read a regime from: the verdict says so, with the row's evidence, instead of naming a regime."""
+    for spec, rows in fired:
+        if spec.id not in FIRST or "min_severity" not in rows:
+            continue
+        for row in rows.records():
+            if _plain(row.get("min_severity")) == "high":
+                return replace(verdict, regime=UNREADABLE,
+                               regime_reason=f"the timings of this capture cannot be read: {str(row['evidence']).rstrip('.')}")
+    return verdict
 
 
 def _devices(tp) -> tuple[str, ...]:
@@ -298,7 +319,7 @@ def _float(value):
 
 
 def _finding(spec, rows: Rows, denominator: int | None, source: str,
-             claimed: dict | None = None, of_capture: bool = False) -> Finding:
+             claimed: dict | None = None, of_capture: bool = False, steady_windows: int = 0) -> Finding:
     """`claimed`: what claim resolution gave the finding, per (step, bucket)."""
     estimate = _estimate(rows)
     impact = estimate if claimed is None else sum(claimed.values())
@@ -322,7 +343,7 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
         ts_ns=int(min(t for t in ts if t is not None)) if ts is not None and any(t is not None for t in ts) else None,
         end_ns=int(max(e for e in end if e is not None)) if end is not None and any(e is not None for e in end)
         else None,
-        ops=_values(rows, OP_COLUMNS),
+        ops=_op_names(_values(rows, OP_COLUMNS + OP_COLUMN_OF.get(spec.id, ()))),
         python_lines=_values(rows, PYTHON_COLUMNS),
     )
     if "impact_dur" in rows:
@@ -332,6 +353,11 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
         worst = rows.record(0)
     figures = {c: _plain(worst[c]) for c in rows.columns if c not in COMMON and _plain(worst[c]) is not None}
     severity = _floored(_capped(severity, rows), rows)
+    if not cold and is_outlier(len(steps), steady_windows):
+        # the cause is in a minority of the steady windows: one slow step, not the steady state
+        severity = min(severity, OUTLIER_CAP, key=severity_rank)
+        note = f"Seen in {len(steps)} of {steady_windows} steady steps only: an outlier, not every step."
+        evidence = (f"{note} {evidence[0]}" if evidence else note, *evidence[1:])
     finding = Finding(
         query_id=spec.id,
         id_version=spec.id_version,
@@ -358,6 +384,15 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
         of_capture=of_capture and not cold,
     )
     return _with_narration(finding)
+
+
+OUTLIER_CAP = "medium"
+
+
+def is_outlier(fired_windows: int, steady_windows: int) -> bool:
+    """A finding seen in some steady windows but not in most of them (at most half of 2 or more) describes
+    outlier steps: its severity is at most medium, whatever its share of the steady time."""
+    return steady_windows >= 2 and 0 < fired_windows and 2 * fired_windows <= steady_windows
 
 
 def row_fix(row) -> str | None:
@@ -392,6 +427,12 @@ def _floored(severity: str, rows: Rows) -> str:
 def _with_narration(finding: Finding) -> Finding:
     return replace(finding, narration=narrate(finding))
 
+
+
+def _op_names(values: tuple[str, ...]) -> tuple[str, ...]:
+    """Op names from op columns, some of which list several with counts ("aten::add_ x900, aten::mul_ x12")."""
+    names = (re.sub(r" x\d+$", "", part.strip()) for v in values for part in v.split(", "))
+    return tuple(dict.fromkeys(n for n in names if n))[:5]
 
 
 def _values(rows: Rows, columns) -> tuple[str, ...]:

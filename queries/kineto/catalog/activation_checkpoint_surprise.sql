@@ -3,8 +3,8 @@
 -- kind: detector
 -- title: Activation-checkpointing surprise: forward recompute inside backward, or checkpointing that
 --   does not recompute
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault
---   "Activation-checkpointing surprise"; "Reading order" step 4
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault
+--   "Activation-checkpointing surprise"; Reading order, step 4
 -- what: a second forward-shaped block (aten::linear / conv / norm / activation ops) inside the
 --   backward pass (nested in autograd::engine::evaluate_function): recompute, a finding unless you enabled
 --   checkpointing; or checkpoint frames (torch/utils/checkpoint.py) with no recompute in backward.

@@ -1,8 +1,8 @@
 -- id: catalog.blocking_copy
--- version: 3
+-- version: 4
 -- kind: detector
 -- title: Blocking copy in the hot loop: the host waits in a memory copy while the device runs dry
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Sync-forcing op in hot
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Sync-forcing op in hot
 --   loop" (its copy form)
 -- what: cudaMemcpy / cudaMemcpy2D / hipMemcpy / hipMemcpyWithStream, or cudaMemcpyAsync whose copy
 --   reads or writes pageable host memory (`Memcpy DtoH (Device -> Pageable)`, `Memcpy HtoD (Pageable ->
@@ -76,7 +76,7 @@ WITH
       w.window_id,
       w.step,
       coalesce(
-        (SELECT s.name FROM slice AS s WHERE s.id = kineto_enclosing_op!(c.id, TRUE, TRUE)),
+        (SELECT s.name FROM slice AS s WHERE s.id = kineto_enclosing_op!(c.id, FALSE, FALSE)),
         c.name
       ) AS op_name
     FROM copies AS c

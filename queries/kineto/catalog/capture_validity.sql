@@ -1,13 +1,16 @@
 -- id: catalog.capture_validity
--- version: 3
+-- version: 4
 -- kind: detector
--- title: Capture validity: GPU activity lost, counter-replay timing, truncated device buffer, skewed clocks, too small a steady sample
--- references: PyTorch profiler documentation (https://pytorch.org/docs/stable/profiler.html): judge the
---   capture before anything else
+-- title: Capture validity: GPU activity lost, counter-replay timing, truncated device buffer, skewed or offset clocks, too small a steady sample
+-- references: PyTorch docs, torch.profiler (activities, schedule, experimental_config); Kineto's CUPTI range
+--   profiler (`cuda_profiler_range` events); judge the capture before anything else
 -- what: runtime launches whose device activity is missing (kernels absent or far fewer than
 --   launches); launches that each take milliseconds while their kernels take microseconds (CUPTI counter
 --   collection / kernel replay); launches that go on after the last recorded device activity (the
---   activity buffer filled or was cut); kernels that start before the call that launched them.
+--   activity buffer filled or was cut); kernels that start before the call that launched them, or every
+--   kernel, the first included, starting tens of ms after its launch (device lag: a clock offset or a queue
+--   carried over from before the capture); CUPTI
+--   range-profiler events with hardware-counter args and no kernels (counter replay).
 -- confirming: per kind: the launches and how many of them have device activity (by correlation id), the
 --   median launch and kernel durations, the launches after the last device activity, the kernels that
 --   start before their launch; the steady windows' count and share of the windows' time against the cold
@@ -31,6 +34,7 @@
 -- default replay_ratio: 10
 -- default min_tail_launches: 10
 -- default skew_pct: 5
+-- default offset_dur: 10ms
 
 -- Why the checks hold on any trace:
 -- * Lost GPU activity. Every kernel launch, async memcpy / memset and graph launch puts device work with
@@ -42,7 +46,10 @@
 --   queue is full, and then it waits about one kernel ahead of it. When the median launch takes at least
 --   replay_launch_dur (1 ms) and at least replay_ratio (10) times the median duration of the kernels it
 --   launched, every kernel ran serialized inside its own launch: CUPTI counter collection / kernel replay
---   (profiler metrics, Nsight Compute). Durations and gaps of such a capture are the profiler's.
+--   (profiler metrics, Nsight Compute). Durations and gaps of such a capture are the profiler's. The CUPTI
+--   range profiler records no kernels at all, only `cuda_profiler_range` events whose args are hardware
+--   counters (`dram__bytes_read.sum`, `smsp__...`): with such events, no device activity and a median launch
+--   of at least replay_launch_dur, the missing kernels are the replay's doing, not lost activity.
 -- * Truncated device buffer. When at least min_tail_launches launches with no device activity start
 --   after the last recorded device activity ended, the activity buffer filled (or the device flush was
 --   cut) while the host went on: the end of the capture has no device side.
@@ -50,11 +57,19 @@
 --   (5%) of the linked launches (and at least 3) show it, the host and device clocks are misaligned
 --   (Kineto's GPU clock conversion, merged traces of several machines): launch delays and idle
 --   attribution are off by the skew.
+-- * Device lag. A kernel launched on an idle device starts within microseconds of its launch call. When
+--   every linked launch (at least min_launches), the first of the capture included, has its device work
+--   start at least offset_dur (10 ms) after the call, the device side runs on another clock than the host
+--   (a host / device clock offset) or was still draining launches from before the capture: either way the
+--   host's lead-in before the first kernel is no host work and launch delays are not queueing of this
+--   capture. The whole-capture window is then read over the device's active span (kineto.lib.iterations).
+--   The two causes cannot be told apart from the trace, so this row is a note (info, no severity floor).
 -- * Too small a steady sample (kineto.lib.steady_sample, its header says why): fewer than 3 steady
 --   windows holding under 10% of the windows' time, the rest cold. The capture is its start-up; diagnose
 --   reads shares against every window and ranks the cold start with the steady findings. This row costs
 --   nothing and has no severity floor (info): the cold start finding carries the time.
 
+INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
 INCLUDE PERFETTO MODULE kineto.lib.steady_sample;
@@ -72,7 +87,9 @@ CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_capture_validity(
   -- Truncation fires with at least this many unmatched launches after the last device activity.
   min_tail_launches LONG,
   -- Clock skew fires when at least this % of linked launches have their kernel start before the call.
-  skew_pct DOUBLE
+  skew_pct DOUBLE,
+  -- Device lag fires when every linked launch has its device work start at least this long after it.
+  offset_dur DURATION
 )
 RETURNS TABLE(
   -- Start of the affected part of the capture.
@@ -85,7 +102,8 @@ RETURNS TABLE(
   step LONG,
   -- One sentence with the numbers.
   evidence STRING,
-  -- lost_gpu_activity, counter_replay, truncated_device_buffer, clock_skew or steady_sample_too_small.
+  -- lost_gpu_activity, counter_replay, truncated_device_buffer, clock_skew, device_lag or
+  -- steady_sample_too_small.
   kind STRING,
   -- Runtime calls that put work on a device.
   launch_count LONG,
@@ -101,6 +119,10 @@ RETURNS TABLE(
   tail_launch_count LONG,
   -- Linked launches whose device work starts before the call.
   skewed_count LONG,
+  -- Shortest delay from a linked launch call to the start of its device work (NULL without any).
+  min_launch_delay_dur DURATION,
+  -- CUPTI range-profiler events with hardware-counter args.
+  counter_range_count LONG,
   -- Severity floor: high when device numbers are meaningless, medium when part of them are, NULL (none)
   -- for a too small steady sample.
   min_severity STRING,
@@ -110,6 +132,16 @@ RETURNS TABLE(
 WITH
   l AS (
     SELECT id, ts, dur, name, gpu_count, gpu_ts, gpu_dur FROM kineto_launches
+  ),
+  -- CUPTI range-profiler events that carry hardware counters (`unit__counter.rollup` args)
+  counter_ranges AS MATERIALIZED (
+    SELECT count(*) AS n
+    FROM slice AS s
+    JOIN kineto_event_categories AS c
+      ON c.category = s.category
+    WHERE
+      c.event_class = 'counter_range'
+      AND EXISTS (SELECT 1 FROM args AS a WHERE a.arg_set_id = s.arg_set_id AND a.key GLOB 'args.*__*')
   ),
   last_act AS MATERIALIZED (
     SELECT max(ts + dur) AS end_ts, count(*) AS n FROM kineto_kernels
@@ -128,6 +160,7 @@ WITH
       count(CASE WHEN coalesce(l.gpu_count, 0) = 0 AND l.ts > a.end_ts THEN 1 END) AS n_tail,
       min(CASE WHEN coalesce(l.gpu_count, 0) = 0 AND l.ts > a.end_ts THEN l.ts END) AS tail_ts,
       count(CASE WHEN l.gpu_count > 0 AND l.gpu_ts < l.ts THEN 1 END) AS n_skew,
+      min(CASE WHEN l.gpu_count > 0 THEN l.gpu_ts - l.ts END) AS min_delay,
       count(CASE WHEN l.name GLOB '*Launch*' AND l.gpu_count > 0 THEN 1 END) AS n_kernel_calls
     FROM l
     CROSS JOIN last_act AS a
@@ -138,6 +171,13 @@ WITH
     WHERE
       name GLOB '*Launch*'
       AND gpu_count > 0
+  ),
+  -- every kernel launch call, with or without device activity (the counter-range form has none)
+  all_kernel_calls AS (
+    SELECT dur
+    FROM l
+    WHERE
+      name GLOB '*Launch*'
   ),
   median_at AS (
     SELECT (n_kernel_calls + 1) / 2 - 1 AS k FROM counts
@@ -158,9 +198,28 @@ WITH
       a.end_ts AS last_act_end,
       c.n_tail,
       c.tail_ts,
-      c.n_skew
+      c.n_skew,
+      c.min_delay,
+      (SELECT count(*) FROM all_kernel_calls) AS n_all_kernel_calls,
+      (
+        SELECT dur
+        FROM all_kernel_calls
+        ORDER BY dur
+        LIMIT 1
+        OFFSET ((SELECT count(*) FROM all_kernel_calls) + 1) / 2 - 1
+      ) AS med_all_launch,
+      (SELECT n FROM counter_ranges) AS n_ranges
     FROM counts AS c
     CROSS JOIN last_act AS a
+  ),
+  -- counter-range replay: range-profiler counters, no device activity, launches of replay length
+  range_replay AS (
+    SELECT
+      s.n_ranges > 0
+      AND coalesce(s.n_act, 0) = 0
+      AND s.n_all_kernel_calls >= $min_launches
+      AND s.med_all_launch >= $replay_launch_dur AS yes
+    FROM stats AS s
   ),
   found AS (
     SELECT
@@ -177,6 +236,7 @@ WITH
     WHERE
       s.n_body >= $min_launches
       AND 100.0 * s.n_body_matched / s.n_body <= $max_matched_pct
+      AND NOT (SELECT yes FROM range_replay)
     UNION ALL
     SELECT
       s.first_ts,
@@ -193,6 +253,20 @@ WITH
       s.n_kernel_calls >= $min_launches
       AND s.med_launch >= $replay_launch_dur
       AND s.med_launch >= $replay_ratio * s.med_kernel
+    UNION ALL
+    SELECT
+      s.first_ts,
+      s.last_ts - s.first_ts,
+      'counter_replay',
+      'high',
+      printf(
+        'Counter-replay capture: %d CUPTI range-profiler events carry hardware counters, no kernel was recorded and the median kernel launch call takes %.3f ms (%d launches): each kernel was replayed to collect counters inside its launch, so the capture has no workload timing (this is not lost GPU activity).',
+        s.n_ranges, s.med_all_launch / 1e6, s.n_all_kernel_calls
+      ),
+      'Profile timing without counters: drop experimental_config profiler_metrics / the CUPTI range profiler, do not run under Nsight Compute; collect counters in a separate run on a few kernels.'
+    FROM stats AS s
+    WHERE
+      (SELECT yes FROM range_replay)
     UNION ALL
     SELECT
       s.tail_ts,
@@ -225,6 +299,21 @@ WITH
       AND 100.0 * s.n_skew / s.n_matched >= $skew_pct
     UNION ALL
     SELECT
+      s.first_ts,
+      s.last_ts - s.first_ts,
+      'device_lag',
+      NULL,
+      printf(
+        'Device lag: every one of %d linked launches, the first included, has its device work start at least %.3f ms after the call: the host and device clocks are offset or the device was still draining launches from before the capture, so the host''s lead-in before the first kernel is not host work and launch delays are not this capture''s queueing.',
+        s.n_matched, s.min_delay / 1e6
+      ),
+      'Read device time over the device''s own active span; if the lag is a clock offset, re-record with a current torch / Kineto (GPU timestamp conversion) on one machine per trace file.'
+    FROM stats AS s
+    WHERE
+      s.n_matched >= $min_launches
+      AND s.min_delay >= $offset_dur
+    UNION ALL
+    SELECT
       (SELECT min(ts) FROM kineto_iterations),
       (SELECT max(ts + dur) - min(ts) FROM kineto_iterations),
       'steady_sample_too_small',
@@ -245,10 +334,12 @@ SELECT
   s.n_launch AS launch_count,
   s.n_matched AS matched_count,
   coalesce(s.n_act, 0) AS activity_count,
-  s.med_launch AS median_launch_dur,
+  coalesce(s.med_launch, s.med_all_launch) AS median_launch_dur,
   s.med_kernel AS median_kernel_dur,
   s.n_tail AS tail_launch_count,
   s.n_skew AS skewed_count,
+  s.min_delay AS min_launch_delay_dur,
+  coalesce(s.n_ranges, 0) AS counter_range_count,
   f.min_severity,
   f.fix
 FROM found AS f

@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: detector
 -- title: Cold start: the first iteration pays one-time work (allocator warm-up, autotuning, lazy init) the steady state does not
--- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "Cold-Start Overhead"
+-- references: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Cold-Start Overhead"
 -- what: the first of several iterations is wider than 1.5x the median of the others (GC time not
 --   counted: a GC pause is catalog.gc_gil_stall's), with cudaMalloc / cudaFree, cudnn autotuning event
 --   syncs, module loading or compilation inside it.

@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: detector
 -- title: torch.compile graph breaks: eager islands between compiled regions
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": minor fault "torch.compile regions"
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, minor fault "torch.compile regions"
 -- what: a `Torch-Compiled Region: N/M` running inside another compiled region's call (the resume
 --   function dynamo builds after a graph break; `torch_dynamo_resume_in_*` frames with stacks), with eager
 --   ATen ops between the compiled graphs; or, without any nested region, eager ATen ops inside a

@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: detector
 -- title: CUDA-graph regions: graph launches whose kernels have no per-op attribution
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": minor fault "CUDA-graph regions"
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, minor fault "CUDA-graph regions"
 -- what: cudaGraphLaunch / hipGraphLaunch calls, each putting many kernels on the device under one
 --   correlation id: the captured graph shows as one opaque blob; per-op attribution inside is gone.
 -- confirming: per step: graph launches, the kernels they ran and their GPU time, that time's share of

@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: detector
 -- title: Exposed communication: collectives (all_reduce, all_to_all, all_gather, reduce_scatter, send/recv, gloo) that nothing hides
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Unoverlapped DDP
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Unoverlapped DDP
 --   all-reduce" (generalised to every collective)
 -- what: NCCL / RCCL kernels running with no compute kernel beside them on any stream of the device, or
 --   the host waiting inside a gloo / synchronous c10d collective while the device (or, on CPU, the step)

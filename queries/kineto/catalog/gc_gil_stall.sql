@@ -2,7 +2,7 @@
 -- version: 7
 -- kind: detector
 -- title: GC / GIL stall: Python garbage collection pausing every thread inside steps
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "GC / GIL stall"
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "GC / GIL stall"
 -- what: periodic all-thread gaps with no op and no CUDA API activity on any thread, with Python GC
 --   (record_python_gc_info `Python GC` events, gc.collect frames) inside them.
 -- confirming: gc events per step and their time; the longest all-thread gap of the step.

@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: detector
 -- title: Host compute gaps: the GPU idles while the host runs Python, preprocessing or ATen CPU work
--- references: torch.profiler & HTA: the Framework View, "Reading order" step 3 (gap attribution)
+-- references: "torch.profiler & HTA: the Framework View", Reading order, step 3 (gap attribution)
 -- what: device idle stretches longer than a launch (over 100 us) with the host inside Python frames,
 --   CPU ATen ops or the step itself, and no sync, copy, DataLoader, GC or launch to explain them; often the
 --   stretch from the start of the step to its first kernel (preprocessing before the model runs).

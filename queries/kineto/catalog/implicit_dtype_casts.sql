@@ -2,8 +2,8 @@
 -- version: 2
 -- kind: detector
 -- title: Implicit dtype casts: fp32 GEMMs and the casts feeding them in a bf16/fp16 run; float64 tensors cast every step
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Implicit dtype casts";
---   "Exercises" exercise 4 (cast hunt)
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Implicit dtype casts";
+--   Exercises, 4 (cast hunt)
 -- what: aten::to / aten::_to_copy / aten::copy_ casts bracketing matmuls; fp32 GEMMs in a bf16 or
 --   fp16 run (record_shapes `Input type`), their kernels without tensor-core tags; in any run (fp32
 --   included) a float64 tensor cast down to float32 / bf16 / fp16 inside the step (aten::copy_ from

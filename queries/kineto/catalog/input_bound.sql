@@ -1,8 +1,8 @@
 -- id: catalog.input_bound
--- version: 3
+-- version: 4
 -- kind: detector
 -- title: Input-bound step: the device (or, on CPU, the step) waits on the DataLoader for its next batch
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Input-bound step"
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Input-bound step"
 -- what: iterations open with a wide enumerate(DataLoader)#...__next__ while the GPU is empty; with an
 --   in-process loader the decode / augment work runs inside the call.
 -- confirming: the ledger's DataLoader wait (device idle while the host is in next()) as a share of each
@@ -59,7 +59,8 @@ RETURNS TABLE(
 ) AS
 WITH
   placed AS (
-    SELECT d.*, w.window_id, w.step
+    -- the window's step, not kineto_dataloader's own (ProfilerStep only: NULL on inferred windows)
+    SELECT d.id, d.ts, d.dur, d.iter_kind, w.window_id, w.step
     FROM kineto_dataloader AS d
     JOIN kineto_window_of!(kineto_dataloader) AS w
       USING (id)

@@ -2,7 +2,8 @@
 -- version: 4
 -- kind: detector
 -- title: Kernel mix of a busy GPU: unfused attention, unfused elementwise / norm work, device-to-device copy storms
--- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" (HTA kernel breakdown)
+-- references: "torch.profiler & HTA: the Framework View", HTA on real public traces (HTA kernel breakdown:
+--   what fills a busy GPU)
 -- what: on a GPU busy at least half of its capture, one kind of memory-bound kernel takes a large
 --   share of the kernel time: stand-alone softmax plus the bmm GEMMs around it (attention computed
 --   without SDPA / flash), eager elementwise and norm kernels (no fusion), or data moved inside the device

@@ -2,7 +2,7 @@
 -- version: 4
 -- kind: detector
 -- title: Memory churn: allocator round trips to the driver / system inside iterations
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Memory churn -> malloc
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Memory churn -> malloc
 --   stalls"
 -- what: cudaMalloc / cudaFree (hipMalloc / hipFree) calls inside steady iterations (ProfilerStep
 --   windows, else the inferred ones of kineto.lib.iterations); an allocator sawtooth in the

@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: detector
 -- title: Optimizer step dominance: thousands of tiny per-parameter ops after backward
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Optimizer step
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Optimizer step
 --   dominance"
 -- what: post-backward, thousands of tiny aten::add_ / mul_ / lerp_ / addcmul_ / sqrt / div_ (one set
 --   per parameter tensor) inside `Optimizer.step#<Opt>.step`.

@@ -2,7 +2,7 @@
 -- version: 5
 -- kind: detector
 -- title: record_function absence: long stretches of each step covered by no user annotation
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": minor fault "record_function
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, minor fault "record_function
 --   absence"
 -- what: steps whose phases (data, forward, custom blocks, backward) carry no
 --   torch.profiler.record_function annotation: attribution falls back to op names and guesswork.

@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: detector
 -- title: Profiler schedule distortion: the active window holds a cold or compile step, or too few steps
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": minor fault "Profiler schedule
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, minor fault "Profiler schedule
 --   distortion"
 -- what: the active window catches a cold step (ProfilerStep#0: no wait/warmup; a first step far
 --   wider than the rest; torch.compile compiling inside a step) or captures fewer than 3 steps.

@@ -2,7 +2,7 @@
 -- version: 7
 -- kind: detector
 -- title: Launch-bound step (eager small-op storm): the device runs dry between tiny kernels the host issues one by one
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Eager small-op storm"
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Eager small-op storm"
 -- what: short device idle gaps between short kernels that start within tens of us of their launch:
 --   the queue is empty and the host issues work no faster than the device finishes it (hundreds of
 --   sub-50 us ATen ops per step; the CPU op row denser than the GPU row).

@@ -2,8 +2,8 @@
 -- version: 3
 -- kind: detector
 -- title: Straggler rank, seen from one rank: this rank waits in collectives far longer than it computes
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Straggler rank";
---   "Reading order" step 5 (a distribution question)
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Straggler rank";
+--   Reading order, step 5 (a distribution question)
 -- what: one rank's compute is longer, so every other rank's collective wait is longer, every step.
 --   From a single rank's trace that shows as collective wait several times the rank's own compute: a
 --   slower peer holds the collective. Which rank is slow is a cross-rank decision: `kineto-sql ranks DIR`

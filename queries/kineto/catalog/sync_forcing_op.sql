@@ -2,7 +2,7 @@
 -- version: 8
 -- kind: detector
 -- title: Sync-forcing op in the hot loop: host syncs (or host reads of device values) in every step
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Sync-forcing op in hot
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Sync-forcing op in hot
 --   loop"
 -- what: cudaStreamSynchronize / cudaDeviceSynchronize / cudaEventSynchronize (hip* alike) beneath
 --   aten::item / aten::_local_scalar_dense / aten::nonzero / .cpu(); on a CPU-only capture the host-read ops

@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: detector
 -- title: Unoverlapped DDP all-reduce (deprecated: see catalog.exposed_communication): gradient collectives serialized after the backward pass
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Unoverlapped DDP
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Unoverlapped DDP
 --   all-reduce"
 -- what: nccl:all_reduce (RCCL, gloo:all_reduce on CPU) work serialized after the last backward
 --   op/kernel of the step instead of running under it.

@@ -2,7 +2,7 @@
 -- version: 7
 -- kind: detector
 -- title: with_stack overhead: a capture with Python stack tracing, whose step times are inflated
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": minor fault "with_stack overhead"
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, minor fault "with_stack overhead"
 -- what: python_function events (with_stack=True) or `Call stack` args on the ops in every step: the
 --   profiler traced every Python call, a 2-3x CPU-side slowdown on Python-heavy steps.
 -- confirming: python frames per step and per launch, the estimated tracing cost (frames x per-frame

@@ -2,8 +2,8 @@
 -- version: 2
 -- kind: guide
 -- title: Activity buffer gaps: device idle time caused by the profiler's own buffer requests, and the initial CPU-GPU offset
--- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "Key GPU Lane Indicators: Activity
---   Buffer Requests"
+-- references: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Key GPU Lane Indicators:
+--   Activity Buffer Requests"
 -- needs: gpu
 -- status: stable
 

@@ -2,7 +2,7 @@
 -- version: 3
 -- kind: guide
 -- title: addmm bias copy: the copy that seeds the output with the bias before the GEMM (Memcpy DtoD before a GEMM)
--- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "Dispatcher-Level Fusion" and
+-- references: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Dispatcher-Level Fusion" and
 --   summary table "Memcpy DtoD before GEMM"
 -- needs: cpu_ops
 -- status: stable

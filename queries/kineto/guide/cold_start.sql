@@ -2,9 +2,9 @@
 -- version: 2
 -- kind: guide
 -- title: Cold start: is the first step wider than the median of the rest, by how much, and why
--- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "Key CPU Lane Indicators:
---   Cold-Start Overhead"; torch.profiler & HTA: the Framework View, "Fault catalog": minor fault "profiler
---   schedule distortion"
+-- references: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Key CPU Lane Indicators:
+--   Cold-Start Overhead"; "torch.profiler & HTA: the Framework View", Fault catalog, minor fault (profiler
+--   schedule distortion)
 -- needs: steps, cpu_ops
 -- status: stable
 -- default cold_factor: 1.5

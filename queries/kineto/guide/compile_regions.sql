@@ -2,7 +2,7 @@
 -- version: 4
 -- kind: guide
 -- title: Compiled regions: Dynamo cache lookup, Torch-Compiled Region, AOTDispatcher prologue and CompiledFxGraph per call; CPU overhead vs device time
--- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "The Impact of torch.compile:
+-- references: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "The Impact of torch.compile:
 --   Runtime Architecture and Overhead"
 -- needs: compile
 -- status: stable

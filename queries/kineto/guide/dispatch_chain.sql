@@ -2,8 +2,8 @@
 -- version: 2
 -- kind: guide
 -- title: Dispatch chain: python frame -> record_function -> ATen op -> sub-op -> runtime call -> kernel, one row per kernel
--- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "Analyzing the CPU and GPU Dispatch
---   Chain"
+-- references: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Analyzing the CPU and GPU
+--   Dispatch Chain"
 -- needs: gpu, cpu_ops
 -- status: stable
 -- default name: "aten::mm"

@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: guide
 -- title: Heavyweight launches: occupancy queries before a kernel launch, and the kernels they precede
--- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "Key CPU Lane Indicators: CUDA
+-- references: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Key CPU Lane Indicators: CUDA
 --   Occupancy Queries / Resource-Light Kernels"
 -- needs: gpu
 -- status: stable

@@ -2,7 +2,7 @@
 -- version: 1
 -- kind: guide
 -- title: Kernel runtime variance: identical kernels (same name, grid and block) across steps
--- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "Key GPU Lane Indicators: Runtime
+-- references: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Key GPU Lane Indicators: Runtime
 --   Variance"
 -- needs: gpu, steps
 -- status: stable

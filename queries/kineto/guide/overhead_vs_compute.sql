@@ -2,7 +2,7 @@
 -- version: 4
 -- kind: guide
 -- title: Overhead-bound or compute-bound: self CPU total vs self device total, per step and per op
--- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "Identifying Bottlenecks:
+-- references: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Identifying Bottlenecks:
 --   Overhead-Bound vs. Compute-Bound"
 -- needs: steps, cpu_ops
 -- status: stable

@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: guide
 -- title: Profiler flush: the final device synchronize, reported as the profiler flushing, not a finding
--- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "Key CPU Lane Indicators:
+-- references: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Key CPU Lane Indicators:
 --   Synchronization"
 -- needs: gpu
 -- status: stable

@@ -2,9 +2,8 @@
 -- version: 4
 -- kind: hta
 -- title: Communication-computation overlap: % of communication time with a compute kernel running
--- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" and "Exercises" (HTA
---   comm-comp overlap per rank); HolisticTraceAnalysis
---   (https://github.com/facebookresearch/HolisticTraceAnalysis)
+-- references: "torch.profiler & HTA: the Framework View", HTA on real public traces (HTA comm-comp overlap
+--   per rank); HolisticTraceAnalysis
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE

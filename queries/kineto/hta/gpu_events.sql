@@ -2,9 +2,8 @@
 -- version: 7
 -- kind: hta
 -- title: The GPU events HTA's analyses read, with HTA's kernel type (compute / communication / memory / other)
--- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" (HTA);
---   HolisticTraceAnalysis (https://github.com/facebookresearch/HolisticTraceAnalysis): HTA 0.5.0 ingest
---   semantics
+-- references: "torch.profiler & HTA: the Framework View", HTA on real public traces; HolisticTraceAnalysis
+--   (HTA 0.5.0 ingest semantics)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE

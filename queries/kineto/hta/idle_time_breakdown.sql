@@ -2,8 +2,8 @@
 -- version: 4
 -- kind: hta
 -- title: Idle-time breakdown per stream: host wait, kernel wait and other, with interval statistics
--- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" and "Exercises" (HTA
---   idle-time attribution); HolisticTraceAnalysis (https://github.com/facebookresearch/HolisticTraceAnalysis)
+-- references: "torch.profiler & HTA: the Framework View", HTA on real public traces (HTA idle-time
+--   attribution); HolisticTraceAnalysis
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE

@@ -2,9 +2,8 @@
 -- version: 2
 -- kind: hta
 -- title: Top GPU kernels per kernel type: count, sum, mean, min, max and std of their durations
--- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" and "Exercises" (HTA GPU
---   kernel breakdown, top kernels per rank); HolisticTraceAnalysis
---   (https://github.com/facebookresearch/HolisticTraceAnalysis)
+-- references: "torch.profiler & HTA: the Framework View", HTA on real public traces (HTA GPU kernel
+--   breakdown, top kernels per rank); HolisticTraceAnalysis
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE
@@ -13,7 +12,7 @@
 
 -- Unlike HTA 0.5.0, the statistics are always those of the individual launches: HTA re-aggregates
 -- its table over the per-name sums, so every kept kernel shows max = min = mean = sum and std 0, and
--- "others" shows statistics of per-name sums (research/peers.md 1.4). Here "others" is the launches
+-- "others" shows statistics of per-name sums (HolisticTraceAnalysis). Here "others" is the launches
 -- of all folded names together, combined from the per-name sums (one pass over the launches).
 
 INCLUDE PERFETTO MODULE kineto.hta.gpu_events;

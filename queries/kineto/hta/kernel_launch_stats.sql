@@ -2,9 +2,8 @@
 -- version: 4
 -- kind: hta
 -- title: CUDA kernel launch statistics: launch delay, short kernels, runtime and launch-delay outliers
--- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" (HTA);
---   HolisticTraceAnalysis (https://github.com/facebookresearch/HolisticTraceAnalysis):
---   CudaKernelAnalysis.cuda_kernel_launch_stats
+-- references: "torch.profiler & HTA: the Framework View", HTA on real public traces; HolisticTraceAnalysis
+--   (CudaKernelAnalysis.cuda_kernel_launch_stats)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE

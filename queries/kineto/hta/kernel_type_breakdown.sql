@@ -2,8 +2,8 @@
 -- version: 3
 -- kind: hta
 -- title: GPU time by kernel type: compute, communication, memory and each overlap of them
--- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" and "Exercises" (HTA GPU
---   kernel breakdown); HolisticTraceAnalysis (https://github.com/facebookresearch/HolisticTraceAnalysis)
+-- references: "torch.profiler & HTA: the Framework View", HTA on real public traces (HTA GPU kernel
+--   breakdown); HolisticTraceAnalysis
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE

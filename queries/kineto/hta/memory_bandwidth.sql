@@ -2,9 +2,8 @@
 -- version: 1
 -- kind: hta
 -- title: Memcpy / memset bandwidth per kind (HtoD, DtoH, DtoD, Memset): bytes, busy time and concurrent bandwidth
--- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" (HTA);
---   HolisticTraceAnalysis (https://github.com/facebookresearch/HolisticTraceAnalysis): TraceCounters memory
---   bandwidth
+-- references: "torch.profiler & HTA: the Framework View", HTA on real public traces; HolisticTraceAnalysis
+--   (TraceCounters memory bandwidth)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE

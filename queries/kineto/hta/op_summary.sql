@@ -2,9 +2,8 @@
 -- version: 2
 -- kind: hta
 -- title: Per-op and per-kernel counts and total time of one trace (one side of a trace diff)
--- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" (HTA);
---   HolisticTraceAnalysis (https://github.com/facebookresearch/HolisticTraceAnalysis):
---   TraceDiff.compare_traces
+-- references: "torch.profiler & HTA: the Framework View", HTA on real public traces; HolisticTraceAnalysis
+--   (TraceDiff.compare_traces)
 -- needs: none
 -- status: stable
 -- default all_steps: FALSE

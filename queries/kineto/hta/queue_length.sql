@@ -2,9 +2,8 @@
 -- version: 2
 -- kind: hta
 -- title: Queue length per stream: operations launched but not yet started, and time at the 1024 cap
--- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" (HTA);
---   HolisticTraceAnalysis (https://github.com/facebookresearch/HolisticTraceAnalysis): TraceCounters queue
---   length
+-- references: "torch.profiler & HTA: the Framework View", HTA on real public traces; HolisticTraceAnalysis
+--   (TraceCounters queue length)
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE

@@ -2,8 +2,8 @@
 -- version: 1
 -- kind: hta
 -- title: Profiler steps of one rank: number, start and width (the per-rank input of straggler hunting)
--- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" and "Exercises" (HTA
---   get_profiler_steps; straggler hunting across ranks)
+-- references: "torch.profiler & HTA: the Framework View", HTA on real public traces (HTA get_profiler_steps;
+--   straggler hunting across ranks)
 -- needs: steps
 -- status: stable
 

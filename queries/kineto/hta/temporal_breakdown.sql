@@ -2,9 +2,8 @@
 -- version: 3
 -- kind: hta
 -- title: Temporal breakdown: GPU compute, non-compute and idle time over the GPU-busy span (HTA's definition)
--- references: torch.profiler & HTA: the Framework View, "HTA on real public traces" and "Exercises" (HTA
---   temporal breakdown per rank); HolisticTraceAnalysis
---   (https://github.com/facebookresearch/HolisticTraceAnalysis)
+-- references: "torch.profiler & HTA: the Framework View", HTA on real public traces (HTA temporal breakdown
+--   per rank); HolisticTraceAnalysis
 -- needs: gpu
 -- status: stable
 -- default hta_compat: FALSE

@@ -1,4 +1,4 @@
--- version: 3
+-- version: 4
 
 -- The one place that maps raw Kineto event categories to what they are. Kineto changed its category
 -- names over time (2021 `Operator`/`Runtime`/`Kernel`/`Memcpy`/`Memset`, later `cpu_op`/`cuda_runtime`/
@@ -15,7 +15,9 @@ CREATE OR REPLACE PERFETTO TABLE kineto_event_categories(
   -- (python_function frames), `runtime` (CUDA/HIP/MTIA runtime and driver calls), `gpu` (kernels,
   -- memcpys, memsets and other device activities), `gpu_annotation` (user annotations copied onto a GPU
   -- stream; not device work), `instant` (CPU instant events such as `[memory]`), `profiler` (the
-  -- profiler's own `overhead` events: activity buffer requests and flushes).
+  -- profiler's own `overhead` events: activity buffer requests and flushes), `counter_range` (CUPTI range
+  -- profiler ranges, `cuda_profiler_range`: hardware-counter values of a kernel or range, recorded by
+  -- replaying it; no timing of the workload).
   event_class STRING,
   -- For `gpu` rows: `kernel`, `memcpy` or `memset`; NULL otherwise.
   gpu_kind STRING,
@@ -46,7 +48,8 @@ WITH rows(category, event_class, gpu_kind, is_annotation) AS (
     ('mtia_ccp_events', 'gpu', 'kernel', FALSE),
     ('gpu_user_annotation', 'gpu_annotation', NULL, TRUE),
     ('cpu_instant_event', 'instant', NULL, FALSE),
-    ('overhead', 'profiler', NULL, FALSE)
+    ('overhead', 'profiler', NULL, FALSE),
+    ('cuda_profiler_range', 'counter_range', NULL, FALSE)
 )
 SELECT
   category,

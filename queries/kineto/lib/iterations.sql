@@ -1,10 +1,12 @@
--- version: 5
+-- version: 6
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
 INCLUDE PERFETTO MODULE kineto.lib.dataloader;
 INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;
+INCLUDE PERFETTO MODULE kineto.lib.kernels;
+INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 
 -- The markers an iteration can be inferred from (kineto_iterations, on traces without ProfilerStep
 -- windows), one row per (kind, host-slice class): the first kind by priority whose marker repeats wins.
@@ -72,8 +74,9 @@ FROM excluded;
 -- Iteration windows, the unit every step-time reading is made of. In order of preference, per process:
 --
 -- 1. `profiler_step`: the CPU ProfilerStep#N windows (kineto.lib.steps) of every process that has them.
--- 2. Inferred from a marker that repeats at least twice in the process that does most of the host work
---    (inference servers, et_replay, harnesses without a schedule). Markers, first that repeats wins:
+-- 2. Inferred from a marker that repeats at least twice on one thread of the process that does most of the
+--    host work (inference servers, et_replay, harnesses without a schedule). Markers, first that repeats
+--    wins (a name repeated on several threads is one candidate per thread: the thread with the most):
 --    `dataloader` (a DataLoader __next__ starts each training iteration), `optimizer_step`
 --    (Optimizer.step#... ends one: the window runs from the end of the previous one, the first from the
 --    capture start), `module_forward` (the outermost `nn.Module: ...` frame, with_modules/with_stack),
@@ -81,13 +84,32 @@ FROM excluded;
 --    runners), `annotation` (the user annotation that repeats most often at its outermost depth).
 --    Start markers make windows from one start to the next; the last runs to the end of the capture.
 --    The markers are the rule table _kineto_iteration_marker_rules.
+--    The chosen marker is accepted only when its windows can stand for iterations, else the capture is
+--    the window: its occurrences span at least half of the capture (first start to last end; a marker
+--    seen only in a corner of the capture is a phase, not the loop), and, when the process launches device
+--    work, at least half of its windows hold a launch (an annotation of a CPU-side loop, a request queue,
+--    is no training or decode iteration: its sub-millisecond windows hold no device work).
+--    Time after the device's active span is kept out where no marker bounds it: the last start-marker
+--    window ends at the last device activity (or its own marker's end, if later) instead of the capture
+--    end: a server's idle tail after its last request is no host compute of an iteration. (The first
+--    end-marker window keeps the capture start: the host work before an iteration's first kernel, its
+--    allocations and launches, is that iteration's.)
 -- 3. `capture`: the whole capture as one window (first to last event of any kind, device work included),
---    for the process with the most host events.
+--    for the process with the most host events; with device activity, the device's active span (first
+--    device activity start to last end): the host's lead-in before any device work and its tail after
+--    the last one are outside every iteration (with a host / device clock offset the lead-in is the
+--    offset, not host work; catalog.capture_validity names it).
 --
 -- The first of at least two windows of a process is cold (`is_cold`) when it is wider than 1.5x the median
--- of the others: that extra time is first-iteration work (allocator warm-up, cudnn autotuning, lazy module
--- and kernel loading, compilation), not the steady state. GC time inside the window is not counted as
--- width for this test: a GC pause in the first step is a GC pause, not a cold start.
+-- of the others and, in a process that launches device work, one-time work makes up at least half of that
+-- excess: device / pinned allocations and frees (cudaMalloc / cudaFree, allocator warm-up), module loads,
+-- event synchronizes when no later window has any (autotuning times its candidate kernels with events),
+-- and launch calls longer than every later launch and than 100 us (lazy module and kernel loading in the
+-- first launch of a kernel). Position alone is no cold start: a first step slowed by a sync, a copy or a
+-- slow batch is a step like the others. GC time inside the window is not counted as width: a GC pause in
+-- the first step is a GC pause, not a cold start. A capture without launches shows no one-time work as
+-- runtime calls; there the width test alone decides. Not seen as one-time work: compilation that runs as
+-- ordinary host ops.
 CREATE OR REPLACE PERFETTO TABLE kineto_iterations(
   -- Window id, unique in the trace, in time order per process.
   id LONG,
@@ -104,7 +126,8 @@ CREATE OR REPLACE PERFETTO TABLE kineto_iterations(
   source STRING,
   -- The marker the windows were cut at (ProfilerStep#N, the marker name, or NULL for the capture).
   marker STRING,
-  -- First iteration that is wider than 1.5x the median of the others (GC time excluded): cold start.
+  -- First iteration that is wider than 1.5x the median of the others (GC time excluded), the excess mostly
+  -- one-time work where the process launches device work: cold start.
   is_cold BOOL
 ) AS
 WITH
@@ -118,7 +141,8 @@ WITH
       h.category,
       h.depth,
       h.event_class,
-      h.upid
+      h.upid,
+      h.utid
     FROM kineto_host_slices AS h
     WHERE
       h.dur >= 0
@@ -144,9 +168,11 @@ WITH
   -- candidate markers of the main process, one scan per rule (_kineto_iteration_marker_rules):
   -- (kind, priority, name, ts, end_ts, anchor: start or end, depth)
   candidates AS (
-    SELECT r.kind, r.priority, d.name, d.ts, d.ts + d.dur AS end_ts, r.anchor, 0 AS depth
+    SELECT r.kind, r.priority, d.name, d.ts, d.ts + d.dur AS end_ts, r.anchor, 0 AS depth, t.utid
     FROM _kineto_iteration_marker_rules AS r
     CROSS JOIN kineto_dataloader AS d
+    JOIN kineto_thread_track_slices AS t
+      ON t.id = d.id
     WHERE
       r.kind = 'dataloader'
       AND d.upid = (SELECT upid FROM main_process)
@@ -154,7 +180,7 @@ WITH
       AND NOT (SELECT yes FROM has_steps)
     UNION ALL
     -- the rule drives: its class and name pattern reach the scan of the host slices as constants
-    SELECT r.kind, r.priority, h.name, h.ts, h.ts + h.dur, r.anchor, h.depth
+    SELECT r.kind, r.priority, h.name, h.ts, h.ts + h.dur, r.anchor, h.depth, h.utid
     FROM _kineto_iteration_marker_rules AS r
     CROSS JOIN host AS h
       ON h.event_class = r.event_class
@@ -172,12 +198,12 @@ WITH
       )
       AND NOT (SELECT yes FROM has_steps)
   ),
-  -- per (kind, name): only the outermost occurrences count (a marker nested in a same-name marker is a
+  -- per (kind, name, thread): only the outermost occurrences count (a marker nested in a same-name marker is a
   -- recursion or a sub-call, not a new iteration); a kind's windows come from one name
   outermost AS (
     SELECT *
     FROM (
-      SELECT d.*, min(d.depth) OVER (PARTITION BY d.kind, d.name) AS min_depth
+      SELECT d.*, min(d.depth) OVER (PARTITION BY d.kind, d.name, d.utid) AS min_depth
       FROM candidates AS d
     )
     WHERE
@@ -189,50 +215,66 @@ WITH
       priority,
       CASE WHEN kind IN (SELECT kind FROM _kineto_iteration_marker_rules WHERE per_name) THEN name ELSE kind END
         AS group_name,
+      utid,
       count(*) AS n,
       sum(end_ts - ts) AS total
     FROM outermost
-    GROUP BY 1, 2, 3
+    GROUP BY 1, 2, 3, 4
   ),
-  chosen AS (
-    SELECT kind, group_name
+  picked AS (
+    SELECT kind, group_name, utid
     FROM named
     WHERE
       n >= 2
       AND NOT (SELECT yes FROM has_steps)
-    ORDER BY priority, n DESC, total DESC, group_name
+    ORDER BY priority, n DESC, total DESC, group_name, utid
     LIMIT 1
   ),
-  marks AS (
+  picked_marks AS (
     SELECT DISTINCT o.kind, o.name, o.ts, o.end_ts, o.anchor
     FROM outermost AS o
-    JOIN chosen AS ch
+    JOIN picked AS ch
       ON ch.kind = o.kind
+      AND ch.utid IS o.utid
       AND ch.group_name = CASE
         WHEN o.kind IN (SELECT kind FROM _kineto_iteration_marker_rules WHERE per_name) THEN o.name
         ELSE o.kind
       END
+  ),
+  -- the device's active span (NULL without device activity)
+  device_span AS (
+    SELECT min(ts) AS ts, max(ts + dur) AS end_ts FROM kineto_kernels
   ),
   anchored AS (
     SELECT
       kind,
       name,
       anchor,
-      CASE WHEN anchor = 'start' THEN ts ELSE end_ts END AS at_ts
-    FROM marks
+      CASE WHEN anchor = 'start' THEN ts ELSE end_ts END AS at_ts,
+      ts AS mark_ts,
+      end_ts AS mark_end_ts
+    FROM picked_marks
   ),
-  inferred AS (
-    -- start markers: from one start to the next, the last to the capture end
+  picked_windows AS (
+    -- start markers: from one start to the next, the last to the capture end, or to the end of the device
+    -- work when that comes first (its own marker's end, if later)
     SELECT
       a.kind AS source,
       a.name AS marker,
       a.at_ts AS ts,
-      coalesce(lead(a.at_ts) OVER (ORDER BY a.at_ts), (SELECT end_ts FROM capture)) AS end_ts
+      coalesce(
+        lead(a.at_ts) OVER (ORDER BY a.at_ts),
+        min(
+          (SELECT end_ts FROM capture),
+          max(coalesce((SELECT end_ts FROM device_span), (SELECT end_ts FROM capture)), a.mark_end_ts)
+        )
+      ) AS end_ts
     FROM anchored AS a
     WHERE
       a.anchor = 'start'
     UNION ALL
-    -- end markers: from the previous end (the capture start for the first) to this end
+    -- end markers: from the previous end (the capture start for the first: the host work before the first
+    -- kernel of an iteration, its allocations and launches, is that iteration's) to this end
     SELECT
       a.kind,
       a.name,
@@ -241,6 +283,50 @@ WITH
     FROM anchored AS a
     WHERE
       a.anchor = 'end'
+  ),
+  -- launches of the main process, for the device-work test of the picked windows
+  main_launches AS (
+    SELECT r.ts
+    FROM kineto_runtime_calls AS r
+    WHERE
+      r.class = 'launch'
+      AND r.upid = (SELECT upid FROM main_process)
+      AND EXISTS (SELECT 1 FROM picked)
+  ),
+  -- the picked windows holding at least one launch start: one sorted pass (the windows never overlap)
+  launch_swept AS (
+    SELECT
+      u.*,
+      max(u.w_ts) OVER (ORDER BY u.ts, u.is_launch ROWS UNBOUNDED PRECEDING) AS in_ts,
+      max(u.w_end) OVER (ORDER BY u.ts, u.is_launch ROWS UNBOUNDED PRECEDING) AS in_end
+    FROM (
+      SELECT ts, ts AS w_ts, end_ts AS w_end, 0 AS is_launch FROM picked_windows
+      UNION ALL
+      SELECT ts, NULL, NULL, 1 FROM main_launches
+    ) AS u
+  ),
+  -- whether the picked marker can stand for iterations (see the header): its span covers half of the
+  -- capture, and half of its windows hold a launch when the process launches anything
+  accepted AS (
+    SELECT
+      2 * (max(m.end_ts) - min(m.ts)) >= (SELECT end_ts - ts FROM capture)
+      AND (
+        NOT EXISTS (SELECT 1 FROM main_launches)
+        OR 2 * (
+          SELECT count(DISTINCT in_ts)
+          FROM launch_swept
+          WHERE
+            is_launch = 1
+            AND ts < in_end
+        ) >= (SELECT count(*) FROM picked_windows)
+      ) AS yes
+    FROM picked_marks AS m
+  ),
+  chosen AS (
+    SELECT * FROM picked WHERE (SELECT yes FROM accepted)
+  ),
+  inferred AS (
+    SELECT * FROM picked_windows WHERE EXISTS (SELECT 1 FROM chosen)
   ),
   windows AS (
     SELECT
@@ -263,11 +349,13 @@ WITH
     WHERE
       i.end_ts > i.ts
     UNION ALL
-    -- no FROM: the capture's scan of every slice runs only when this branch is taken
+    -- no FROM: the capture's scan of every slice runs only when this branch is taken; with device
+    -- activity, its active span
     SELECT
       (SELECT upid FROM main_process),
-      (SELECT ts FROM capture),
-      (SELECT end_ts - ts FROM capture),
+      max((SELECT ts FROM capture), coalesce((SELECT ts FROM device_span), (SELECT ts FROM capture))),
+      min((SELECT end_ts FROM capture), coalesce((SELECT end_ts FROM device_span), (SELECT end_ts FROM capture)))
+        - max((SELECT ts FROM capture), coalesce((SELECT ts FROM device_span), (SELECT ts FROM capture))),
       1,
       'capture',
       NULL
@@ -337,6 +425,59 @@ WITH
     WHERE
       k IN ((m + 1) / 2, (m + 2) / 2)
     GROUP BY upid
+  ),
+  -- one-time work in the first window of each process that launches device work: device / pinned
+  -- allocations and frees, module loads, and launch calls longer than any launch after the window (and
+  -- than 100 us: a launch enqueues in 2-20 us; the first launch of each kernel loads its module lazily)
+  first_windows AS (
+    SELECT id, upid, ts, ts + dur AS end_ts FROM ranked WHERE rn = 1 AND cnt >= 2
+  ),
+  one_time AS (
+    SELECT
+      f.id,
+      (
+        SELECT coalesce(sum(c.dur), 0)
+        FROM kineto_runtime_calls AS c
+        WHERE
+          c.upid = f.upid
+          AND c.ts >= f.ts
+          AND c.ts < f.end_ts
+          AND (
+            c.class IN ('malloc', 'free', 'module_load')
+            -- autotuning (cudnn benchmark, inductor max-autotune) times candidate kernels with events and
+            -- waits on them: event syncs that no later window has
+            OR (
+              c.class = 'event_sync'
+              AND NOT EXISTS (
+                SELECT 1
+                FROM kineto_runtime_calls AS e
+                WHERE
+                  e.upid = f.upid
+                  AND e.class = 'event_sync'
+                  AND e.ts >= f.end_ts
+              )
+            )
+            OR (
+              c.class = 'launch'
+              AND c.dur > max(
+                100000,
+                coalesce(
+                  (
+                    SELECT max(l.dur)
+                    FROM kineto_runtime_calls AS l
+                    WHERE
+                      l.upid = f.upid
+                      AND l.class = 'launch'
+                      AND l.ts >= f.end_ts
+                  ),
+                  0
+                )
+              )
+            )
+          )
+      ) AS one_time_dur,
+      EXISTS (SELECT 1 FROM kineto_runtime_calls AS c WHERE c.upid = f.upid AND c.class = 'launch') AS launches
+    FROM first_windows AS f
   )
 SELECT
   r.id,
@@ -346,8 +487,15 @@ SELECT
   r.step,
   r.source,
   r.marker,
-  (r.rn = 1 AND r.cnt >= 2 AND r.width > 1.5 * m.median_width) AS is_cold
+  (
+    r.rn = 1
+    AND r.cnt >= 2
+    AND r.width > 1.5 * m.median_width
+    AND (NOT o.launches OR 2 * o.one_time_dur >= r.width - m.median_width)
+  ) AS is_cold
 FROM ranked AS r
 LEFT JOIN rest_median AS m
   USING (upid)
+LEFT JOIN one_time AS o
+  USING (id)
 ORDER BY r.id;

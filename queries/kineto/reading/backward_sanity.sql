@@ -2,8 +2,8 @@
 -- version: 4
 -- kind: reading
 -- title: Backward sanity: forward vs backward width per step, and forward recompute inside backward
--- references: torch.profiler & HTA: the Framework View, "Reading order" step 4; torch.profiler & HTA: the
---   Framework View, "Fault catalog" (activation-checkpointing surprise)
+-- references: "torch.profiler & HTA: the Framework View", Reading order, step 4; "torch.profiler & HTA: the
+--   Framework View", Fault catalog (activation-checkpointing surprise)
 -- needs: steps, cpu_ops
 -- status: stable
 -- default min_recompute_ops: 2

@@ -2,8 +2,8 @@
 -- version: 4
 -- kind: reading
 -- title: One side of a trace diff: per step, its width, CPU / GPU busy, GPU time by kernel class, and every op and kernel by call path
--- references: PyTorch profiler documentation (https://pytorch.org/docs/stable/profiler.html); HTA's TraceDiff
---   (https://github.com/facebookresearch/HolisticTraceAnalysis): a before/after diff by time moved
+-- references: PyTorch docs, torch.profiler (two captures of one workload compared: a headline that says why,
+--   rows by time moved, structural alignment); HolisticTraceAnalysis TraceDiff
 -- needs: none
 -- status: stable
 

@@ -2,7 +2,7 @@
 -- version: 6
 -- kind: reading
 -- title: GPU gap attribution: every device idle gap inside a step, with what the CPU side was doing
--- references: torch.profiler & HTA: the Framework View, "Reading order" step 3
+-- references: "torch.profiler & HTA: the Framework View", Reading order, step 3
 -- needs: gpu, steps, cpu_ops
 -- status: stable
 -- default min_gap: 20us

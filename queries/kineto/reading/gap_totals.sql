@@ -2,7 +2,7 @@
 -- version: 2
 -- kind: reading
 -- title: GPU gap totals: device idle time per step and cause (input, sync, launch, none)
--- references: torch.profiler & HTA: the Framework View, "Reading order" step 3
+-- references: "torch.profiler & HTA: the Framework View", Reading order, step 3
 -- needs: gpu, steps, cpu_ops
 -- status: stable
 -- default min_gap: 20us

@@ -2,7 +2,8 @@
 -- version: 2
 -- kind: reading
 -- title: Op roofline: achieved TFLOP/s and TB/s per op and shape, arithmetic intensity, bound and % of peak
--- references: Williams, Waterman, Patterson, "Roofline" (CACM 2009)
+-- references: Williams, Waterman, Patterson, "Roofline" (CACM 2009); TraceLens performance model
+--   (https://github.com/AMD-AGI/TraceLens)
 -- needs: cpu_ops, gpu
 -- status: stable
 -- default device_name: ''

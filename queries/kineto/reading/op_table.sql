@@ -2,8 +2,8 @@
 -- version: 6
 -- kind: reading
 -- title: Op table: torch's key_averages() per op name, sorted by self device time then self CPU
--- references: torch.profiler & HTA: the Framework View, "Reading order" step 2; Profiling in PyTorch: A
---   Beginner's Guide to torch.profiler, "Overhead-Bound vs. Compute-Bound"
+-- references: "torch.profiler & HTA: the Framework View", Reading order, step 2; "Profiling in PyTorch: A
+--   Beginner's Guide to torch.profiler", "Overhead-Bound vs. Compute-Bound"
 -- needs: cpu_ops
 -- status: stable
 -- default top_n: 0

@@ -2,8 +2,8 @@
 -- version: 1
 -- kind: reading
 -- title: Rank balance: this rank's own work against its wait in collectives, per steady step (the straggler quantities)
--- references: torch.profiler & HTA: the Framework View, "Fault catalog": major fault "Straggler rank";
---   "Reading order" step 5
+-- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Straggler rank";
+--   Reading order, step 5
 -- needs: none
 -- status: preview
 

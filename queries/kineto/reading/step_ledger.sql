@@ -2,7 +2,7 @@
 -- version: 1
 -- kind: reading
 -- title: Step-time ledger: each iteration's time, per device, split into buckets that sum to it exactly
--- references: torch.profiler & HTA: the Framework View, "Reading order" steps 1-3 (step table, GPU busy, gap
+-- references: "torch.profiler & HTA: the Framework View", Reading order, steps 1-3 (step table, GPU busy, gap
 --   attribution) as one account
 -- needs: none
 -- status: preview

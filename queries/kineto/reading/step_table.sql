@@ -1,9 +1,9 @@
 -- id: reading.step_table
 -- version: 4
 -- kind: reading
--- title: Step table: step width, CPU busy, GPU busy and occupancy per step (the ledger's windows)
--- references: torch.profiler & HTA: the Framework View, "Reading order" step 1; Profiling in PyTorch: A
---   Beginner's Guide to torch.profiler, "Cold-Start Overhead"
+-- title: Step table: step width, CPU busy, GPU busy and occupancy per ProfilerStep
+-- references: "torch.profiler & HTA: the Framework View", Reading order, step 1; "Profiling in PyTorch: A
+--   Beginner's Guide to torch.profiler", "Cold-Start Overhead"
 -- needs: none
 -- status: stable
 -- default sparse_below_pct: 50

@@ -1,8 +1,8 @@
 -- id: reading.verdict
--- version: 2
+-- version: 3
 -- kind: reading
 -- title: Verdict: the step's regime (device-, host-, communication-bound or mixed) from the ledger, in one sentence
--- references: torch.profiler & HTA: the Framework View, "Reading order" step 1 (GPU sparse or dense), read
+-- references: "torch.profiler & HTA: the Framework View", Reading order, step 1 (GPU sparse or dense), read
 --   from reading.step_ledger
 -- needs: none
 -- status: preview
@@ -18,7 +18,9 @@
 --   mixed                 none of these: the step is lost in several places (the findings say where)
 -- A capture without device activity has a host-side ledger: communication-bound when host-side
 -- collectives take >= 50 % of it, else host-bound (the host is the whole step).
--- The median window width is the mean of the two middle widths when the count is even.
+-- The median window width is the mean of the two middle widths when the count is even. The top cause's
+-- share is of the steady step time (every share is), and the sentence says so: it is not a share of the
+-- idle time.
 -- When the steady windows are too small a sample of the steady state (kineto.lib.steady_sample: fewer than
 -- 3 of them holding under 10% of the windows' time, a capture that is mostly its cold start), the shares
 -- and the regime are of every window, cold included, and the sentence says so: the steady part would
@@ -211,7 +213,12 @@ SELECT
       j.idle_pct,
       CASE
         WHEN j.top_cause IS NOT NULL AND j.top_cause_pct >= 1
-          THEN printf(', mostly %s (%.0f%%)', j.top_words, j.top_cause_pct)
+          THEN printf(
+            ', mostly %s (%.0f%% of the %s)',
+            j.top_words,
+            j.top_cause_pct,
+            CASE WHEN j.representative THEN 'steady step time' ELSE 'capture' END
+          )
         ELSE ''
       END
     )
@@ -234,7 +241,12 @@ SELECT
       j.idle_pct,
       CASE
         WHEN j.top_cause IS NOT NULL AND j.top_cause_pct >= 1
-          THEN printf(', mostly %s (%.0f%%)', j.top_words, j.top_cause_pct)
+          THEN printf(
+            ', mostly %s (%.0f%% of the %s)',
+            j.top_words,
+            j.top_cause_pct,
+            CASE WHEN j.representative THEN 'steady step time' ELSE 'capture' END
+          )
         ELSE ''
       END
     )
