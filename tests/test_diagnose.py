@@ -233,6 +233,8 @@ TOP_FINDING_NOT_YET: dict[str, str] = {  # trace file name -> what diagnose gets
                                        "ranks above sync_forcing_op low 0.0%",
     "inference_requests_planted.json.gz": "on the record_function-only request windows small_op_storm does not "
                                           "fire; cold_start low is first",
+    "random_batch_memory_planted.json.gz": "random batch sizes change the allocation sizes, but the CPU allocations "
+                                           "stay under memory_churn's size floor: record_function_absence is first",
     "varlen_gloo_planted": "the imbalance alternates by step: own-work excess 3% of a step, ranks_summary names "
                            "no straggler",
 }
