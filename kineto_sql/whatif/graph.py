@@ -5,7 +5,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-MODULE = "kineto.lib.dep_graph"
+MODULE = "kineto.lib.dep_graph_edges"
 NODES = "SELECT id, window_id, kind, utid, device, stream, ts, dur, tag, is_window_end, ready_ts " \
         "FROM kineto_dep_graph_nodes"
 EDGES = "SELECT window_id, src, dst, kind, constrains, gap FROM kineto_dep_graph_edges"
