@@ -26,6 +26,7 @@ class Graph:
     kind: np.ndarray          # 'host', 'call', 'device'
     tag: np.ndarray
     lane: np.ndarray          # utid for host / call nodes, -1 for device nodes
+    stream_key: np.ndarray    # device nodes: one number per (device, stream); -1 for the others
     ts: np.ndarray
     dur: np.ndarray           # own duration (replay: end >= start + dur)
     ready: np.ndarray         # earliest start from outside the window, or INT64 min
@@ -71,6 +72,8 @@ def build(nodes, edges, windows) -> Graph:
     dur = np.maximum(nodes["dur"].to_numpy(np.int64), 0)
     ready = nodes["ready_ts"].fillna(np.iinfo(np.int64).min).to_numpy(np.int64)
     lane = nodes["utid"].fillna(-1).to_numpy(np.int64)
+    stream_key = (nodes["device"].fillna(-1).to_numpy(np.int64) * (1 << 32)
+                  + nodes["stream"].fillna(-1).to_numpy(np.int64))
     # a blocking call's own time is what it spends not waiting: its duration less the overlap with the
     # latest device work it waits for (that part comes back from the wait edges)
     src, dst = src[ok], dst[ok]
@@ -82,7 +85,7 @@ def build(nodes, edges, windows) -> Graph:
     wins = {int(r.id): (int(r.ts), int(r.dur), None if r.step != r.step else int(r.step), bool(r.is_cold))
             for r in windows.itertuples()}
     return Graph(ids=ids, window=nodes["window_id"].to_numpy(np.int64), kind=kind,
-                 tag=nodes["tag"].fillna("").to_numpy(object), lane=lane, ts=ts, dur=dur, ready=ready,
+                 tag=nodes["tag"].fillna("").to_numpy(object), lane=lane, stream_key=stream_key, ts=ts, dur=dur, ready=ready,
                  is_end=nodes["is_window_end"].fillna(0).to_numpy(bool), src=src, dst=dst,
                  edge_kind=edge_kind, to_end=to_end, gap=gap, windows=wins)
 

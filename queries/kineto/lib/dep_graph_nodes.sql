@@ -1,5 +1,5 @@
 -- version: 1
--- locked: 1 338e99c74ba337b8
+-- locked: 1 1d6e031532044069
 -- lib: lib.dataloader@4 lib.event_categories@3 lib.host_slices@8 lib.iterations@5 lib.kernel_classes@3
 --   lib.kernels@6 lib.python_gc@5 lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2
 --   lib.thread_track_slices@1 lib.window_of@1
@@ -23,27 +23,47 @@ INCLUDE PERFETTO MODULE kineto.lib.python_gc;
 -- stream order, and host waits (a stream / device / event sync waits for the last activity launched before
 -- it on every stream of its process; a blocking copy for its own copy).
 
--- The thread of each process with the most top-level host time: the thread whose end is the window's end.
+-- One key per OS thread: the loader puts ranges that overlap without nesting on overlap lanes (their own
+-- utid) and Perfetto can split one thread's python frames from its ops; all of them are one host lane here.
+CREATE OR REPLACE PERFETTO TABLE _kineto_dep_graph_threads(
+  -- Thread (utid).
+  utid LONG,
+  -- The lowest utid of the same process and tid.
+  lane LONG
+) AS
+SELECT
+  t.utid,
+  min(t.utid) OVER (PARTITION BY t.upid, t.tid) AS lane
+FROM thread AS t;
+
+-- The lane of each process whose end is the window's end: the one with the most top-level ATen op /
+-- annotation time (the thread that runs the steps), else the most top-level host time.
 CREATE OR REPLACE PERFETTO TABLE _kineto_dep_graph_main_threads(
   -- Process.
   upid LONG,
-  -- Its main thread.
+  -- Its main lane (_kineto_dep_graph_threads.lane).
   utid LONG
 ) AS
 WITH
   per_thread AS (
-    SELECT h.upid, h.utid, sum(h.dur) AS busy
+    SELECT
+      h.upid,
+      th.lane AS utid,
+      sum(CASE WHEN h.event_class = 'cpu_op' THEN h.dur ELSE 0 END) AS op_busy,
+      sum(h.dur) AS busy
     FROM kineto_host_slices AS h
+    JOIN _kineto_dep_graph_threads AS th
+      USING (utid)
     WHERE
       h.depth = 0
       AND h.dur > 0
-    GROUP BY h.upid, h.utid
+    GROUP BY h.upid, th.lane
   )
 SELECT
   upid,
   utid
 FROM (
-  SELECT upid, utid, row_number() OVER (PARTITION BY upid ORDER BY busy DESC, utid) AS rn
+  SELECT upid, utid, row_number() OVER (PARTITION BY upid ORDER BY op_busy DESC, busy DESC, utid) AS rn
   FROM per_thread
 )
 WHERE
@@ -84,19 +104,21 @@ SELECT
   w.window_id,
   c.ts,
   c.dur,
-  c.utid,
+  th.lane AS utid,
   c.upid,
   c.correlation,
   c.class,
   c.blocks_host
 FROM kineto_window_of!(calls) AS w
 JOIN calls AS c
-  USING (id);
+  USING (id)
+JOIN _kineto_dep_graph_threads AS th
+  ON th.utid = c.utid;
 
 -- Host intervals that a fix can remove, on their thread: DataLoader waits, GC passes, host reads of a
 -- tensor value (`.item()` and kin).
 CREATE OR REPLACE PERFETTO TABLE _kineto_dep_graph_tags(
-  -- Thread.
+  -- Host lane.
   utid LONG,
   -- Start.
   ts TIMESTAMP,
@@ -105,23 +127,30 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_dep_graph_tags(
   -- dataloader, gc or sync_read.
   tag STRING
 ) AS
-SELECT h.utid, d.ts, d.ts + d.dur AS end_ts, 'dataloader' AS tag
-FROM kineto_dataloader AS d
-JOIN kineto_host_slices AS h
-  USING (id)
-UNION ALL
-SELECT tt.utid, g.ts, g.ts + g.dur AS end_ts, 'gc' AS tag
-FROM kineto_python_gc AS g
-JOIN slice AS s
-  USING (id)
-JOIN thread_track AS tt
-  ON tt.id = s.track_id
-UNION ALL
-SELECT h.utid, h.ts, h.ts + h.dur AS end_ts, 'sync_read' AS tag
-FROM kineto_host_slices AS h
-WHERE
-  h.event_class = 'cpu_op'
-  AND h.name IN ('aten::_local_scalar_dense', 'aten::nonzero', 'aten::masked_select');
+WITH
+  tagged AS (
+    SELECT h.utid, d.ts, d.ts + d.dur AS end_ts, 'dataloader' AS tag
+    FROM kineto_dataloader AS d
+    JOIN kineto_host_slices AS h
+      USING (id)
+    UNION ALL
+    SELECT tt.utid, g.ts, g.ts + g.dur AS end_ts, 'gc' AS tag
+    FROM kineto_python_gc AS g
+    JOIN slice AS s
+      USING (id)
+    JOIN thread_track AS tt
+      ON tt.id = s.track_id
+    UNION ALL
+    SELECT h.utid, h.ts, h.ts + h.dur AS end_ts, 'sync_read' AS tag
+    FROM kineto_host_slices AS h
+    WHERE
+      h.event_class = 'cpu_op'
+      AND h.name IN ('aten::_local_scalar_dense', 'aten::nonzero', 'aten::masked_select')
+  )
+SELECT th.lane AS utid, t.ts, t.end_ts, t.tag
+FROM tagged AS t
+JOIN _kineto_dep_graph_threads AS th
+  USING (utid);
 
 -- The threads of each window that are graph lanes, and how far each is tiled: the main thread to the
 -- window end, every other thread with a node call to the end of its last one.
