@@ -122,6 +122,11 @@ class Finding:
     # True when the share is of every window, cold ones included (the steady sample was too small to be
     # the denominator: Verdict.steady_representative is False).
     of_capture: bool = False
+    # What fixing it buys (kineto_sql.whatif): the predicted median step, the saving, and the prediction
+    # (basis replay or upper bound, range, the change, why it is an upper bound); None when not predicted.
+    predicted_step_ns: int | None = None
+    saving_ns: int | None = None
+    prediction: dict | None = None
 
     def to_json(self) -> dict:
         return {
@@ -149,6 +154,9 @@ class Finding:
             "estimate_ns": self.estimate_ns,
             "scope": self.scope,
             "of_capture": self.of_capture,
+            "predicted_step_ns": self.predicted_step_ns,
+            "saving_ns": self.saving_ns,
+            "prediction": self.prediction,
         }
 
 
@@ -177,6 +185,8 @@ class TraceDiagnosis:
     # The capture: engine kind and devices from deviceProperties (name, memory), for report headers.
     engine: str = ""
     devices: tuple[str, ...] = ()
+    # The top findings' fixes replayed together (kineto_sql.whatif), or None.
+    combined_prediction: dict | None = None
 
     def to_json(self) -> dict:
         return {
@@ -192,6 +202,7 @@ class TraceDiagnosis:
             "loss": list(self.loss),
             "engine": self.engine,
             "devices": list(self.devices),
+            "combined_prediction": self.combined_prediction,
         }
 
 

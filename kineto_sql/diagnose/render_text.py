@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from kineto_sql.diagnose.model import Diagnosis, Finding, TraceDiagnosis
 from kineto_sql.diagnose.narrate import ms, pct, share_of
+from kineto_sql.whatif.annotate import sentence as whatif_sentence
 
 TOP = 5
 
@@ -57,6 +58,8 @@ def _finding_lines(i: int, f: Finding, markdown: bool) -> list[str]:
         lines.append(f"{bullet}confirm: {f.confirming}")
     if f.fix:
         lines.append(f"{bullet}fix: {f.fix}")
+    if buys := whatif_sentence(f.prediction):
+        lines.append(f"{bullet}{buys}")
     if where:
         lines.append(f"{bullet}where: {'; '.join(where)}")
     if markdown:
@@ -80,6 +83,9 @@ def render_text(d: Diagnosis, top: int = TOP) -> str:
                        "(each claims step-ledger time no other finding claims):")
             for i, f in enumerate(t.findings[:top], 1):
                 out.extend(_finding_lines(i, f, markdown=False))
+            if together := whatif_sentence(t.combined_prediction):
+                out.append("   top fixes together (" + ", ".join(t.combined_prediction["rules"]) + "): "
+                           + together.removeprefix("fixing this: "))
             out.append("")
             out.append("in plain words:")
             for f in t.findings[:3]:

@@ -112,6 +112,12 @@ def overlap_collectives(graph: Graph, low: bool) -> tuple[Graph, int]:
     return edited, int(comm.sum())
 
 
+def shorten(graph: Graph, nodes: np.ndarray, fraction: float) -> Graph:
+    """The given nodes (a boolean mask) take `fraction` of their time: a kernel brought to an attainable
+    fraction of its roof, an op made cheaper."""
+    return graph.with_(dur=np.where(nodes, (graph.dur * fraction).astype(np.int64), graph.dur))
+
+
 EDITS: dict[str, Edit] = {
     "catalog.sync_forcing_op": Edit("remove the sync wait", remove_syncs),
     "catalog.blocking_copy": Edit("make the copy asynchronous", async_copies),

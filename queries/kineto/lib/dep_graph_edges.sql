@@ -1,8 +1,8 @@
 -- version: 1
 -- locked: 1 5fd2fc5a567f52bd
--- lib: lib.dataloader@4 lib.dep_graph_nodes@1 lib.event_categories@3 lib.host_slices@8 lib.iterations@5
---   lib.kernel_classes@3 lib.kernels@6 lib.python_gc@5 lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2
---   lib.thread_track_slices@1 lib.window_of@1
+-- lib: lib.dataloader@4 lib.dep_graph_nodes@1 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3
+--   lib.iterations@5 lib.kernel_classes@3 lib.kernels@6 lib.python_gc@5 lib.runtime_calls@4 lib.steps@9
+--   lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
 
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.dep_graph_nodes;

@@ -1,11 +1,12 @@
 -- version: 1
--- locked: 1 1d6e031532044069
--- lib: lib.dataloader@4 lib.event_categories@3 lib.host_slices@8 lib.iterations@5 lib.kernel_classes@3
---   lib.kernels@6 lib.python_gc@5 lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2
+-- locked: 1 e93c1b335b6449c9
+-- lib: lib.dataloader@4 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3 lib.iterations@5
+--   lib.kernel_classes@3 lib.kernels@6 lib.python_gc@5 lib.runtime_calls@4 lib.steps@9 lib.thread_slices@2
 --   lib.thread_track_slices@1 lib.window_of@1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
+INCLUDE PERFETTO MODULE kineto.lib.host_tree;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.kernel_classes;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
@@ -23,18 +24,19 @@ INCLUDE PERFETTO MODULE kineto.lib.python_gc;
 -- stream order, and host waits (a stream / device / event sync waits for the last activity launched before
 -- it on every stream of its process; a blocking copy for its own copy).
 
--- One key per OS thread: the loader puts ranges that overlap without nesting on overlap lanes (their own
--- utid) and Perfetto can split one thread's python frames from its ops; all of them are one host lane here.
+-- One host lane per thread: the loader's overlap lanes (ranges that overlap without nesting, on their own
+-- utid) fold back to their thread (kineto.lib.host_tree's origin), so a thread's calls, host time and
+-- tags are one sequence.
 CREATE OR REPLACE PERFETTO TABLE _kineto_dep_graph_threads(
   -- Thread (utid).
   utid LONG,
-  -- The lowest utid of the same process and tid.
+  -- The thread its events belong to.
   lane LONG
 ) AS
 SELECT
-  t.utid,
-  min(t.utid) OVER (PARTITION BY t.upid, t.tid) AS lane
-FROM thread AS t;
+  o.utid,
+  o.origin_utid AS lane
+FROM _kineto_thread_origin AS o;
 
 -- The lane of each process whose end is the window's end: the one with the most top-level ATen op /
 -- annotation time (the thread that runs the steps), else the most top-level host time.
@@ -114,6 +116,12 @@ JOIN calls AS c
   USING (id)
 JOIN _kineto_dep_graph_threads AS th
   ON th.utid = c.utid;
+
+-- The graph joins calls by correlation (their device work) and by id: index both.
+CREATE OR REPLACE PERFETTO INDEX _kineto_dep_graph_calls_correlation ON _kineto_dep_graph_calls(correlation);
+
+-- By id.
+CREATE OR REPLACE PERFETTO INDEX _kineto_dep_graph_calls_id ON _kineto_dep_graph_calls(id);
 
 -- Host intervals that a fix can remove, on their thread: DataLoader waits, GC passes, host reads of a
 -- tensor value (`.item()` and kin).
@@ -399,3 +407,6 @@ JOIN stream_prev AS sp
 LEFT JOIN devices AS pd
   ON pd.id = sp.prev_id
   AND pd.window_id = d.window_id;
+
+-- Edges and the critical path look nodes up by id.
+CREATE OR REPLACE PERFETTO INDEX _kineto_dep_graph_nodes_id ON kineto_dep_graph_nodes(id);
