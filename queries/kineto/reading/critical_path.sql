@@ -9,6 +9,7 @@
 -- lib: lib.dataloader@4 lib.dep_graph_edges@1 lib.dep_graph_nodes@1 lib.event_categories@3 lib.host_slices@8
 --   lib.host_tree@3 lib.iterations@5 lib.kernel_classes@3 lib.kernels@6 lib.python_gc@5 lib.runtime_calls@4
 --   lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
+-- cases: sync_on_busy_gpu=691c5a20 gc_on_cpu=5e44c8d3
 
 -- Walks each window's dependency graph (kineto.lib.dep_graph_nodes, dep_graph_edges) back from the end of its main thread, at each
 -- node to the edge that held it back (the one whose source end plus gap is its measured start, or, for a
