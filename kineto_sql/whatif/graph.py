@@ -14,6 +14,7 @@ WINDOWS = "SELECT id, ts, dur, step, is_cold FROM kineto_iterations ORDER BY id"
 # owe its start to its launch; after an edit its launch may hold it back by no more than a launch's
 # latency, the median latency of the kernels that were not queued (capped at this many ns where none was).
 DEFAULT_LAUNCH_LATENCY_NS = 5_000
+NONE = np.iinfo(np.int64).min
 
 
 @dataclass(frozen=True)
@@ -52,41 +53,56 @@ class Graph:
 
 
 def load_graph(tp) -> Graph:
-    """The graph of every window of a loaded trace (a kineto_sql engine)."""
+    """The graph of every window of a loaded trace (a kineto_sql engine), read as plain rows (diagnose never
+    imports pandas)."""
     tp.query(f"INCLUDE PERFETTO MODULE {MODULE}")
-    nodes = tp.query(NODES).as_pandas_dataframe()
-    edges = tp.query(EDGES).as_pandas_dataframe()
-    windows = tp.query(WINDOWS).as_pandas_dataframe()
-    return build(nodes, edges, windows)
+    return build(tp.rows(NODES), tp.rows(EDGES), tp.rows(WINDOWS))
+
+
+def _ints(rows, name: str, missing: int = 0) -> np.ndarray:
+    return np.array([missing if v is None else int(v) for v in rows.column(name)], dtype=np.int64)
+
+
+def _strs(rows, name: str) -> np.ndarray:
+    return np.array(["" if v is None else str(v) for v in rows.column(name)], dtype=object)
 
 
 def build(nodes, edges, windows) -> Graph:
-    nodes = nodes.sort_values(["window_id", "ts", "id"], kind="stable").reset_index(drop=True)
-    ids = nodes["id"].to_numpy(np.int64)
-    index = {int(i): k for k, i in enumerate(ids)}
-    src = np.array([index.get(int(s), -1) for s in edges["src"]], dtype=np.int64)
-    dst = np.array([index.get(int(d), -1) for d in edges["dst"]], dtype=np.int64)
+    """From the rows of NODES, EDGES and WINDOWS (kineto_sql.rows.Rows)."""
+    raw_ids, raw_window, raw_ts = _ints(nodes, "id"), _ints(nodes, "window_id"), _ints(nodes, "ts")
+    order = np.lexsort((raw_ids, raw_ts, raw_window))
+    ids = raw_ids[order]
+    position = np.empty(len(ids), dtype=np.int64)
+    position[order] = np.arange(len(ids))
+    by_id = np.argsort(raw_ids, kind="stable")
+    sorted_ids = raw_ids[by_id]
+
+    def index_of(values: np.ndarray) -> np.ndarray:
+        """Node ids -> positions in the sorted arrays (-1 for an id that is no node)."""
+        if not len(ids):
+            return np.full(len(values), -1, dtype=np.int64)
+        found = np.clip(np.searchsorted(sorted_ids, values), 0, len(ids) - 1)
+        return np.where(sorted_ids[found] == values, position[by_id[found]], -1)
+
+    src, dst = index_of(_ints(edges, "src")), index_of(_ints(edges, "dst"))
     ok = (src >= 0) & (dst >= 0)
-    kind = nodes["kind"].to_numpy(object)
-    ts = nodes["ts"].to_numpy(np.int64)
-    dur = np.maximum(nodes["dur"].to_numpy(np.int64), 0)
-    ready = nodes["ready_ts"].fillna(np.iinfo(np.int64).min).to_numpy(np.int64)
-    lane = nodes["utid"].fillna(-1).to_numpy(np.int64)
-    stream_key = (nodes["device"].fillna(-1).to_numpy(np.int64) * (1 << 32)
-                  + nodes["stream"].fillna(-1).to_numpy(np.int64))
-    # a blocking call's own time is what it spends not waiting: its duration less the overlap with the
-    # latest device work it waits for (that part comes back from the wait edges)
+    kind = _strs(nodes, "kind")[order]
+    ts = raw_ts[order]
+    dur = np.maximum(_ints(nodes, "dur")[order], 0)
+    ready = _ints(nodes, "ready_ts", NONE)[order]
+    lane = _ints(nodes, "utid", -1)[order]
+    stream_key = _ints(nodes, "device", -1)[order] * (1 << 32) + _ints(nodes, "stream", -1)[order]
     src, dst = src[ok], dst[ok]
-    edge_kind = edges["kind"].to_numpy(object)[ok]
-    to_end = (edges["constrains"].to_numpy(object) == "end")[ok]
-    gap = edges["gap"].fillna(0).to_numpy(np.int64)[ok]
+    edge_kind = _strs(edges, "kind")[ok]
+    to_end = (_strs(edges, "constrains") == "end")[ok]
+    gap = _ints(edges, "gap")[ok]
     dur = _own_time(ts, dur, src, dst, to_end, gap)
     gap = _launch_gaps(ts, dur, src, dst, edge_kind, gap)
-    wins = {int(r.id): (int(r.ts), int(r.dur), None if r.step != r.step else int(r.step), bool(r.is_cold))
-            for r in windows.itertuples()}
-    return Graph(ids=ids, window=nodes["window_id"].to_numpy(np.int64), kind=kind,
-                 tag=nodes["tag"].fillna("").to_numpy(object), lane=lane, stream_key=stream_key, ts=ts, dur=dur, ready=ready,
-                 is_end=nodes["is_window_end"].fillna(0).to_numpy(bool), src=src, dst=dst,
+    wins = {int(r["id"]): (int(r["ts"]), int(r["dur"]), None if r["step"] is None else int(r["step"]),
+                           bool(r["is_cold"])) for r in windows.records()}
+    return Graph(ids=ids, window=raw_window[order], kind=kind, tag=_strs(nodes, "tag")[order], lane=lane,
+                 stream_key=stream_key, ts=ts, dur=dur, ready=ready,
+                 is_end=_ints(nodes, "is_window_end")[order].astype(bool), src=src, dst=dst,
                  edge_kind=edge_kind, to_end=to_end, gap=gap, windows=wins)
 
 
