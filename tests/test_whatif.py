@@ -164,3 +164,16 @@ def test_fixes_together_are_replayed_not_summed(load_trace):
     two = predict(graph, ["catalog.sync_forcing_op"], has_device=True).saving_ns
     both = predict(graph, ["catalog.input_bound", "catalog.sync_forcing_op"], has_device=True).saving_ns
     assert (one, two, both) == (0, 205 * US, 605 * US)
+
+
+def test_device_paced_launches_remove_launch_cost_and_dispatch_between_launches(load_trace):
+    # three launches 100 us apart (10 us calls, 90 us of dispatch between them), then a blocking copy:
+    # the cautious edit frees the three calls (30 us) and the copy's 10 us launch latency, the full one (CUDA
+    # graphs) also the 2 x 90 us of host dispatch between launches; the 90 us after the last launch is not
+    # between launches and stays
+    events = [ProfilerStep(1, ts_us=0, dur_us=1000), CpuOp("aten::mm", ts_us=0, dur_us=5)]
+    for i, ts in enumerate((100, 200, 300), start=1):
+        events += [Launch(i, ts_us=ts, dur_us=10), Kernel(i, ts_us=ts + 20, dur_us=10)]
+    events += [Launch(9, ts_us=400, dur_us=20, name="cudaMemcpy"), Kernel(9, ts_us=410, dur_us=5, **COPY)]
+    p = predict(load_graph(load_trace(KinetoTrace(events))), ["catalog.small_op_storm"], has_device=True)
+    assert (p.basis, p.saving_low_ns, p.saving_high_ns, p.predicted_step_ns) == (REPLAY, 40 * US, 220 * US, 780 * US)

@@ -185,8 +185,10 @@ class TraceDiagnosis:
     # The capture: engine kind and devices from deviceProperties (name, memory), for report headers.
     engine: str = ""
     devices: tuple[str, ...] = ()
-    # The top findings' fixes replayed together (kineto_sql.whatif), or None.
+    # The top findings' fixes replayed together (kineto_sql.whatif), or None; the ledger buckets on the
+    # steady windows' critical path (reading.critical_path): ({bucket, dur_ns, pct}, ...).
     combined_prediction: dict | None = None
+    critical_path: tuple[dict, ...] = ()
 
     def to_json(self) -> dict:
         return {
@@ -203,6 +205,7 @@ class TraceDiagnosis:
             "engine": self.engine,
             "devices": list(self.devices),
             "combined_prediction": self.combined_prediction,
+            "critical_path": list(self.critical_path),
         }
 
 

@@ -27,6 +27,9 @@ def _verdict_lines(t: TraceDiagnosis) -> list[str]:
     if v.ledger:
         lines.append(f"  ledger ({'steady' if v.steady_representative else 'all windows'} time, reading.step_ledger): "
                      + ", ".join(f"{b.bucket} {b.pct:.0f}%" for b in v.ledger[:6] if b.pct >= 0.5))
+    if t.critical_path:
+        lines.append("  critical path (steady windows, reading.critical_path): "
+                     + ", ".join(f"{b['bucket']} {b['pct']:.0f}%" for b in t.critical_path[:6] if b["pct"] >= 0.5))
     return lines
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kineto_sql.errors import KinetoSqlError
+from kineto_sql.runner import run_query
 from kineto_sql.whatif.edits import EDITS
 from kineto_sql.whatif.graph import load_graph
 from kineto_sql.whatif.predict import UPPER_BOUND, Prediction, predict, steady_windows
 
 # how many of the top findings are replayed together ("what fixing the top 3 buys")
 TOGETHER = 3
+CRITICAL_PATH = "reading.critical_path"
 
 
 def annotate(tp, findings, has_device: bool) -> tuple[list, dict | None]:
@@ -52,3 +54,22 @@ def sentence(p: dict | None) -> str | None:
                 f"{p['reason']})")
     spread = f", range {low:.1f}-{high:.1f} ms" if abs(high - low) >= 0.05 else ""
     return f"fixing this: step {before:.1f} -> {after:.1f} ms (-{pct:.1f}%{spread}; {p['change']})"
+
+
+def critical_path_shares(tp) -> tuple[dict, ...]:
+    """The ledger buckets on the critical path of the steady windows (every window when all are cold):
+    ({bucket, dur_ns, pct}, ...), largest first; () where no window has a path."""
+    try:
+        rows = run_query(tp, CRITICAL_PATH).rows.records()
+    except KinetoSqlError:
+        return ()
+    steady = [r for r in rows if not r["is_cold"]] or rows
+    widths = {r["window_id"]: r["window_dur"] for r in steady}
+    total = sum(widths.values())
+    if not total:
+        return ()
+    per_bucket: dict[str, int] = {}
+    for r in steady:
+        per_bucket[r["bucket"]] = per_bucket.get(r["bucket"], 0) + int(r["dur"])
+    return tuple({"bucket": b, "dur_ns": d, "pct": round(100.0 * d / total, 1)}
+                 for b, d in sorted(per_bucket.items(), key=lambda x: (-x[1], x[0])))
