@@ -177,3 +177,23 @@ def test_device_paced_launches_remove_launch_cost_and_dispatch_between_launches(
     events += [Launch(9, ts_us=400, dur_us=20, name="cudaMemcpy"), Kernel(9, ts_us=410, dur_us=5, **COPY)]
     p = predict(load_graph(load_trace(KinetoTrace(events))), ["catalog.small_op_storm"], has_device=True)
     assert (p.basis, p.saving_low_ns, p.saving_high_ns, p.predicted_step_ns) == (REPLAY, 40 * US, 220 * US, 780 * US)
+
+
+def test_overlapping_a_collective_saves_only_what_compute_can_cover(load_trace):
+    # one stream: a 200 us GEMM, a 500 us all-reduce of its output, a 100 us GEMM; a device sync waits for
+    # all of it. Overlapped, the second GEMM runs under the all-reduce: the step saves that GEMM's 100 us,
+    # not the all-reduce's 500 us. The cautious variant (the all-reduce 25% slower under compute) saves none.
+    tp = load_trace(KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=0, dur_us=20),
+        Launch(1, ts_us=10, dur_us=2),
+        Kernel(1, ts_us=20, dur_us=200, name="volta_sgemm_128x64_nn"),
+        Launch(2, ts_us=12, dur_us=2),
+        Kernel(2, ts_us=220, dur_us=500, name="ncclDevKernel_AllReduce_Sum_f32_RING_LL"),
+        Launch(3, ts_us=14, dur_us=2),
+        Kernel(3, ts_us=720, dur_us=100, name="volta_sgemm_128x64_nn"),
+        Launch(4, ts_us=100, dur_us=725, name="cudaDeviceSynchronize"),
+    ]))
+    p = predict(load_graph(tp), ["catalog.exposed_communication"], has_device=True)
+    assert (p.basis, p.measured_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 100 * US)
+    assert (p.saving_low_ns, p.saving_high_ns) == (0, 100 * US)

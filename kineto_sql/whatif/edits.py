@@ -93,31 +93,59 @@ def device_paced_launches(graph: Graph, low: bool) -> tuple[Graph, int]:
 
 
 def overlap_collectives(graph: Graph, low: bool) -> tuple[Graph, int]:
-    """Collectives run on their own stream, under the compute that follows (DDP bucketing, FSDP prefetch):
-    compute no longer queues behind them; syncs still wait for them. (Cautious) the overlapped collective
-    runs 25% slower."""
+    """A collective overlaps the compute that follows it (its own stream: DDP bucketing, FSDP prefetch): it
+    still starts after the work before it (the gradients it reduces), but the next compute no longer queues
+    behind it or waits for it on another stream (an inferred event edge), and a sync that waited for the stream waits for the collective too. The cautious variant lets
+    the overlapped collective run 25% slower (it shares SMs and memory bandwidth with the compute)."""
     comm = (graph.kind == "device") & (graph.tag == "communication")
     if not comm.any():
         return graph, 0
-    stream = graph.edge_kind == "stream"
-    touching = stream & (comm[graph.src] | comm[graph.dst])
-    edited = graph.drop_edges(touching)
-    # chain each stream's compute and its collectives separately, in their measured order
     dev = np.flatnonzero(graph.kind == "device")
-    key = np.lexsort((graph.ts[dev], comm[dev], graph.window[dev], graph.stream_key[dev]))
-    order = dev[key]
-    same = ((graph.window[order][1:] == graph.window[order][:-1])
-            & (graph.stream_key[order][1:] == graph.stream_key[order][:-1])
-            & (comm[order][1:] == comm[order][:-1]))
-    src, dst = order[:-1][same], order[1:][same]
-    new = ~np.isin(dst * graph.n + src, graph.dst[stream & ~touching] * graph.n + graph.src[stream & ~touching])
-    src, dst = src[new], dst[new]
-    edited = edited.with_(src=np.concatenate([edited.src, src]), dst=np.concatenate([edited.dst, dst]),
-                          edge_kind=np.concatenate([edited.edge_kind, np.full(len(src), "stream", dtype=object)]),
-                          to_end=np.concatenate([edited.to_end, np.zeros(len(src), dtype=bool)]),
-                          gap=np.concatenate([edited.gap, np.zeros(len(src), dtype=np.int64)]))
+    order = dev[np.lexsort((graph.ts[dev], graph.stream_key[dev], graph.window[dev]))]
+    # per device node, in stream order: the last compute node at or before it on its stream and window
+    group = np.concatenate([[True], (graph.window[order][1:] != graph.window[order][:-1])
+                            | (graph.stream_key[order][1:] != graph.stream_key[order][:-1])])
+    position = np.arange(len(order))
+    last_compute = np.where(~comm[order], position, -1)
+    starts = np.maximum.accumulate(np.where(group, position, 0))
+    last_compute = np.maximum.accumulate(np.where(group, np.maximum(last_compute, -1), last_compute))
+    last_compute = np.where(last_compute >= starts, last_compute, -1)
+    # compute right after a collective: its new predecessor is the compute before the collective
+    after_comm = np.flatnonzero(~group & comm[order][np.maximum(position - 1, 0)] & ~comm[order])
+    prev_compute = np.where(after_comm > 0, last_compute[np.maximum(after_comm - 1, 0)], -1)
+    keep = prev_compute >= 0
+    new_src, new_dst = order[prev_compute[keep]], order[after_comm[keep]]
+    drop = np.isin(graph.edge_kind, ("stream", "event")) & comm[graph.src] & ~comm[graph.dst]
+    edited = graph.drop_edges(drop)
+    # a sync that waited for device work also waits for the last collective that started before that work
+    # ended (the sync returned after it); collectives are looked up per window by binary search
+    waits = np.flatnonzero(graph.to_end)
+    waited_until = np.full(graph.n, np.iinfo(np.int64).min)
+    np.maximum.at(waited_until, graph.dst[waits], graph.ts[graph.src[waits]] + graph.dur[graph.src[waits]])
+    tail = np.full(graph.n, np.iinfo(np.int64).max)
+    np.minimum.at(tail, graph.dst[waits], graph.gap[waits])
+    syncs = np.unique(graph.dst[waits])
+    comm_nodes = np.flatnonzero(comm)
+    comm_nodes = comm_nodes[np.lexsort((graph.ts[comm_nodes], graph.window[comm_nodes]))]
+    cw, ct = graph.window[comm_nodes], graph.ts[comm_nodes]
+    w_src, w_dst, w_gap = [], [], []
+    for k in syncs.tolist():
+        lo, hi = np.searchsorted(cw, graph.window[k], "left"), np.searchsorted(cw, graph.window[k], "right")
+        j = lo + int(np.searchsorted(ct[lo:hi], waited_until[k], "left")) - 1
+        if j >= lo:
+            w_src.append(int(comm_nodes[j]))
+            w_dst.append(k)
+            w_gap.append(int(tail[k]))
+    src = np.concatenate([new_src, np.array(w_src, dtype=np.int64)])
+    dst = np.concatenate([new_dst, np.array(w_dst, dtype=np.int64)])
+    edited = edited.with_(
+        src=np.concatenate([edited.src, src]), dst=np.concatenate([edited.dst, dst]),
+        edge_kind=np.concatenate([edited.edge_kind, np.array(["stream"] * len(new_src) + ["wait"] * len(w_src),
+                                                             dtype=object)]),
+        to_end=np.concatenate([edited.to_end, np.array([False] * len(new_src) + [True] * len(w_src), dtype=bool)]),
+        gap=np.concatenate([edited.gap, np.zeros(len(new_src), dtype=np.int64), np.array(w_gap, dtype=np.int64)]))
     if low:
-        edited = edited.with_(dur=np.where(comm, (graph.dur * OVERLAP_CONTENTION).astype(np.int64), graph.dur))
+        edited = edited.with_(dur=np.where(comm, (graph.dur * OVERLAP_CONTENTION).astype(np.int64), edited.dur))
     return edited, int(comm.sum())
 
 

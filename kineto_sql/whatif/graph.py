@@ -15,6 +15,8 @@ WINDOWS = "SELECT id, ts, dur, step, is_cold FROM kineto_iterations ORDER BY id"
 # latency, the median latency of the kernels that were not queued (capped at this many ns where none was).
 DEFAULT_LAUNCH_LATENCY_NS = 5_000
 NONE = np.iinfo(np.int64).min
+# how soon after another stream's activity ends a kernel must start to be taken as waiting for it
+EVENT_SLACK_NS = 20_000
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,7 @@ class Graph:
     is_end: np.ndarray
     src: np.ndarray
     dst: np.ndarray
-    edge_kind: np.ndarray     # 'thread', 'launch', 'stream', 'wait'
+    edge_kind: np.ndarray     # 'thread', 'launch', 'stream', 'wait', 'event' (inferred cross-stream wait)
     to_end: np.ndarray        # True: the edge holds back the destination's end
     gap: np.ndarray
     windows: dict             # window id -> (ts, dur, step, is_cold)
@@ -87,6 +89,7 @@ def build(nodes, edges, windows) -> Graph:
     src, dst = index_of(_ints(edges, "src")), index_of(_ints(edges, "dst"))
     ok = (src >= 0) & (dst >= 0)
     kind = _strs(nodes, "kind")[order]
+    tag = _strs(nodes, "tag")[order]
     ts = raw_ts[order]
     dur = np.maximum(_ints(nodes, "dur")[order], 0)
     ready = _ints(nodes, "ready_ts", NONE)[order]
@@ -97,10 +100,11 @@ def build(nodes, edges, windows) -> Graph:
     to_end = (_strs(edges, "constrains") == "end")[ok]
     gap = _ints(edges, "gap")[ok]
     dur = _own_time(ts, dur, src, dst, to_end, gap)
+    src, dst, edge_kind, to_end, gap = _event_waits(ts, dur, stream_key, kind, tag, src, dst, edge_kind, to_end, gap)
     gap = _launch_gaps(ts, dur, src, dst, edge_kind, gap)
     wins = {int(r["id"]): (int(r["ts"]), int(r["dur"]), None if r["step"] is None else int(r["step"]),
                            bool(r["is_cold"])) for r in windows.records()}
-    return Graph(ids=ids, window=raw_window[order], kind=kind, tag=_strs(nodes, "tag")[order], lane=lane,
+    return Graph(ids=ids, window=raw_window[order], kind=kind, tag=tag, lane=lane,
                  stream_key=stream_key, ts=ts, dur=dur, ready=ready,
                  is_end=_ints(nodes, "is_window_end")[order].astype(bool), src=src, dst=dst,
                  edge_kind=edge_kind, to_end=to_end, gap=gap, windows=wins)
@@ -120,6 +124,49 @@ def _own_time(ts, dur, src, dst, to_end, gap):
     return own
 
 
+def _event_waits(ts, dur, stream_key, kind, tag, src, dst, edge_kind, to_end, gap):
+    """Inferred cross-stream waits (cudaStreamWaitEvent, which Kineto records without the event it waits
+    on): a kernel that started neither behind its own stream's previous work nor at its launch, but within
+    EVENT_SLACK_NS after a collective on another stream of its device ended, waited for that collective
+    (compute waiting for its all-reduce / all-to-all: what overlapping the collective would change). An
+    `event` edge from it, with the measured gap; its launch then no longer explains its start."""
+    n = len(ts)
+    device = stream_key >> 32
+    comm = (kind == "device") & (tag == "communication")
+    stream = np.flatnonzero(edge_kind == "stream")
+    launch = np.flatnonzero(edge_kind == "launch")
+    end = ts + dur
+    prev_end = np.full(n, NONE)
+    prev_end[dst[stream]] = end[src[stream]] + np.minimum(gap[stream], 0)
+    launched_at = np.full(n, NONE)
+    np.maximum.at(launched_at, dst[launch], end[src[launch]])
+    dev_nodes = np.flatnonzero(kind == "device")
+    held = dev_nodes[(ts[dev_nodes] > prev_end[dev_nodes]) & (launched_at[dev_nodes] > NONE)]
+    if held.size == 0:
+        return src, dst, edge_kind, to_end, gap
+    # activities by (device, end); for each held kernel the last few that ended before it on its device
+    by_end = dev_nodes[np.lexsort((end[dev_nodes], device[dev_nodes]))]
+    keys_dev, keys_end = device[by_end], end[by_end]
+    new_src, new_dst, new_gap = [], [], []
+    for k in held.tolist():
+        lo = int(np.searchsorted(keys_dev, device[k], "left"))
+        hi = int(np.searchsorted(keys_dev, device[k], "right"))
+        j = lo + int(np.searchsorted(keys_end[lo:hi], ts[k], "right")) - 1
+        for c in by_end[max(j - 3, lo):j + 1][::-1].tolist():  # the latest ends first, at most 4 looked at
+            if comm[c] and stream_key[c] != stream_key[k] and ts[k] - end[c] <= EVENT_SLACK_NS \
+                    and end[c] > launched_at[k]:
+                new_src.append(c)
+                new_dst.append(k)
+                new_gap.append(int(ts[k] - end[c]))
+                break
+    count = len(new_src)
+    return (np.concatenate([src, np.array(new_src, dtype=np.int64)]),
+            np.concatenate([dst, np.array(new_dst, dtype=np.int64)]),
+            np.concatenate([edge_kind, np.full(count, "event", dtype=object)]),
+            np.concatenate([to_end, np.zeros(count, dtype=bool)]),
+            np.concatenate([gap, np.array(new_gap, dtype=np.int64)]))
+
+
 def _launch_gaps(ts, dur, src, dst, edge_kind, gap):
     """A queued kernel's launch edge gets the typical launch latency (never more than it measured), so that
     once the queue ahead of it drains it can start that long after its launch, not at its measured time."""
@@ -130,6 +177,8 @@ def _launch_gaps(ts, dur, src, dst, edge_kind, gap):
     queued = np.zeros(len(ts), dtype=bool)
     prev_end = ts[src[stream]] + dur[src[stream]]
     queued[dst[stream]] = ts[dst[stream]] <= prev_end
+    # a kernel held back by another stream's work (an event edge) owes its start to that work, not its launch
+    queued[dst[edge_kind == "event"]] = True
     q = queued[dst[launch]]
     free = gap[launch][~q]
     latency = int(np.median(free)) if free.size else DEFAULT_LAUNCH_LATENCY_NS

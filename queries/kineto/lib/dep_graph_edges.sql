@@ -1,5 +1,5 @@
 -- version: 1
--- locked: 1 5fd2fc5a567f52bd
+-- locked: 1 1fa1e1bb1f96bf78
 -- lib: lib.dataloader@4 lib.dep_graph_nodes@1 lib.event_categories@3 lib.host_slices@8 lib.host_tree@3
 --   lib.iterations@5 lib.kernel_classes@3 lib.kernels@6 lib.python_gc@5 lib.runtime_calls@4 lib.steps@9
 --   lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
@@ -147,6 +147,9 @@ WITH
       ON sy.id = lb.sync_id
     WHERE
       l.window_id = sy.window_id
+      -- a sync that returned before the activity ended did not wait for it (a stream sync of another
+      -- stream: the trace does not say which stream a sync waits on)
+      AND l.end_ts <= sy.ts + sy.dur
   ),
   -- every waited activity gets the same tail (sync end - the latest waited end), so an activity that
   -- ends earlier after an edit never holds the sync at its measured end

@@ -22,7 +22,7 @@ INCLUDE PERFETTO MODULE kineto.lib.python_gc;
 -- window start; the device activities those calls launched, on their streams. Edges carry the measured gap,
 -- so the unchanged graph replays to the measured times: thread order, launch -> activity (correlation),
 -- stream order, and host waits (a stream / device / event sync waits for the last activity launched before
--- it on every stream of its process; a blocking copy for its own copy).
+-- it on every stream of its process that ended before the sync returned; a blocking copy for its own copy).
 
 -- One host lane per thread: the loader's overlap lanes (ranges that overlap without nesting, on their own
 -- utid) fold back to their thread (kineto.lib.host_tree's origin), so a thread's calls, host time and
