@@ -95,8 +95,9 @@ def device_paced_launches(graph: Graph, low: bool) -> tuple[Graph, int]:
 def overlap_collectives(graph: Graph, low: bool) -> tuple[Graph, int]:
     """A collective overlaps the compute that follows it (its own stream: DDP bucketing, FSDP prefetch): it
     still starts after the work before it (the gradients it reduces), but the next compute no longer queues
-    behind it or waits for it on another stream (an inferred event edge), and a sync that waited for the stream waits for the collective too. The cautious variant lets
-    the overlapped collective run 25% slower (it shares SMs and memory bandwidth with the compute)."""
+    behind it or waits for it on another stream (an inferred event edge), and a sync that waited for the
+    stream waits for the collective too. The cautious variant lets the overlapped collective run 25% slower
+    (it shares SMs and memory bandwidth with the compute)."""
     comm = (graph.kind == "device") & (graph.tag == "communication")
     if not comm.any():
         return graph, 0

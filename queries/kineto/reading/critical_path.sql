@@ -2,7 +2,8 @@
 -- version: 1
 -- kind: reading
 -- title: Critical path: the chain of host work, launches, device work and waits that sets each window's width
--- source: seed 000 section 2, reading order (what the step waits on); the dependency graph of kineto.lib.dep_graph_edges
+-- source: the reading order's question "what does the step wait on", over the dependency graph of
+--   kineto.lib.dep_graph_edges
 -- needs: none
 -- status: preview
 -- locked: 1 a28ebd8db202ab5d
@@ -11,8 +12,8 @@
 --   lib.steps@9 lib.thread_slices@2 lib.thread_track_slices@1 lib.window_of@1
 -- cases: sync_on_busy_gpu=691c5a20 gc_on_cpu=5e44c8d3
 
--- Walks each window's dependency graph (kineto.lib.dep_graph_nodes, dep_graph_edges) back from the end of its main thread, at each
--- node to the edge that held it back (the one whose source end plus gap is its measured start, or, for a
+-- Walks each window's dependency graph (kineto.lib.dep_graph_nodes, dep_graph_edges) back from the end of
+-- its main thread, at each node to the edge that held it back (the one whose source end plus gap is its measured start, or, for a
 -- blocking call that waited, the device work it waited for). Each node on the path gives the time from its
 -- predecessor's end to its own end: its own part in the node's bucket, the rest (a launch's latency) in
 -- `idle.launch`. The segments of a window sum to its width. Buckets are named as the step ledger's
