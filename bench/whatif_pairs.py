@@ -14,7 +14,7 @@ from pathlib import Path
 from kineto_sql import catalog, open_trace
 from kineto_sql.diagnose.run import diagnose_trace
 from kineto_sql.whatif import load_graph
-from kineto_sql.whatif.predict import median_step
+from kineto_sql.whatif.predict import median_step, steady_windows
 
 REPO = Path(__file__).resolve().parents[1]
 RESNET = ("kineto_tbp_resnet50_nw0_run1623143089861.pt.trace.json.gz",
@@ -39,10 +39,12 @@ def pairs(golden: Path) -> list[tuple[Path, Path, str]]:
     return out
 
 
-def measured(path: Path) -> int:
+def measured(path: Path) -> tuple[int, list[int]]:
+    """The median steady step and the steady windows' widths."""
     tp = open_trace(path)
     try:
-        return median_step(load_graph(tp))
+        graph = load_graph(tp)
+        return median_step(graph), [graph.windows[w][1] for w in steady_windows(graph)]
     finally:
         tp.close()
 
@@ -59,9 +61,12 @@ def predicted(path: Path, rule: str | None):
 
 def row(name, planted, fixed, rule):
     finding, d = predicted(planted, rule)
-    after = measured(fixed)
+    after, widths = measured(fixed)
+    _, before_widths = measured(planted)
+    spread = (f"{', '.join(f'{w / 1e6:.1f}' for w in before_widths)} / "
+              f"{', '.join(f'{w / 1e6:.1f}' for w in widths)}")
     if finding is None or finding.prediction is None:
-        return f"| {name} | {rule or '-'} | not fired / no prediction | | | | |"
+        return f"| {name} | {rule or '-'} | not fired / no prediction | | | | {spread} |"
     p = finding.prediction
     before = p["measured_step_ns"]
     pred_change = -p["saving_ns"]
@@ -70,7 +75,7 @@ def row(name, planted, fixed, rule):
     low, high = (x / 1e6 for x in p["saving_range_ns"])
     return (f"| {name} | {rule} | {p['basis']} | {before / 1e6:.2f} -> {p['predicted_step_ns'] / 1e6:.2f} "
             f"({pred_change / 1e6:+.2f}; range -{low:.2f}..-{high:.2f}) | {after / 1e6:.2f} ({real_change / 1e6:+.2f}) "
-            f"| {err} |")
+            f"| {err} | {spread} |")
 
 
 def main() -> None:
@@ -80,8 +85,9 @@ def main() -> None:
     args = parser.parse_args()
     rules = owners()
     print("| pair | rule | basis | planted: median step -> predicted, ms (change; saving range) "
-          "| fixed twin measured, ms (change) | prediction error vs measured change |")
-    print("|---|---|---|---|---|---|")
+          "| fixed twin measured, ms (change) | prediction error vs measured change "
+          "| steady windows planted / fixed, ms |")
+    print("|---|---|---|---|---|---|---|")
     for planted, fixed, fault in pairs(args.golden):
         print(row(planted.name.replace("_planted.json.gz", ""), planted, fixed, rules.get(fault)), flush=True)
     nw0, nw4, rule = RESNET
