@@ -124,6 +124,11 @@ class Finding:
     of_capture: bool = False
     # what claim resolution gave it per window: (step, bucket, ns); `claimed` is their sum per bucket
     claimed_windows: tuple = field(default=(), compare=False)
+    # What fixing it buys (kineto_sql.whatif): the predicted median step, the saving, and the prediction
+    # (basis replay or upper bound, range, the change, why it is an upper bound); None when not predicted.
+    predicted_step_ns: int | None = None
+    saving_ns: int | None = None
+    prediction: dict | None = None
 
     def to_json(self) -> dict:
         return {
@@ -151,6 +156,9 @@ class Finding:
             "estimate_ns": self.estimate_ns,
             "scope": self.scope,
             "of_capture": self.of_capture,
+            "predicted_step_ns": self.predicted_step_ns,
+            "saving_ns": self.saving_ns,
+            "prediction": self.prediction,
         }
 
 
@@ -179,6 +187,10 @@ class TraceDiagnosis:
     # The capture: engine kind and devices from deviceProperties (name, memory), for report headers.
     engine: str = ""
     devices: tuple[str, ...] = ()
+    # The top findings' fixes replayed together (kineto_sql.whatif), or None; the ledger buckets on the
+    # steady windows' critical path (reading.critical_path): ({bucket, dur_ns, pct}, ...).
+    combined_prediction: dict | None = None
+    critical_path: tuple[dict, ...] = ()
 
     def to_json(self) -> dict:
         return {
@@ -194,6 +206,8 @@ class TraceDiagnosis:
             "loss": list(self.loss),
             "engine": self.engine,
             "devices": list(self.devices),
+            "combined_prediction": self.combined_prediction,
+            "critical_path": list(self.critical_path),
         }
 
 

@@ -6,6 +6,7 @@ import re
 
 from kineto_sql.diagnose.model import Diagnosis, Finding, TraceDiagnosis
 from kineto_sql.diagnose.narrate import ms, pct, share_of
+from kineto_sql.whatif.annotate import sentence as whatif_sentence
 
 TOP = 5
 # Markdown reports are posted to CI logs and pull-request pages, which render inline HTML: every string a
@@ -52,6 +53,9 @@ def _verdict_lines(t: TraceDiagnosis) -> list[str]:
     if v.ledger:
         lines.append(f"  ledger ({'steady' if v.steady_representative else 'all windows'} time, reading.step_ledger): "
                      + ", ".join(f"{b.bucket} {b.pct:.0f}%" for b in v.ledger[:6] if b.pct >= 0.5))
+    if t.critical_path:
+        lines.append("  critical path (steady windows, reading.critical_path): "
+                     + ", ".join(f"{b['bucket']} {b['pct']:.0f}%" for b in t.critical_path[:6] if b["pct"] >= 0.5))
     return lines
 
 
@@ -85,6 +89,8 @@ def _finding_lines(i: int, f: Finding, markdown: bool) -> list[str]:
         lines.append(f"{bullet}confirm: {text(f.confirming)}")
     if f.fix:
         lines.append(f"{bullet}fix: {text(f.fix)}")
+    if buys := whatif_sentence(f.prediction):
+        lines.append(f"{bullet}{buys}")
     if where:
         lines.append(f"{bullet}where: {text('; '.join(where))}")
     if markdown:
@@ -109,6 +115,9 @@ def render_text(d: Diagnosis, top: int = TOP) -> str:
                        "(each claims step-ledger time no other finding claims):")
             for i, f in enumerate(t.findings[:top], 1):
                 out.extend(_finding_lines(i, f, markdown=False))
+            if together := whatif_sentence(t.combined_prediction):
+                out.append("   top fixes together (" + ", ".join(t.combined_prediction["rules"]) + "): "
+                           + together.removeprefix("fixing this: "))
             out.append("")
             out.append("in plain words:")
             for f in t.findings[:3]:

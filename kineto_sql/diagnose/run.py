@@ -33,6 +33,7 @@ from kineto_sql.includes import kineto_dependencies
 from kineto_sql.rows import Rows, column_sum, dur_by, missing, numbers, present, sort_key, truthy
 from kineto_sql.runner import capabilities, resolve_spec, run_query, trace_device_name
 from kineto_sql.sql_files import sections
+from kineto_sql.whatif.annotate import annotate as whatif_annotate, critical_path_shares
 from kineto_sql.sql_literals import include_statement
 
 STEP_TABLE = "reading.step_table"
@@ -106,11 +107,15 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
                          claimed[spec.id], of_capture=not verdict.steady_representative,
                          steady_windows=verdict.steps) for spec, df in fired]
     findings = rank_findings(findings, cold_apart=verdict.steady_representative)
+    say(f"{Path(source).name}: what each fix buys")
+    findings, combined = whatif_annotate(tp, findings, verdict.has_gpu)
+    path = critical_path_shares(tp)
     verdict = unreadable_capture(verdict, fired)
     fixes = tuple(f"{f.kind}: {f.count}" for f in tp.report.fixes)
     return TraceDiagnosis(source, tp.rank, verdict, tuple(findings), tuple(silent), tuple(skipped), fixes,
                           tuple(errors), _top_ops(runs[OP_TABLE]), loss=tuple(tp.report.loss_sentences()),
-                          engine=tp.choice.kind, devices=_devices(tp))
+                          engine=tp.choice.kind, devices=_devices(tp), combined_prediction=combined,
+                          critical_path=path)
 
 
 def _run_queries(tp, jobs: int, on_start) -> dict[str, query_pool.Outcome]:

@@ -1,0 +1,99 @@
+"""Predictions against real fixes: for every golden planted / fixed pair, diagnose the planted trace, take
+the predicted median step after fixing its planted fault (the finding of the detector that owns the fault
+id), and compare with the fixed twin's measured median steady step. Also the corpus pair ResNet-50
+num_workers=0 -> 4 (input-bound fix). Prints one Markdown table.
+
+    python bench/whatif_pairs.py [--golden DIR] [--corpus DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from kineto_sql import catalog, open_trace
+from kineto_sql.diagnose.run import diagnose_trace
+from kineto_sql.whatif import load_graph
+from kineto_sql.whatif.predict import median_step, steady_windows
+
+REPO = Path(__file__).resolve().parents[1]
+RESNET = ("kineto_tbp_resnet50_nw0_run1623143089861.pt.trace.json.gz",
+          "kineto_tbp_resnet50_nw4_run1623212756351.pt.trace.json.gz", "catalog.input_bound")
+
+
+def owners() -> dict[str, str]:
+    return {row: spec.id for spec in catalog.load_catalog().by_kind("detector") for row in spec.catalog_rows}
+
+
+def pairs(golden: Path) -> list[tuple[Path, Path, str]]:
+    manifest = json.loads((golden / "MANIFEST.json").read_text())
+    out = []
+    for entry in manifest["traces"]:
+        truth = entry["ground_truth"]
+        path = golden / entry["path"]
+        if truth.get("variant") != "planted" or path.parent.name.endswith("_planted"):
+            continue  # rank directories are diagnosed rank by rank elsewhere
+        fixed = path.with_name(path.name.replace("_planted", "_fixed"))
+        if fixed.exists():
+            out.append((path, fixed, truth.get("fault_id", "")))
+    return out
+
+
+def measured(path: Path) -> tuple[int, list[int]]:
+    """The median steady step and the steady windows' widths."""
+    tp = open_trace(path)
+    try:
+        graph = load_graph(tp)
+        return median_step(graph), [graph.windows[w][1] for w in steady_windows(graph)]
+    finally:
+        tp.close()
+
+
+def predicted(path: Path, rule: str | None):
+    tp = open_trace(path)
+    try:
+        d = diagnose_trace(tp)
+    finally:
+        tp.close()
+    finding = next((f for f in d.findings if f.query_id == rule), None)
+    return finding, d
+
+
+def row(name, planted, fixed, rule):
+    finding, d = predicted(planted, rule)
+    after, widths = measured(fixed)
+    _, before_widths = measured(planted)
+    spread = (f"{', '.join(f'{w / 1e6:.1f}' for w in before_widths)} / "
+              f"{', '.join(f'{w / 1e6:.1f}' for w in widths)}")
+    if finding is None or finding.prediction is None:
+        return f"| {name} | {rule or '-'} | not fired / no prediction | | | | {spread} |"
+    p = finding.prediction
+    before = p["measured_step_ns"]
+    pred_change = -p["saving_ns"]
+    real_change = after - before
+    err = "" if real_change == 0 else f"{100.0 * (pred_change - real_change) / abs(real_change):+.0f}%"
+    low, high = (x / 1e6 for x in p["saving_range_ns"])
+    return (f"| {name} | {rule} | {p['basis']} | {before / 1e6:.2f} -> {p['predicted_step_ns'] / 1e6:.2f} "
+            f"({pred_change / 1e6:+.2f}; range -{low:.2f}..-{high:.2f}) | {after / 1e6:.2f} ({real_change / 1e6:+.2f}) "
+            f"| {err} | {spread} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--golden", type=Path, default=REPO / "golden")
+    parser.add_argument("--corpus", type=Path, default=REPO / ".." / "shared" / "corpus")
+    args = parser.parse_args()
+    rules = owners()
+    print("| pair | rule | basis | planted: median step -> predicted, ms (change; saving range) "
+          "| fixed twin measured, ms (change) | prediction error vs measured change "
+          "| steady windows planted / fixed, ms |")
+    print("|---|---|---|---|---|---|---|")
+    for planted, fixed, fault in pairs(args.golden):
+        print(row(planted.name.replace("_planted.json.gz", ""), planted, fixed, rules.get(fault)), flush=True)
+    nw0, nw4, rule = RESNET
+    if (args.corpus / nw0).exists():
+        print(row("resnet50 nw0 -> nw4", args.corpus / nw0, args.corpus / nw4, rule), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""The prediction of every finding, added to diagnose's findings after they are ranked: one graph load and
+one replay per finding (plus one for the top findings together) per trace."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kineto_sql.errors import KinetoSqlError
+from kineto_sql.runner import run_query
+from kineto_sql.whatif.edits import EDITS
+from kineto_sql.whatif.graph import load_graph
+from kineto_sql.whatif.predict import UPPER_BOUND, Prediction, predict, steady_windows
+
+# how many of the top findings are replayed together ("what fixing the top 3 buys")
+TOGETHER = 3
+CRITICAL_PATH = "reading.critical_path"
+
+
+def annotate(tp, findings, has_device: bool) -> tuple[list, dict | None]:
+    """(findings with their prediction, the top findings' prediction together or None)."""
+    try:
+        graph = load_graph(tp)
+    except KinetoSqlError:
+        return list(findings), None
+    steady = max(len(steady_windows(graph)), 1)
+    every = max(int(graph.is_end.sum()), 1)
+    out = []
+    for f in findings:
+        if f.scope == "cold":
+            out.append(f)
+            continue
+        # the claimed time is of the steady windows, or of every window when the steady sample was too small
+        per_step = f.impact_ns // (every if f.of_capture else steady)
+        p = predict(graph, [f.query_id], has_device, claimed_per_step_ns=per_step)
+        # an upper bound of nothing says nothing
+        out.append(f if p.basis == UPPER_BOUND and f.impact_ns == 0 else with_prediction(f, p))
+    together = [f.query_id for f in findings if f.scope != "cold" and f.query_id in EDITS][:TOGETHER]
+    combined = predict(graph, together, has_device).to_json() if len(together) > 1 else None
+    return out, combined
+
+
+def with_prediction(finding, p: Prediction):
+    return replace(finding, predicted_step_ns=p.predicted_step_ns, saving_ns=p.saving_ns, prediction=p.to_json())
+
+
+def sentence(p: dict | None) -> str | None:
+    """'fixing this: step 176.0 -> 131.2 ms (-25.5%, range 20.1-45.0 ms)', or the upper bound and why."""
+    if not p or not p.get("measured_step_ns"):
+        return None
+    before, after = p["measured_step_ns"] / 1e6, p["predicted_step_ns"] / 1e6
+    pct = p["saving_pct"] or 0.0
+    low, high = (x / 1e6 for x in p["saving_range_ns"])
+    if p["basis"] == UPPER_BOUND:
+        return (f"fixing this: step {before:.1f} -> at best {after:.1f} ms (-{pct:.1f}%, an upper bound: "
+                f"{p['reason']})")
+    spread = f", range {low:.1f}-{high:.1f} ms" if abs(high - low) >= 0.05 else ""
+    return f"fixing this: step {before:.1f} -> {after:.1f} ms (-{pct:.1f}%{spread}; {p['change']})"
+
+
+def critical_path_shares(tp) -> tuple[dict, ...]:
+    """The ledger buckets on the critical path of the steady windows (every window when all are cold):
+    ({bucket, dur_ns, pct}, ...), largest first; () where no window has a path."""
+    try:
+        rows = run_query(tp, CRITICAL_PATH).rows.records()
+    except KinetoSqlError:
+        return ()
+    steady = [r for r in rows if not r["is_cold"]] or rows
+    widths = {r["window_id"]: r["window_dur"] for r in steady}
+    total = sum(widths.values())
+    if not total:
+        return ()
+    per_bucket: dict[str, int] = {}
+    for r in steady:
+        per_bucket[r["bucket"]] = per_bucket.get(r["bucket"], 0) + int(r["dur"])
+    return tuple({"bucket": b, "dur_ns": d, "pct": round(100.0 * d / total, 1)}
+                 for b, d in sorted(per_bucket.items(), key=lambda x: (-x[1], x[0])))

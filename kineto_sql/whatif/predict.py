@@ -1,0 +1,94 @@
+"""Predicted step time after a fix: replay the edited graph of every steady window and compare medians."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kineto_sql.whatif.edits import EDITS, combine
+from kineto_sql.whatif.graph import Graph
+from kineto_sql.whatif.replay import replay
+
+REPLAY = "replay"
+UPPER_BOUND = "upper bound"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What fixing one finding (or several together) buys per step."""
+
+    rules: tuple[str, ...]
+    change: str
+    # `replay` (the edited graph was replayed) or `upper bound` (the claimed time, as if it vanished and
+    # nothing else moved: the graph could not be built or the edit found nothing to act on)
+    basis: str
+    measured_step_ns: int
+    predicted_step_ns: int
+    # the range of the saving: the cautious edit's and the full edit's
+    saving_low_ns: int
+    saving_high_ns: int
+    reason: str = ""
+
+    @property
+    def saving_ns(self) -> int:
+        return self.measured_step_ns - self.predicted_step_ns
+
+    @property
+    def saving_pct(self) -> float | None:
+        return round(100.0 * self.saving_ns / self.measured_step_ns, 1) if self.measured_step_ns else None
+
+    def to_json(self) -> dict:
+        return {"rules": list(self.rules), "change": self.change, "basis": self.basis,
+                "measured_step_ns": self.measured_step_ns, "predicted_step_ns": self.predicted_step_ns,
+                "saving_ns": self.saving_ns, "saving_pct": self.saving_pct,
+                "saving_range_ns": [self.saving_low_ns, self.saving_high_ns], "reason": self.reason}
+
+
+def steady_windows(graph: Graph) -> list[int]:
+    """The windows a step time is the median of: the steady ones with a main-thread end (all of them when
+    every window is cold)."""
+    ended = {int(w) for w in graph.window[graph.is_end]}
+    steady = [w for w in sorted(ended) if not graph.windows[w][3]]
+    return steady or sorted(ended)
+
+
+def median_step(graph: Graph, widths: dict[int, int] | None = None) -> int:
+    windows = steady_windows(graph)
+    if widths is None:
+        return int(np.median([graph.windows[w][1] for w in windows]))
+    return int(np.median([widths[w] for w in windows]))
+
+
+def why_not(graph: Graph, has_device: bool) -> str:
+    """Why no graph can stand for this trace ('' when one can)."""
+    if graph.n == 0 or not graph.is_end.any():
+        return "no iteration window has a main thread to replay"
+    if has_device and not (graph.kind == "device").any():
+        return "the device work carries no correlation to a launch, so the host and the device cannot be linked"
+    return ""
+
+
+def predict(graph: Graph, rules, has_device: bool = False, claimed_per_step_ns: int = 0) -> Prediction:
+    """The predicted median step after the fixes of `rules` (applied together)."""
+    rules = tuple(rules)
+    change = "; ".join(dict.fromkeys(EDITS[r].change for r in rules if r in EDITS)) or "the claimed time vanishes"
+    reason = why_not(graph, has_device)
+    measured = median_step(graph) if not reason else 0
+    unknown = [r for r in rules if r not in EDITS]
+    if not reason and unknown:
+        reason = f"no graph edit is defined for {', '.join(unknown)}"
+    if not reason:
+        high_graph, touched = combine(rules, graph, low=False)
+        if touched == 0:
+            reason = "the fix has nothing to act on in this trace's graph"
+    if reason:
+        return _upper_bound(rules, change, measured, claimed_per_step_ns, reason)
+    low_graph, _ = combine(rules, graph, low=True)
+    high = median_step(graph, replay(high_graph).window_durations(high_graph))
+    low = median_step(graph, replay(low_graph).window_durations(low_graph))
+    return Prediction(rules, change, REPLAY, measured, high, max(measured - low, 0), max(measured - high, 0))
+
+
+def _upper_bound(rules, change, measured, claimed, reason) -> Prediction:
+    predicted = max(measured - claimed, 0)
+    return Prediction(rules, change, UPPER_BOUND, measured, predicted, 0, measured - predicted, reason)

@@ -1,0 +1,103 @@
+"""Re-time a dependency graph: one pass over the nodes in topological order (Kahn), linear in nodes plus
+edges. A node starts at the latest of its `start` edges' (source end + gap), its outside ready time, or, with
+none of these, its measured start; it ends at the latest of (start + own duration) and its `end` edges'
+(source end + gap)."""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from kineto_sql.whatif.graph import Graph
+
+NONE = np.iinfo(np.int64).min
+
+
+@dataclass(frozen=True)
+class Replay:
+    start: np.ndarray
+    end: np.ndarray
+    # the index of the edge that set each node's start (-1: its own measured start or ready time) and end
+    # (-1: start + own duration)
+    start_by: np.ndarray
+    end_by: np.ndarray
+    # nodes left out because they sit on a cycle (a clock skew between host and device can make one)
+    cyclic: int
+
+    def window_durations(self, graph: Graph) -> dict[int, int]:
+        """Replayed width of each window: from its start to the end of its main thread's last node."""
+        out = {}
+        for k in np.flatnonzero(graph.is_end):
+            w = int(graph.window[k])
+            out[w] = int(self.end[k]) - graph.windows[w][0]
+        return out
+
+
+def topological_order(graph: Graph) -> tuple[np.ndarray, int]:
+    n = graph.n
+    indegree = np.bincount(graph.dst, minlength=n)
+    order = np.argsort(graph.src, kind="stable")
+    heads = np.searchsorted(graph.src[order], np.arange(n + 1))
+    out_dst = graph.dst[order]
+    ready = deque(np.flatnonzero(indegree == 0).tolist())
+    result = []
+    indegree = indegree.tolist()
+    heads = heads.tolist()
+    out_dst = out_dst.tolist()
+    while ready:
+        k = ready.popleft()
+        result.append(k)
+        for d in out_dst[heads[k]:heads[k + 1]]:
+            indegree[d] -= 1
+            if indegree[d] == 0:
+                ready.append(d)
+    return np.array(result, dtype=np.int64), n - len(result)
+
+
+def replay(graph: Graph) -> Replay:
+    n = graph.n
+    topo, cyclic = topological_order(graph)
+    by_dst = np.argsort(graph.dst, kind="stable")
+    heads = np.searchsorted(graph.dst[by_dst], np.arange(n + 1)).tolist()
+    by_dst = by_dst.tolist()
+    src = graph.src.tolist()
+    gap = graph.gap.tolist()
+    to_end = graph.to_end.tolist()
+    ts = graph.ts.tolist()
+    dur = graph.dur.tolist()
+    ready = graph.ready.tolist()
+    start = list(ts)
+    end = [t + d for t, d in zip(ts, dur)]
+    start_by = [-1] * n
+    end_by = [-1] * n
+    for k in topo.tolist():
+        s, s_by = NONE, -1
+        e_cons, e_by = NONE, -1
+        for e in by_dst[heads[k]:heads[k + 1]]:
+            t = end[src[e]] + gap[e]
+            if to_end[e]:
+                if t > e_cons:
+                    e_cons, e_by = t, e
+            elif t > s:
+                s, s_by = t, e
+        if ready[k] > s:
+            s, s_by = ready[k], -1
+        if s == NONE:
+            s = ts[k]
+        own_end = s + dur[k]
+        start[k], start_by[k] = s, s_by
+        if e_cons > own_end:
+            end[k], end_by[k] = e_cons, e_by
+        else:
+            end[k], end_by[k] = own_end, -1
+    return Replay(np.array(start, dtype=np.int64), np.array(end, dtype=np.int64),
+                  np.array(start_by, dtype=np.int64), np.array(end_by, dtype=np.int64), cyclic)
+
+
+def drift(graph: Graph, result: Replay | None = None, steady_only: bool = True) -> tuple[int, int]:
+    """(replayed, measured) total width of the windows (steady ones unless every window is cold)."""
+    result = result or replay(graph)
+    widths = result.window_durations(graph)
+    chosen = [w for w in widths if not (steady_only and graph.windows[w][3])] or list(widths)
+    return sum(widths[w] for w in chosen), sum(graph.windows[w][1] for w in chosen)

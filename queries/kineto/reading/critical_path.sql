@@ -1,0 +1,231 @@
+-- id: reading.critical_path
+-- version: 1
+-- kind: reading
+-- title: Critical path: the chain of host work, launches, device work and waits that sets each window's width
+-- references: the reading order's question "what does the step wait on", over the dependency graph of
+--   kineto.lib.dep_graph_edges
+-- needs: none
+-- status: preview
+
+-- Walks each window's dependency graph (kineto.lib.dep_graph_nodes, dep_graph_edges) back from the end of
+-- its main thread, at each node to the edge that held it back (the one whose source end plus gap is its measured start, or, for a
+-- blocking call that waited, the device work it waited for). Each node on the path gives the time from its
+-- predecessor's end to its own end: its own part in the node's bucket, the rest (a launch's latency) in
+-- `idle.launch`. The segments of a window sum to its width. Buckets are named as the step ledger's
+-- (kineto.lib.ledger): busy.* for device work, idle.* for host work that leaves the device waiting, or
+-- host.* on a capture without device activity.
+
+INCLUDE PERFETTO MODULE kineto.lib.dep_graph_edges;
+
+-- For each node: the predecessor that held it back and when the node's own part began.
+CREATE OR REPLACE PERFETTO TABLE _kineto_reading_critical_path_binding(
+  -- Node id.
+  id LONG,
+  -- The predecessor on the path, or NULL at the path's start.
+  pred LONG,
+  -- The predecessor's end.
+  pred_end TIMESTAMP,
+  -- Edge kind to the predecessor.
+  via STRING,
+  -- Where the node's own part begins: its start, or the end of the work it waited for.
+  entry_ts TIMESTAMP
+) AS
+WITH
+  edges AS (
+    SELECT
+      e.dst,
+      e.src,
+      e.kind,
+      e.constrains,
+      n.ts + n.dur AS src_end,
+      n.ts + n.dur + e.gap AS held_to,
+      -- at a tie the device queue is the reason before the launch
+      CASE e.kind WHEN 'stream' THEN 0 WHEN 'wait' THEN 1 WHEN 'thread' THEN 2 ELSE 3 END AS pri
+    FROM kineto_dep_graph_edges AS e
+    JOIN kineto_dep_graph_nodes AS n
+      ON n.id = e.src
+  ),
+  waits AS (
+    SELECT dst, src, kind, src_end
+    FROM (
+      SELECT e.*, row_number() OVER (PARTITION BY e.dst ORDER BY e.src_end DESC, e.src) AS rn
+      FROM edges AS e
+      WHERE
+        e.constrains = 'end'
+    )
+    WHERE
+      rn = 1
+  ),
+  starts AS (
+    SELECT dst, src, kind, src_end, held_to
+    FROM (
+      SELECT e.*, row_number() OVER (PARTITION BY e.dst ORDER BY e.held_to DESC, e.pri, e.src) AS rn
+      FROM edges AS e
+      WHERE
+        e.constrains = 'start'
+    )
+    WHERE
+      rn = 1
+  )
+SELECT
+  n.id,
+  CASE
+    WHEN w.dst IS NOT NULL AND w.src_end > n.ts THEN w.src
+    WHEN s.held_to >= n.ts THEN s.src
+  END AS pred,
+  CASE
+    WHEN w.dst IS NOT NULL AND w.src_end > n.ts THEN w.src_end
+    WHEN s.held_to >= n.ts THEN s.src_end
+  END AS pred_end,
+  CASE
+    WHEN w.dst IS NOT NULL AND w.src_end > n.ts THEN w.kind
+    WHEN s.held_to >= n.ts THEN s.kind
+  END AS via,
+  CASE
+    WHEN w.dst IS NOT NULL AND w.src_end > n.ts THEN min(w.src_end, n.ts + n.dur)
+    ELSE n.ts
+  END AS entry_ts
+FROM kineto_dep_graph_nodes AS n
+LEFT JOIN waits AS w
+  ON w.dst = n.id
+LEFT JOIN starts AS s
+  ON s.dst = n.id;
+
+-- By node.
+CREATE OR REPLACE PERFETTO INDEX _kineto_reading_critical_path_binding_id
+ON _kineto_reading_critical_path_binding(id);
+
+-- One row per segment of each window's critical path, in time order.
+CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_critical_path()
+RETURNS TABLE(
+  -- Window id (kineto_iterations.id).
+  window_id LONG,
+  -- Iteration number.
+  step LONG,
+  -- The window is a cold start.
+  is_cold BOOL,
+  -- Window width.
+  window_dur DURATION,
+  -- Node id (kineto_dep_graph_nodes.id): a slice id, or a negative host-segment id.
+  node_id LONG,
+  -- host, call or device.
+  node_kind STRING,
+  -- The node's tag (dataloader, launch, stream_sync, gemm...).
+  node_tag STRING,
+  -- Segment start.
+  ts TIMESTAMP,
+  -- Segment length.
+  dur DURATION,
+  -- Ledger bucket of the segment (busy.gemm, idle.sync, idle.launch, host.dataloader...).
+  bucket STRING
+) AS
+WITH RECURSIVE
+  has_devices AS (
+    SELECT EXISTS (SELECT 1 FROM kineto_dep_graph_nodes WHERE kind = 'device') AS yes
+  ),
+  walk(window_id, node, hop) AS (
+    SELECT n.window_id, n.id, 0
+    FROM kineto_dep_graph_nodes AS n
+    WHERE
+      n.is_window_end
+    UNION ALL
+    SELECT w.window_id, b.pred, w.hop + 1
+    FROM walk AS w
+    JOIN _kineto_reading_critical_path_binding AS b
+      ON b.id = w.node
+    WHERE
+      b.pred IS NOT NULL
+      -- a cycle (host and device clocks skewed) ends the walk instead of looping
+      AND w.hop < (SELECT count(*) FROM kineto_dep_graph_nodes)
+  ),
+  on_path AS (
+    SELECT
+      w.window_id,
+      n.id,
+      n.kind,
+      n.tag,
+      n.ts + n.dur AS end_ts,
+      b.entry_ts,
+      b.via,
+      coalesce(b.pred_end, it.ts) AS from_ts,
+      it.ts AS window_ts
+    FROM walk AS w
+    JOIN kineto_dep_graph_nodes AS n
+      ON n.id = w.node
+    JOIN _kineto_reading_critical_path_binding AS b
+      ON b.id = w.node
+    JOIN kineto_iterations AS it
+      ON it.id = w.window_id
+  ),
+  parts AS (
+    -- the node's own part
+    SELECT
+      window_id,
+      id,
+      kind,
+      tag,
+      max(entry_ts, from_ts, window_ts) AS ts,
+      end_ts - max(entry_ts, from_ts, window_ts) AS dur,
+      'own' AS part
+    FROM on_path
+    UNION ALL
+    -- from the predecessor's end to the node's start: a launch's latency (or queued work from before)
+    SELECT
+      window_id,
+      id,
+      kind,
+      tag,
+      max(from_ts, window_ts) AS ts,
+      min(entry_ts, end_ts) - max(from_ts, window_ts) AS dur,
+      'gap' AS part
+    FROM on_path
+  )
+SELECT
+  p.window_id,
+  it.step,
+  it.is_cold,
+  it.dur AS window_dur,
+  p.id AS node_id,
+  p.kind AS node_kind,
+  p.tag AS node_tag,
+  p.ts,
+  p.dur,
+  CASE
+    WHEN p.part = 'gap' AND p.kind = 'device' THEN 'idle.launch'
+    WHEN p.part = 'gap' THEN 'idle.unattributed'
+    WHEN p.kind = 'device' THEN
+      CASE
+        WHEN p.tag = 'communication' THEN 'busy.comm_exposed'
+        WHEN p.tag IN ('attention', 'softmax') THEN 'busy.attention'
+        WHEN p.tag IN ('gemm', 'conv') THEN 'busy.gemm'
+        WHEN p.tag IN ('elementwise', 'norm', 'reduction', 'copy_kernel') THEN 'busy.elementwise'
+        WHEN p.tag = 'memcpy_htod' THEN 'busy.copy_htod'
+        WHEN p.tag = 'memcpy_dtoh' THEN 'busy.copy_dtoh'
+        WHEN p.tag = 'memcpy_dtod' THEN 'busy.copy_dtod'
+        WHEN p.tag = 'memcpy_other' THEN 'busy.copy_other'
+        WHEN p.tag = 'memset' THEN 'busy.memset'
+        ELSE 'busy.compute_other'
+      END
+    WHEN (SELECT yes FROM has_devices) THEN
+      CASE
+        WHEN p.tag = 'dataloader' THEN 'idle.dataloader'
+        WHEN p.tag = 'gc' THEN 'idle.gc'
+        WHEN p.tag IN ('sync_read', 'stream_sync', 'device_sync', 'event_sync') THEN 'idle.sync'
+        WHEN p.tag = 'blocking_copy' THEN 'idle.blocking_copy'
+        WHEN p.tag IN ('launch', 'async_copy') THEN 'idle.launch'
+        ELSE 'idle.host_compute'
+      END
+    ELSE
+      CASE
+        WHEN p.tag = 'dataloader' THEN 'host.dataloader'
+        WHEN p.tag = 'gc' THEN 'host.gc'
+        WHEN p.tag = 'sync_read' THEN 'host.sync_read'
+        ELSE 'host.ops'
+      END
+  END AS bucket
+FROM parts AS p
+JOIN kineto_iterations AS it
+  ON it.id = p.window_id
+WHERE
+  p.dur > 0
+ORDER BY p.window_id, p.ts, p.id;

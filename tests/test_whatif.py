@@ -1,0 +1,199 @@
+"""What a fix buys (kineto_sql.whatif): the dependency graph replays each window to its measured width, and
+edits of it predict exact savings on hand-built traces where the answer is known."""
+from __future__ import annotations
+
+import numpy as np
+
+from kineto_sql.whatif import load_graph, replay
+from kineto_sql.whatif.edits import EDITS, shorten
+from kineto_sql.whatif.predict import REPLAY, UPPER_BOUND, predict
+from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
+from tests.query_support import load_trace  # noqa: F401  (fixture)
+
+US = 1_000
+COPY = dict(cat="gpu_memcpy", name="Memcpy DtoH (Device -> Pageable)")
+
+
+def step_of(tp) -> int:
+    graph = load_graph(tp)
+    return replay(graph).window_durations(graph)[next(iter(graph.windows))]
+
+
+def test_unchanged_graph_replays_to_the_measured_window(load_trace):
+    tp = load_trace(KinetoTrace(sync_on_busy_gpu()))
+    graph = load_graph(tp)
+    assert set(graph.kind) == {"host", "call", "device"}
+    assert step_of(tp) == 1000 * US
+
+
+def sync_on_busy_gpu():
+    """The host launches a long kernel, waits for it at a stream sync, then reads the result with a
+    blocking copy right away: the device is busy the whole time the host waits."""
+    return [
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=5, dur_us=15),
+        Launch(1, ts_us=10, dur_us=5),
+        Kernel(1, ts_us=20, dur_us=785, name="volta_sgemm_128x64_nn"),
+        Launch(2, ts_us=100, dur_us=705, name="cudaStreamSynchronize"),
+        Launch(3, ts_us=805, dur_us=10, name="cudaMemcpy"),
+        Kernel(3, ts_us=805, dur_us=5, **COPY),
+    ]
+
+
+def test_a_sync_that_blocks_a_busy_gpu_saves_nothing(load_trace):
+    tp = load_trace(KinetoTrace(sync_on_busy_gpu()))
+    p = predict(load_graph(tp), ["catalog.sync_forcing_op"], has_device=True)
+    assert (p.basis, p.measured_step_ns, p.predicted_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 1000 * US, 0)
+
+
+def test_a_sync_in_front_of_an_idle_gpu_saves_the_idle(load_trace):
+    # K1 ends at 500; the host waits for it, computes 200 us, then launches K2 at 705: the device idles
+    # 500..715 (215 us). Without the wait the host work runs under K1 and K2 follows it at once.
+    tp = load_trace(KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=5, dur_us=15),
+        Launch(1, ts_us=10, dur_us=5),
+        Kernel(1, ts_us=20, dur_us=480, name="volta_sgemm_128x64_nn"),
+        Launch(2, ts_us=100, dur_us=405, name="cudaStreamSynchronize"),
+        CpuOp("aten::add", ts_us=700, dur_us=15),
+        Launch(4, ts_us=705, dur_us=5),
+        Kernel(4, ts_us=715, dur_us=200),
+        Launch(3, ts_us=710, dur_us=215, name="cudaMemcpy"),
+        Kernel(3, ts_us=915, dur_us=5, **COPY),
+    ]))
+    graph = load_graph(tp)
+    p = predict(graph, ["catalog.sync_forcing_op"], has_device=True)
+    assert (p.basis, p.measured_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 215 * US)
+    assert p.predicted_step_ns == 785 * US
+    # the final copy made asynchronous: the host stops waiting for K2 and the copy (710..920 less the
+    # call's own 5 us)
+    assert predict(graph, ["catalog.blocking_copy"], has_device=True).saving_ns == 210 * US
+
+
+def test_a_kernel_off_the_critical_path_saves_nothing_when_shortened(load_trace):
+    # the host works until 1000; the kernel (20..300) is never waited for
+    tp = load_trace(KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=5, dur_us=15),
+        Launch(1, ts_us=10, dur_us=5),
+        Kernel(1, ts_us=20, dur_us=280, name="volta_sgemm_128x64_nn"),
+        CpuOp("aten::add", ts_us=400, dur_us=500),
+    ]))
+    graph = load_graph(tp)
+    halved = shorten(graph, graph.kind == "device", 0.5)
+    assert replay(halved).window_durations(halved) == replay(graph).window_durations(graph) == {1: 1000 * US}
+
+
+def test_a_kernel_on_the_critical_path_saves_what_it_loses(load_trace):
+    tp = load_trace(KinetoTrace(sync_on_busy_gpu()))
+    graph = load_graph(tp)
+    gemm = graph.tag == "gemm"
+    halved = shorten(graph, gemm, 0.5)
+    # 785 us -> 392 us (integer ns): the sync and the copy after it move up by the 392.5 us it lost
+    assert replay(halved).window_durations(halved) == {1: 1000 * US - (785 * US - 392_500)}
+
+
+def test_a_dataloader_wait_in_front_of_an_idle_device_saves_the_wait(load_trace):
+    tp = load_trace(KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", ts_us=0, dur_us=400,
+              cat="user_annotation"),
+        CpuOp("aten::mm", ts_us=400, dur_us=15),
+        Launch(1, ts_us=405, dur_us=5),
+        Kernel(1, ts_us=415, dur_us=185, name="volta_sgemm_128x64_nn"),
+        Launch(3, ts_us=420, dur_us=190, name="cudaMemcpy"),
+        Kernel(3, ts_us=600, dur_us=5, **COPY),
+    ]))
+    graph = load_graph(tp)
+    p = predict(graph, ["catalog.input_bound"], has_device=True)
+    assert (p.basis, p.saving_ns, p.predicted_step_ns) == (REPLAY, 400 * US, 600 * US)
+    # one window only: the cautious variant (the shortest wait any window shows) keeps the whole wait
+    assert (p.saving_low_ns, p.saving_high_ns) == (0, 400 * US)
+
+
+def test_gc_removed_on_a_cpu_capture(load_trace):
+    tp = load_trace(KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=0, dur_us=300),
+        CpuOp("Python GC", ts_us=300, dur_us=250, cat="python_function"),
+        CpuOp("aten::add", ts_us=550, dur_us=450),
+    ]))
+    graph = load_graph(tp)
+    p = predict(graph, ["catalog.gc_gil_stall"])
+    assert (p.basis, p.saving_ns) == (REPLAY, 250 * US)
+
+
+def test_no_edit_or_nothing_to_edit_falls_back_to_the_claim_as_an_upper_bound(load_trace):
+    tp = load_trace(KinetoTrace(sync_on_busy_gpu()))
+    graph = load_graph(tp)
+    nothing = predict(graph, ["catalog.gc_gil_stall"], has_device=True, claimed_per_step_ns=30 * US)
+    assert (nothing.basis, nothing.predicted_step_ns, nothing.reason) == (
+        UPPER_BOUND, 970 * US, "the fix has nothing to act on in this trace's graph")
+    unknown = predict(graph, ["catalog.memory_churn"], has_device=True, claimed_per_step_ns=10 * US)
+    assert (unknown.basis, unknown.saving_ns) == (UPPER_BOUND, 10 * US)
+    assert unknown.reason == "no graph edit is defined for catalog.memory_churn"
+
+
+def test_device_work_without_correlation_cannot_be_linked(load_trace):
+    tp = load_trace(KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=5, dur_us=15),
+        Kernel(99, ts_us=20, dur_us=100, name="volta_sgemm_128x64_nn"),
+    ]))
+    p = predict(load_graph(tp), ["catalog.sync_forcing_op"], has_device=True, claimed_per_step_ns=50 * US)
+    assert p.basis == UPPER_BOUND
+    assert p.reason.startswith("the device work carries no correlation")
+
+
+def test_fixes_together_are_replayed_not_summed(load_trace):
+    # a DataLoader wait under a running kernel, then a sync for that kernel: removing the wait alone buys
+    # nothing (the sync still waits for the kernel), removing the sync alone buys the sync's wait after the
+    # DataLoader, and both together buy far more than the two added
+    tp = load_trace(KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=0, dur_us=5),
+        Launch(1, ts_us=0, dur_us=5),
+        Kernel(1, ts_us=10, dur_us=600, name="volta_sgemm_128x64_nn"),
+        CpuOp("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", ts_us=5, dur_us=400,
+              cat="user_annotation"),
+        Launch(2, ts_us=405, dur_us=210, name="cudaStreamSynchronize"),
+        CpuOp("aten::add", ts_us=615, dur_us=385),
+    ]))
+    graph = load_graph(tp)
+    one = predict(graph, ["catalog.input_bound"], has_device=True).saving_ns
+    two = predict(graph, ["catalog.sync_forcing_op"], has_device=True).saving_ns
+    both = predict(graph, ["catalog.input_bound", "catalog.sync_forcing_op"], has_device=True).saving_ns
+    assert (one, two, both) == (0, 205 * US, 605 * US)
+
+
+def test_device_paced_launches_remove_launch_cost_and_dispatch_between_launches(load_trace):
+    # three launches 100 us apart (10 us calls, 90 us of dispatch between them), then a blocking copy:
+    # the cautious edit frees the three calls (30 us) and the copy's 10 us launch latency, the full one (CUDA
+    # graphs) also the 2 x 90 us of host dispatch between launches; the 90 us after the last launch is not
+    # between launches and stays
+    events = [ProfilerStep(1, ts_us=0, dur_us=1000), CpuOp("aten::mm", ts_us=0, dur_us=5)]
+    for i, ts in enumerate((100, 200, 300), start=1):
+        events += [Launch(i, ts_us=ts, dur_us=10), Kernel(i, ts_us=ts + 20, dur_us=10)]
+    events += [Launch(9, ts_us=400, dur_us=20, name="cudaMemcpy"), Kernel(9, ts_us=410, dur_us=5, **COPY)]
+    p = predict(load_graph(load_trace(KinetoTrace(events))), ["catalog.small_op_storm"], has_device=True)
+    assert (p.basis, p.saving_low_ns, p.saving_high_ns, p.predicted_step_ns) == (REPLAY, 40 * US, 220 * US, 780 * US)
+
+
+def test_overlapping_a_collective_saves_only_what_compute_can_cover(load_trace):
+    # one stream: a 200 us GEMM, a 500 us all-reduce of its output, a 100 us GEMM; a device sync waits for
+    # all of it. Overlapped, the second GEMM runs under the all-reduce: the step saves that GEMM's 100 us,
+    # not the all-reduce's 500 us. The cautious variant (the all-reduce 25% slower under compute) saves none.
+    tp = load_trace(KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=0, dur_us=20),
+        Launch(1, ts_us=10, dur_us=2),
+        Kernel(1, ts_us=20, dur_us=200, name="volta_sgemm_128x64_nn"),
+        Launch(2, ts_us=12, dur_us=2),
+        Kernel(2, ts_us=220, dur_us=500, name="ncclDevKernel_AllReduce_Sum_f32_RING_LL"),
+        Launch(3, ts_us=14, dur_us=2),
+        Kernel(3, ts_us=720, dur_us=100, name="volta_sgemm_128x64_nn"),
+        Launch(4, ts_us=100, dur_us=725, name="cudaDeviceSynchronize"),
+    ]))
+    p = predict(load_graph(tp), ["catalog.exposed_communication"], has_device=True)
+    assert (p.basis, p.measured_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 100 * US)
+    assert (p.saving_low_ns, p.saving_high_ns) == (0, 100 * US)
