@@ -41,7 +41,7 @@ without function macro module perfetto include returns
 """.split())
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 _INCLUDE = re.compile(r"^INCLUDE\s+PERFETTO\s+MODULE\s+(?P<module>\S+?)\s*$", re.IGNORECASE | re.DOTALL)
-_CLAIM_CALL = re.compile(r"\bkineto_ledger_claim\s*\(\s*(?P<arg>'(?P<claims>[^']*)'|[^)]*)\s*\)")
+_CLAIM_CALL = re.compile(r"\b(?P<fn>kineto_ledger_claim(?:_buckets)?)\s*\(\s*(?P<arg>'(?P<claims>[^']*)'|[^)]*)\s*\)")
 _LEDGER_READ = re.compile(r"\bkineto_ledger\b")
 _BUCKET_LITERAL = re.compile(r"\bbucket\s*(?:=|IN\s*\()\s*'", re.IGNORECASE)
 DETECTOR_ENVELOPE = (("ts", "TIMESTAMP"), ("dur", "DURATION"), ("impact_dur", "DURATION"), ("step", "LONG"),
@@ -192,29 +192,39 @@ def _check_query(path: Path, spec: QuerySpec, entry: ObjectDef | None, parts: tu
 
 
 def check_claims(path: Path, spec: QuerySpec) -> list[Problem]:
-    """A claim is stated once: the header's `-- claims:` line, passed verbatim to kineto_ledger_claim (the one
-    reader of a claim on the step-time ledger, kineto.lib.ledger_claim). A detector that reads the ledger
-    reads its claim that way, and names no bucket in its SQL."""
+    """A claim is stated once: the header's `-- claims:` line, passed verbatim to kineto_ledger_claim (its
+    total per window) or kineto_ledger_claim_buckets (per window, lane and bucket), the readers of a claim on
+    the step-time ledger (kineto.lib.ledger_claim). A detector that reads the ledger reads its claim that
+    way, and names no bucket in its SQL.
+
+    A residual explainer, whose claims are all `rest of X`, is exempt from the last two: it describes the
+    ledger itself (a bucket's share of every lane, the verdict's compute share, the step's composition by
+    class), so it reads buckets outside its claim and names them. Its claimed time is what diagnose leaves
+    after every named claim, so naming buckets cannot double-claim time; a header with any named claim is
+    held to the helper."""
     problems = []
     claims = (spec.header.get("claims") or "").strip()
+    residual = bool(claims) and all(c.strip().startswith("rest of ") for c in claims.split(","))
     calls = 0
     for number, line in enumerate(spec.sql.splitlines(), start=1):
         code = line.split("--", 1)[0]
         for call in _CLAIM_CALL.finditer(code):
             calls += 1
+            fn = call["fn"]
             if call["claims"] is None:
-                problems.append(Problem(path, number, "pass kineto_ledger_claim the header's claims line as one "
-                                                      f"string literal, e.g. kineto_ledger_claim('{claims or 'idle.sync'}')"))
+                problems.append(Problem(path, number, f"pass {fn} the header's claims line as one "
+                                                      f"string literal, e.g. {fn}('{claims or 'idle.sync'}')"))
             elif not claims:
-                problems.append(Problem(path, number, f"kineto_ledger_claim('{call['claims']}') but the header has no "
+                problems.append(Problem(path, number, f"{fn}('{call['claims']}') but the header has no "
                                                       f"`-- claims:` line; add `-- claims: {call['claims']}`"))
             elif call["claims"] != claims:
-                problems.append(Problem(path, number, f"kineto_ledger_claim('{call['claims']}') differs from the "
+                problems.append(Problem(path, number, f"{fn}('{call['claims']}') differs from the "
                                                       f"header's `-- claims: {claims}`; pass the claims line verbatim"))
-        if _BUCKET_LITERAL.search(code):
+        if not residual and _BUCKET_LITERAL.search(code):
             problems.append(Problem(path, number, "a detector names no ledger bucket in its SQL: its claim is the "
                                                   "header's `-- claims:` line, read by kineto_ledger_claim('...')"))
-    if claims and not calls and _LEDGER_READ.search("\n".join(l.split("--", 1)[0] for l in spec.sql.splitlines())):
+    if (claims and not residual and not calls
+            and _LEDGER_READ.search("\n".join(l.split("--", 1)[0] for l in spec.sql.splitlines()))):
         problems.append(Problem(path, 1, f"{spec.id} reads kineto_ledger: read its claim through "
                                          f"kineto_ledger_claim('{claims}') (INCLUDE PERFETTO MODULE kineto.lib.ledger_claim)"))
     return problems

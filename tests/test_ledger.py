@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kineto_sql.runner import run_query
+from kineto_sql.sql_literals import bind
 from tests.conftest import corpus_id, corpus_traces, needs_corpus
 from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
 from tests.query_support import golden_trace_paths, load_trace  # noqa: F401  (fixture)
@@ -45,6 +46,29 @@ def test_sync_claims_only_the_idle_that_overlaps_it(load_trace):
         (4, "idle.host_compute"): 2 * US + 2232 * US + 600 * US,
     }
     assert sum(got.values()) == 3000 * US
+
+
+CLAIM_BUCKETS = ("INCLUDE PERFETTO MODULE kineto.lib.ledger_claim; "
+                 "SELECT step, device, bucket, kind, dur, is_cold FROM kineto_ledger_claim_buckets(:claims) ORDER BY bucket")
+CLAIM_TOTAL = "INCLUDE PERFETTO MODULE kineto.lib.ledger_claim; SELECT step, claim_dur FROM kineto_ledger_claim(:claims)"
+
+
+@pytest.mark.parametrize(("claims", "want"), [
+    ("idle.sync, idle.launch", {"idle.launch": 22 * US, "idle.sync": 6 * US}),
+    ("rest of idle.*", {"idle.host_compute": 2834 * US, "idle.launch": 22 * US, "idle.sync": 6 * US}),
+    ("busy.*, rest of idle.sync", {"busy.elementwise": 48 * US, "busy.gemm": 90 * US, "idle.sync": 6 * US}),
+    ("idle.gc", {}),
+])
+def test_claim_buckets_is_the_claim_per_bucket_and_sums_to_the_claim(load_trace, claims, want):
+    """kineto_ledger_claim_buckets reads the claims grammar (names, `kind.*`, `rest of X`) per lane and
+    bucket; kineto_ledger_claim is its total per window (0 where nothing of the claim lies)."""
+    tp = load_trace(short_sync_then_long_gap())
+    rows = tp.query(bind(CLAIM_BUCKETS, {"claims": claims})).as_pandas_dataframe()
+    assert {r.bucket: int(r.dur) for r in rows.itertuples()} == want
+    assert set(rows.step) <= {4} and set(rows.device) <= {0} and not rows.is_cold.any()
+    assert all(b.startswith(k + ".") for b, k in zip(rows.bucket, rows.kind))
+    total = tp.query(bind(CLAIM_TOTAL, {"claims": claims})).as_pandas_dataframe()
+    assert [(int(r.step), int(r.claim_dur)) for r in total.itertuples()] == [(4, sum(want.values()))]
 
 
 def test_pageable_dtoh_async_copy_is_a_blocking_copy(load_trace):

@@ -1,6 +1,7 @@
 """Static checks of every query file: header schema, naming, includes, lint clean, lock fresh."""
 from __future__ import annotations
 
+import re
 import textwrap
 import tomllib
 
@@ -360,12 +361,67 @@ def test_lint_accepts_the_claims_line_passed_verbatim(tmp_path):
     assert not any("claim" in p for p in problems), problems
 
 
+@pytest.mark.parametrize(("body", "message"), [
+    ("SELECT name FROM kineto_ledger_claim_buckets('idle.sync') LIMIT $top_n;",
+     "kineto_ledger_claim_buckets('idle.sync') differs from the header's `-- claims: idle.sync, host.sync_read`"),
+    ("SELECT name FROM kineto_ledger_claim_buckets($claims) LIMIT $top_n;",
+     "pass kineto_ledger_claim_buckets the header's claims line as one string literal"),
+    ("SELECT name FROM kineto_ledger_claim_buckets('idle.sync, host.sync_read') WHERE bucket = 'idle.sync' LIMIT $top_n;",
+     "names no ledger bucket"),
+])
+def test_lint_holds_the_per_bucket_claim_to_the_header_line(tmp_path, body, message):
+    problems = _lint_one(tmp_path, "catalog/demo.sql", CLAIMING.replace("SELECT name FROM slice LIMIT $top_n;", body),
+                         FIRING_CASE)
+    assert any(message in p for p in problems), problems
+
+
+def test_lint_accepts_the_per_bucket_claim_passed_verbatim(tmp_path):
+    body = "SELECT name FROM kineto_ledger_claim_buckets('idle.sync, host.sync_read') LIMIT $top_n;"
+    problems = _lint_one(tmp_path, "catalog/demo.sql", CLAIMING.replace("SELECT name FROM slice LIMIT $top_n;", body),
+                         FIRING_CASE)
+    assert not any("claim" in p or "bucket" in p for p in problems), problems
+
+
+RESIDUAL = CLAIMING.replace("-- claims: idle.sync, host.sync_read", "-- claims: rest of idle.*, rest of host.gc")
+LEDGER_BY_BUCKET = "SELECT name FROM kineto_ledger WHERE bucket IN ('busy.gemm', 'idle.sync') LIMIT $top_n;"
+
+
+def test_lint_lets_a_residual_explainer_read_the_ledger_by_bucket(tmp_path):
+    """Every claim `rest of X`: the rule describes the ledger (shares of every lane), so it reads
+    kineto_ledger and names buckets outside its claim; lint stays silent."""
+    problems = _lint_one(tmp_path, "catalog/demo.sql", RESIDUAL.replace("SELECT name FROM slice LIMIT $top_n;",
+                                                                        LEDGER_BY_BUCKET), FIRING_CASE)
+    assert not any("claim" in p or "bucket" in p for p in problems), problems
+
+
+@pytest.mark.parametrize(("claims", "body", "message"), [
+    # one named claim among the residual ones: held to the helper
+    ("rest of idle.*, host.gc", LEDGER_BY_BUCKET, "names no ledger bucket"),
+    ("rest of idle.*, host.gc", "SELECT name FROM kineto_ledger LIMIT $top_n;",
+     "reads kineto_ledger: read its claim through kineto_ledger_claim('rest of idle.*, host.gc')"),
+    # a residual explainer that calls the helper still passes its claims line verbatim
+    ("rest of idle.*, rest of host.gc", "SELECT name FROM kineto_ledger_claim_buckets('rest of idle.*') LIMIT $top_n;",
+     "differs from the header's `-- claims: rest of idle.*, rest of host.gc`"),
+])
+def test_lint_holds_a_named_claim_beside_residual_ones(tmp_path, claims, body, message):
+    text = CLAIMING.replace("-- claims: idle.sync, host.sync_read", f"-- claims: {claims}")
+    problems = _lint_one(tmp_path, "catalog/demo.sql", text.replace("SELECT name FROM slice LIMIT $top_n;", body),
+                         FIRING_CASE)
+    assert any(message in p for p in problems), problems
+
+
 def test_every_claiming_detector_passes_its_claims_line():
-    """The shipped rules: each kineto_ledger_claim call carries its header's claims line (lint enforces it;
-    this pins which detectors read their claim that way)."""
-    readers = sorted(s.id for s in load_catalog().by_kind("detector") if "kineto_ledger_claim(" in s.sql)
+    """The shipped rules: each kineto_ledger_claim / kineto_ledger_claim_buckets call carries its header's
+    claims line (lint enforces it; this pins which detectors read their claim that way)."""
+    readers = sorted(s.id for s in load_catalog().by_kind("detector")
+                     if "kineto_ledger_claim(" in s.sql or "kineto_ledger_claim_buckets(" in s.sql)
     assert readers == ["catalog.blocking_copy", "catalog.cold_start", "catalog.dataloader_workers_missing",
-                       "catalog.exposed_communication", "catalog.host_compute_gaps", "catalog.input_bound",
-                       "catalog.memory_churn", "catalog.small_op_storm", "catalog.sync_forcing_op"]
+                       "catalog.exposed_communication", "catalog.host_composition", "catalog.host_compute_gaps",
+                       "catalog.input_bound", "catalog.memory_churn", "catalog.small_op_storm",
+                       "catalog.sync_forcing_op", "catalog.unexplained_time", "catalog.with_stack_overhead"]
+    # a detector that reads the ledger without the helper at all is a residual explainer (every claim `rest of X`)
+    direct = sorted(s.id for s in load_catalog().by_kind("detector")
+                    if re.search(r"\bkineto_ledger\b", s.sql) and "kineto_ledger_claim" not in s.sql)
+    assert direct == ["catalog.device_composition"]
     for spec in load_catalog().by_kind("detector"):
         assert lint.check_claims(spec.path, spec) == [], spec.id

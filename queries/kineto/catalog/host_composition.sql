@@ -1,5 +1,5 @@
 -- id: catalog.host_composition
--- version: 1
+-- version: 2
 -- kind: detector
 -- title: Host composition on a CPU-only capture: ATen ops and Python outside them, the host's own work
 -- references: Profiling in PyTorch: A Beginner's Guide to torch.profiler, "Identifying Bottlenecks:
@@ -24,6 +24,8 @@
 -- default min_share_pct: 5
 
 INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_claim_buckets;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_windows;
 
 -- One row per host-only lane whose ATen + Python share is at least min_share_pct.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_host_composition(
@@ -51,19 +53,38 @@ RETURNS TABLE(
   max_severity STRING
 ) AS
 WITH
-  lanes AS (
+  -- every steady host-only lane's time: the shares' denominator (the ledger itself, not the claim)
+  steady AS (
     SELECT
       upid,
       min(window_ts) AS ts,
       max(window_ts + window_dur) AS end_ts,
-      sum(dur) AS lane_dur,
-      sum(CASE WHEN bucket = 'host.ops' THEN dur ELSE 0 END) AS ops_dur,
-      sum(CASE WHEN bucket = 'host.python' THEN dur ELSE 0 END) AS python_dur
+      sum(dur) AS lane_dur
     FROM kineto_ledger
     WHERE
       NOT is_cold
       AND device IS NULL
     GROUP BY upid
+  ),
+  -- the claim (the header's claims line) on those lanes, split into its two buckets
+  claimed AS (
+    SELECT
+      w.upid,
+      sum(CASE WHEN c.bucket = 'host.ops' THEN c.dur ELSE 0 END) AS ops_dur,
+      sum(CASE WHEN c.bucket = 'host.python' THEN c.dur ELSE 0 END) AS python_dur
+    FROM kineto_ledger_claim_buckets('rest of host.ops, rest of host.python') AS c
+    JOIN kineto_ledger_windows AS w
+      USING (window_id)
+    WHERE
+      NOT c.is_cold
+      AND c.device IS NULL
+    GROUP BY w.upid
+  ),
+  lanes AS (
+    SELECT s.*, coalesce(c.ops_dur, 0) AS ops_dur, coalesce(c.python_dur, 0) AS python_dur
+    FROM steady AS s
+    LEFT JOIN claimed AS c
+      USING (upid)
   )
 SELECT
   l.ts,

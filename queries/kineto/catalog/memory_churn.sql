@@ -1,5 +1,5 @@
 -- id: catalog.memory_churn
--- version: 4
+-- version: 5
 -- kind: detector
 -- title: Memory churn: allocator round trips to the driver / system inside iterations
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Memory churn -> malloc
@@ -40,7 +40,8 @@
 -- default min_alloc_mb: 1
 -- default min_cpu_large_allocs: 4
 
-INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_windows;
 INCLUDE PERFETTO MODULE kineto.lib.memory;
 INCLUDE PERFETTO MODULE kineto.lib.window_of;
 
@@ -124,7 +125,7 @@ WITH
     JOIN size_windows AS sw
       USING (bytes)
     WHERE
-      sw.window_count < (SELECT count(DISTINCT window_id) FROM kineto_ledger WHERE NOT is_cold)
+      sw.window_count < (SELECT count(*) FROM kineto_ledger_windows WHERE NOT is_cold)
     GROUP BY l.window_id
   ),
   alloc AS (
@@ -147,19 +148,19 @@ WITH
       source = 'runtime'
     GROUP BY window_id
   ),
+  -- the ledger's claim per steady window: idle.alloc
   windows AS (
     SELECT
       window_id,
-      max(step) AS step,
-      max(source) AS source,
-      max(window_ts) AS window_ts,
-      max(window_dur) AS window_dur,
-      sum(CASE WHEN bucket = 'idle.alloc' THEN dur ELSE 0 END) AS alloc_idle_dur,
-      count(DISTINCT coalesce(device, -1)) AS lanes
-    FROM kineto_ledger
+      step,
+      source,
+      window_ts,
+      window_dur,
+      claim_dur AS alloc_idle_dur,
+      lanes
+    FROM kineto_ledger_claim('idle.alloc')
     WHERE
       NOT is_cold
-    GROUP BY window_id
   ),
   rows AS (
     SELECT

@@ -1,5 +1,5 @@
 -- id: catalog.small_op_storm
--- version: 7
+-- version: 8
 -- kind: detector
 -- title: Launch-bound step (eager small-op storm): the device runs dry between tiny kernels the host issues one by one
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Eager small-op storm"
@@ -45,7 +45,8 @@ INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 INCLUDE PERFETTO MODULE kineto.lib.iterations;
 INCLUDE PERFETTO MODULE kineto.lib.window_of;
-INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_windows;
 INCLUDE PERFETTO MODULE kineto.lib.gpu_idle;
 
 -- Launch calls placed in their iteration window once (kineto.lib.window_of): the queue below and the
@@ -184,22 +185,23 @@ WITH
   has_gpu AS (
     SELECT EXISTS (SELECT 1 FROM kineto_kernels) AS yes
   ),
-  -- device traces: per steady window, from the ledger and the queue
+  -- device traces: per steady window, the ledger's claim (idle.launch: a device lane holds no host.ops)
   ledger AS (
     SELECT
-      window_id,
-      max(step) AS step,
-      max(window_ts) AS ts,
-      max(window_dur) AS dur,
-      count(DISTINCT device) AS lanes,
-      sum(CASE WHEN bucket = 'idle.launch' THEN dur ELSE 0 END) AS launch_idle,
-      sum(CASE WHEN kind = 'busy' THEN dur ELSE 0 END) AS busy,
-      max(source) AS source
-    FROM kineto_ledger
+      l.window_id,
+      l.step,
+      l.window_ts AS ts,
+      l.window_dur AS dur,
+      l.lanes,
+      l.claim_dur AS launch_idle,
+      w.busy_dur AS busy,
+      l.source
+    FROM kineto_ledger_claim('idle.launch, host.ops') AS l
+    JOIN kineto_ledger_windows AS w
+      USING (window_id)
     WHERE
-      NOT is_cold
-      AND device IS NOT NULL
-    GROUP BY window_id
+      NOT l.is_cold
+      AND l.has_device
   ),
   -- read twice below (kernel medians, delay medians): built once
   -- kernels that end a whole-device idle gap: where the device waited, the delay says whether work was

@@ -1,5 +1,5 @@
 -- id: catalog.unexplained_time
--- version: 1
+-- version: 2
 -- kind: detector
 -- title: Step time the specific detectors leave unexplained, by ledger bucket: what it is and what to try first
 -- references: torch.profiler & HTA: the Framework View, "Reading order" step 3 (gap attribution: every GPU
@@ -30,6 +30,7 @@
 -- default min_share_pct: 5
 
 INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_claim_buckets;
 INCLUDE PERFETTO MODULE kineto.lib.ledger_buckets;
 
 -- One row per steady idle / host bucket of at least min_share_pct, and one for the smaller ones together.
@@ -57,22 +58,23 @@ RETURNS TABLE(
   fix STRING
 ) AS
 WITH
-  steady AS (
-    SELECT * FROM kineto_ledger WHERE NOT is_cold
-  ),
+  -- every steady lane's time: the shares' denominator (the ledger itself, not the claim)
   span AS (
     SELECT min(window_ts) AS ts, max(window_ts + window_dur) AS end_ts, sum(dur) AS lane_dur,
       max(source) AS source
-    FROM steady
+    FROM kineto_ledger
+    WHERE
+      NOT is_cold
   ),
   buckets AS (
     SELECT
       s.bucket,
       sum(s.dur) AS bucket_dur,
       100.0 * sum(s.dur) / (SELECT lane_dur FROM span) AS share_pct
-    FROM steady AS s
+    -- the claim's buckets (the header's claims line) in the steady windows
+    FROM kineto_ledger_claim_buckets('rest of idle.*, rest of host.sync_read, rest of host.comm_wait, rest of host.dataloader, rest of host.gc, rest of host.profiler, rest of host.unattributed') AS s
     WHERE
-      (s.kind = 'idle' OR (s.kind = 'host' AND s.bucket NOT IN ('host.ops', 'host.python')))
+      NOT s.is_cold
     GROUP BY s.bucket
   ),
   big AS (

@@ -1,5 +1,5 @@
 -- id: catalog.with_stack_overhead
--- version: 7
+-- version: 8
 -- kind: detector
 -- title: with_stack overhead: a capture with Python stack tracing, whose step times are inflated
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, minor fault "with_stack overhead"
@@ -35,7 +35,8 @@
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
-INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_claim_buckets;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_windows;
 
 -- One row per step whose estimated stack-tracing overhead is material.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_with_stack_overhead(
@@ -126,18 +127,19 @@ WITH
       r.class = 'launch'
     GROUP BY st.step
   ),
-  -- host-bound time per step: per lane (device, or the host-only lane), then the lane that waits most
+  -- host-bound time per step (the claim): per lane (device, or the host-only lane), then the lane that
+  -- waits most
   host_bound AS (
     SELECT step, max(d) AS host_bound_dur
     FROM (
-      SELECT
-        step,
-        device,
-        sum(CASE WHEN bucket IN ('idle.launch', 'idle.host_compute', 'host.python') THEN dur ELSE 0 END) AS d
-      FROM kineto_ledger
+      -- every ProfilerStep window of the ledger: one whose lanes hold none of the claim caps to 0
+      SELECT w.step, c.device, coalesce(sum(c.dur), 0) AS d
+      FROM kineto_ledger_windows AS w
+      LEFT JOIN kineto_ledger_claim_buckets('idle.host_compute, idle.launch, host.python') AS c
+        USING (window_id)
       WHERE
-        source = 'profiler_step'
-      GROUP BY step, device
+        w.source = 'profiler_step'
+      GROUP BY w.step, c.device
     )
     GROUP BY step
   ),

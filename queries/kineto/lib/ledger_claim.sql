@@ -1,14 +1,13 @@
--- version: 1
+-- version: 2
 
-INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_claim_buckets;
 INCLUDE PERFETTO MODULE kineto.lib.ledger_windows;
 
--- The one place a detector's claim on the step-time ledger is read: per window, the time of the buckets
--- named by `buckets`, the detector's header `claims:` line verbatim (lint checks they are equal). The list
--- is comma-separated: a bucket name (`idle.sync`), a whole kind (`busy.*`), `cold` (every bucket of a cold
--- window) and `rest of X` (X, claimed after the specific claims by diagnose). Every window is returned,
--- with claim_dur 0 where nothing of the claim lies in it; diagnose resolves claims so that no two findings
--- claim the same time (kineto_sql/diagnose/claims.py).
+-- The one place a detector's claim on the step-time ledger is read as a total: per window, the time of the
+-- buckets named by `buckets` (kineto_ledger_claim_buckets' grammar), the detector's header `claims:` line
+-- verbatim (lint checks they are equal). Every window is returned, with claim_dur 0 where nothing of the
+-- claim lies in it; diagnose resolves claims so that no two findings claim the same time
+-- (kineto_sql/diagnose/claims.py).
 CREATE OR REPLACE PERFETTO FUNCTION kineto_ledger_claim(
   -- The claims line: comma-separated bucket names, `kind.*`, `cold`, `rest of X`.
   buckets STRING
@@ -36,17 +35,10 @@ RETURNS TABLE(
   claim_dur DURATION
 ) AS
 WITH
-  wanted AS (
-    SELECT ',' || replace(replace($buckets, 'rest of ', ''), ' ', '') || ',' AS list
-  ),
   claimed AS (
-    SELECT l.window_id, sum(l.dur) AS claim_dur
-    FROM kineto_ledger AS l, wanted AS q
-    WHERE
-      instr(q.list, ',' || l.bucket || ',') > 0
-      OR instr(q.list, ',' || l.kind || '.*,') > 0
-      OR (l.is_cold AND instr(q.list, ',cold,') > 0)
-    GROUP BY l.window_id
+    SELECT window_id, sum(dur) AS claim_dur
+    FROM kineto_ledger_claim_buckets($buckets)
+    GROUP BY window_id
   )
 SELECT
   w.window_id,
