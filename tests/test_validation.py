@@ -16,6 +16,7 @@ from kineto_sql import open_trace
 from kineto_sql.cli.main import cli
 from kineto_sql.engine.processor import EngineChoice
 from kineto_sql.errors import DataLossError
+from kineto_sql.loading.decode import decode_trace
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.validate import validate_events
 
@@ -129,22 +130,18 @@ def test_non_string_name_and_bad_args_are_kept_as_text(tmp_path):
     assert rows == [{"name": '["x",1]', "v": "true"}, {"name": "b", "v": "[1,2]"}]
 
 
-def test_args_nested_500_deep_are_cut_not_a_crash(tmp_path):
-    deep = inner = {}
-    for _ in range(500):
-        inner["d"] = {}
-        inner = inner["d"]
+def test_args_nested_500_deep_reach_the_engine_whole(tmp_path):
     path = tmp_path / "deep.json"
-    # written by hand: no JSON writer goes 500 deep, but the parser reads it
+    # written by hand: no JSON writer goes 500 deep, but the decoder reads it and writes the args back as
+    # their text (the second event's pid -1 makes the trace rewritten)
     path.write_text('{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": '
                     + '{"d": ' * 500 + "1" + "}" * 500 + '}, {"ph": "X", "name": "b", "pid": -1, "tid": 1, '
                     '"ts": 1, "dur": 2}]}')
-    del deep
     result = CliRunner().invoke(cli, ["info", str(path), "--format", "json"])
     assert result.exit_code == 0, result.output
-    fixes = {f["kind"]: f for f in json.loads(result.stdout)["fixes"]}
-    assert fixes["args_too_deep_cut"]["count"] == 1
-    assert fixes["args_too_deep_cut"]["examples"] == ["event 0"]
+    assert "args_too_deep_cut" not in {f["kind"] for f in json.loads(result.stdout)["fixes"]}
+    result, rows = _sql(path, "SELECT key, int_value FROM args WHERE key GLOB 'args.d.*'")
+    assert rows == [{"key": "args" + ".d" * 500, "int_value": 1}]
 
 
 def test_nan_is_not_json_with_its_position(tmp_path):
@@ -160,7 +157,7 @@ def test_entries_that_are_not_events(tmp_path):
     path = _write(tmp_path, [_x("a"), 5, {}, {"name": "no ph", "ts": 1}, {"ph": "s", "id": [1], "ts": 1, "pid": 1,
                                                                          "tid": 1}])
     report = IngestReport("t", 0)
-    kept = validate_events(orjson.loads(path.read_bytes())["traceEvents"], report)
+    kept = validate_events(decode_trace(path.read_bytes(), path).events, report)
     assert [e["name"] for e in kept] == ["a"]
     assert [(d.reason, d.indices) for d in report.dropped] == [
         ("not a JSON object", (1,)), ("ph is missing or not a string", (3,)),

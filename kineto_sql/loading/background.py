@@ -270,7 +270,7 @@ def _child(path: Path, writer) -> None:
             control("size", size, f"read {path.name}: {size / 1e6:.1f} MB of JSON")
             _give_back_freed_memory()  # the parse's buffers, kept for its reuse, are all free now
 
-        prepared = prepare_path(path, on_size=sized, facts_helper=True)
+        prepared = prepare_path(path, on_size=sized)
         report = prepared.report
         said = (f"prepared {path.name}: {sum(report.events_by_phase.values())} events, {len(report.fixes)} kinds of "
                 f"change, {report.dropped_count} dropped ({time.perf_counter() - started:.1f}s, in a child process)")
