@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 
-import orjson
 import pytest
 from click.testing import CliRunner
 

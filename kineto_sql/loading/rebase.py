@@ -66,8 +66,8 @@ def rebase(decoded: Decoded, report: IngestReport) -> None:
         if text[0] in _PLAIN_START and b"e" not in text and b"E" not in text:  # (the common case)
             head, dot, fraction = text.partition(b".")
             floor = int(head)
-            # (once one fraction is seen, the others need not be looked at)
-            fractional = not every_fraction and bool(dot) and bool(fraction.strip(b"0"))
+            # (once an event's own fraction is seen, the others need not be looked at: it implies every's)
+            fractional = not own_fraction and bool(dot) and bool(fraction.strip(b"0"))
             numbers.append((e, text, floor, fraction if dot else None))
         elif text[0] in _NUMBER_START:
             try:
