@@ -6,11 +6,11 @@ and prepares the file and writes the prepared text down a pipe piece by piece; t
 creates the engine (as soon as the child has said how large the file is) and feeds it each piece as it
 arrives. The events never exist in the process that holds the engine, and the two cores work at once.
 
-The child sends, in order: the input size, then the metadata and ingest report, then the pieces (read
-here one ahead, on a thread, while the engine parses the one before: _ReadAhead), then an end mark, then
-its check of the args it kept as text (lazy_args; run while the engine ends the file: verify()); or, at
-any point, the error that stopped it (the same one-sentence TraceInputError a serial load raises). A
-child that dies without an end mark is reported as such; nothing half-read is used.
+This child is the load's one background process. It sends, in order: the input size, then the metadata
+and ingest report, then the pieces (read here one ahead, on a thread, while the engine parses the one
+before: _ReadAhead), then an end mark, then a last word once the child is done (verify()); or, at any
+point, the error that stopped it (the same one-sentence TraceInputError a serial load raises). A child
+that dies without an end mark is reported as such; nothing half-read is used.
 """
 from __future__ import annotations
 
