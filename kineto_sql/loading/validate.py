@@ -77,6 +77,8 @@ class Survey:
 
 
 _ZERO_TID_PHASES = frozenset(("X", "i", "I", "s", "t", "f"))
+_ID_TYPES = frozenset((int, str, type(None), type(UNSET)))
+_TEXT_TYPES = frozenset((str, type(None), type(UNSET)))
 UINT32_MAX = 2**32 - 1  # the largest pid / tid the importer keeps as it is
 
 
@@ -125,23 +127,24 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
             if type(flow_id) is not int and type(flow_id) is not str:
                 drops["flow event id is missing or not an integer / string"].append(index)
                 continue
-        pid, tid, name, cat, args = e.pid, e.tid, e.name, e.cat, e.args
-        if not (type(pid) is int or type(pid) is str or pid is None or pid is UNSET):
+        pid, tid = e.pid, e.tid
+        if type(pid) not in _ID_TYPES:
             e.pid = pid = text_of(pid)
             fixes["id_coerced_to_text"].append(index)
-        if not (type(tid) is int or type(tid) is str or tid is None or tid is UNSET):
+        if type(tid) not in _ID_TYPES:
             e.tid = tid = text_of(tid)
             fixes["id_coerced_to_text"].append(index)
-        if not (type(name) is str or name is None or name is UNSET):
-            e.name = text_of(name)
+        if type(e.name) not in _TEXT_TYPES:
+            e.name = text_of(e.name)
             fixes["name_or_cat_coerced_to_text"].append(index)
-        if not (type(cat) is str or cat is None or cat is UNSET):
-            e.cat = text_of(cat)
+        if type(e.cat) not in _TEXT_TYPES:
+            e.cat = text_of(e.cat)
             fixes["name_or_cat_coerced_to_text"].append(index)
+        args = e.args
         if odd_args and type(args) is Raw and bytes(memoryview(args)[:1]) not in b"{n":  # (an object, or null)
             e.args = {"value": text_of(msgspec.json.decode(args))}
             fixes["args_not_object_wrapped"].append(index)
-        if ph != "X":
+        if ph != "X" and (e.s is not UNSET or e.bp is not UNSET):
             for key in _OPTIONAL_TEXT:
                 value = getattr(e, key)
                 if value is not UNSET and type(value) is not str:
