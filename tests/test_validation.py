@@ -228,3 +228,33 @@ def test_an_engine_data_loss_stat_refuses_unless_allowed(tmp_path):
     allowed = CliRunner().invoke(cli, ["info", str(path), "--format", "json", "--allow-loss"])
     assert allowed.exit_code == 0
     assert [(r["name"], r["value"]) for r in json.loads(allowed.stdout)["data_loss"]] == [("flow_duplicate_id", 1)]
+
+
+@pytest.mark.parametrize("wild, reason", [
+    (-10_000_000_000_000_000, "ts is out of range (beyond int64 nanoseconds)"),
+    (-1e200, "ts is out of range (beyond int64 nanoseconds)"),
+    # inside int64 ns, but a base below it would push every other event out of range: it is the outlier
+    (-9223372036854775, "ts lies farther from the trace's other timestamps than int64 nanoseconds can span"),
+])
+def test_one_wild_timestamp_drops_that_event_only(tmp_path, wild, reason):
+    path = _write(tmp_path, [_x("wild", ts=wild), _x("b", ts=1700000000000005.5), _x("c", ts=1700000000000007.5)])
+    result = CliRunner().invoke(cli, ["info", str(path)])
+    assert result.exit_code == 2 and reason in _one_error_line(result) and "(event index 0)" in _one_error_line(result)
+    result, rows = _sql(path, "SELECT name, ts FROM slice ORDER BY ts", "--allow-loss")
+    assert result.exit_code == 0
+    assert rows == [{"name": "b", "ts": 500}, {"name": "c", "ts": 2500}]  # rebased on the others, every ns kept
+
+
+def test_a_metadata_event_with_a_time_that_is_not_a_number_keeps_its_name(tmp_path):
+    path = _write(tmp_path, [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "ts": "abc", "args": {"name": "t"}},
+                             {"ph": "M", "name": "process_name", "pid": 1, "ts": False, "dur": "", "args": {"name": "p"}},
+                             {"ph": "M", "name": "process_labels", "pid": 1, "ts": [], "args": {"labels": "x"}},
+                             _x("b", ts=5)])
+    result = CliRunner().invoke(cli, ["info", str(path), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (fix,) = [f for f in json.loads(result.stdout)["fixes"] if f["kind"] == "metadata_time_removed"]
+    assert fix["count"] == 4
+    assert fix["examples"] == ["event 0: ts 'abc'", "event 1: ts False", "event 1: dur ''", "event 2: ts []"]
+    result, rows = _sql(path, "SELECT s.name, t.name AS thread, p.name AS process FROM slice s JOIN thread_track tt "
+                              "ON tt.id = s.track_id JOIN thread t USING (utid) JOIN process p USING (upid)")
+    assert rows == [{"name": "b", "thread": "t", "process": "p"}]

@@ -72,6 +72,14 @@ class Event(msgspec.Struct, forbid_unknown_fields=True):
             setattr(self, key, value)
 
 
+class Outlier:
+    """The `ts` of an event the rebase could not place: it lies farther from the trace's other timestamps
+    than int64 nanoseconds can span; validate drops the event and reports it (rebase.py)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
 class _Lenient(Event, forbid_unknown_fields=False):
     """Event, for a trace where some event holds another field (kept by decode_trace as text)."""
 

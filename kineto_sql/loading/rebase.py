@@ -12,6 +12,10 @@ beside events at 3.6e12 us), so it is left out, and one the base would make nega
 (the engine's sorter drops an event with a negative time, its name with it). Only when the other events
 need no rebase do the metadata timestamps decide it (a negative one still shifts the whole trace up).
 Only the events' own `ts` fields are touched: a field named ts in args or at the top level keeps its text.
+
+The base must leave every event's time inside int64 nanoseconds: a timestamp beyond that range, or one so far
+from the others (more than half that range from their median) that no base could keep both, is an outlier:
+it sets no base, and validate drops its event and reports it by index (one wild event, not every other).
 """
 from __future__ import annotations
 
@@ -19,8 +23,9 @@ from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 
 import msgspec
 
-from kineto_sql.loading.decode import UNSET, Decoded, Event, timestamp_texts
+from kineto_sql.loading.decode import UNSET, Decoded, Event, Outlier, timestamp_texts
 from kineto_sql.loading.report import IngestReport
+from kineto_sql.loading.validate import MAX_US
 
 # Above this a double cannot hold every nanosecond of a microsecond timestamp with 3 decimals.
 REBASE_ABOVE_US = 10**12
@@ -85,11 +90,12 @@ def rebase(decoded: Decoded, report: IngestReport) -> None:
         else:
             continue
         if e.ph != "M":
-            own.append(floor)
+            own.append((floor, e))
             own_fraction = own_fraction or fractional
         every.append(floor)
         every_fraction = every_fraction or fractional
-    base = _base(own, own_fraction)
+    own, every, numbers, strings = _without_outliers(own, every, numbers, strings)
+    base = _base([floor for floor, _ in own], own_fraction)
     if base is None:
         base = _base(every, every_fraction)
     if base is None:
@@ -112,6 +118,23 @@ def rebase(decoded: Decoded, report: IngestReport) -> None:
                "stays on the clock of the others", examples=[f"offset {base} us"])
 
 
+def _without_outliers(own: list, every: list, numbers: list, strings: list) -> tuple:
+    """The floors and events less the outliers (see the module doc), each outlier's ts made an Outlier."""
+    if not own:
+        return own, every, numbers, strings
+    floors = sorted(floor for floor, _ in own)
+    median = floors[len(floors) // 2]
+    if floors[0] >= median - MAX_US // 2 and floors[-1] <= median + MAX_US // 2:
+        return own, every, numbers, strings  # (the common case: every event fits)
+    out = {id(e) for floor, e in own if abs(floor - median) > MAX_US // 2}
+    for floor, e in own:
+        if id(e) in out and -MAX_US <= floor <= MAX_US:  # (one beyond the range: validate says so)
+            e.ts = Outlier(str(e.ts))
+    own = [(floor, e) for floor, e in own if id(e) not in out]
+    every = [floor for floor in every if abs(floor - median) <= MAX_US // 2]
+    return own, every, [n for n in numbers if id(n[0]) not in out], [s for s in strings if id(s[0]) not in out]
+
+
 def _may_need_rebase(events: list) -> bool:
     """False when the decoded values already rule the rebase out (no negative timestamp, no string one, and
     no fraction beside a timestamp at or above REBASE_ABOVE_US), so the digits need not be read."""
@@ -122,12 +145,12 @@ def _may_need_rebase(events: list) -> bool:
         ts = e.ts
         kind = ts.__class__
         if kind is int:
-            if ts < 0:
+            if ts < 0 or ts > MAX_US:
                 return True
             if ts > high:
                 high = ts
         elif kind is float:
-            if ts < 0 or ts != ts:
+            if ts < 0 or ts != ts or ts > MAX_US:
                 return True
             fraction = True
             if ts > high:

@@ -10,7 +10,8 @@ here, once:
     ------  ----------------------------------------------------  -----------------------------------------
     (entry) a JSON object                                         DROP
     ph      a string                                              DROP
-    ts      finite number (or numeric string), |ts| < 2^63 ns     DROP (not for ph M, which needs no time)
+    ts      finite number (or numeric string), |ts| < 2^63 ns     DROP (ph M, which needs no time: KEEP
+            (and no farther from the others than that: rebase)    without it, reported by index and field)
     dur     (X) finite number (or numeric string) >= 0 that       missing / not a number: KEEP as 0
             keeps ts + dur inside int64 ns                        negative: KEEP clamped to 0
                                                                   beyond int64 with ts: KEEP as 0
@@ -46,7 +47,7 @@ from dataclasses import dataclass
 import msgspec
 import orjson
 
-from kineto_sql.loading.decode import UNSET, Event, Raw
+from kineto_sql.loading.decode import UNSET, Event, Outlier, Raw
 from kineto_sql.loading.report import IngestReport
 
 # A Kineto trace nests args two or three levels deep; 32 leaves room for any real producer, and stays far
@@ -92,7 +93,7 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
     a JSON object or null (decode.Decoded.odd_args), so they need no look."""
     drops: dict[str, list[int]] = defaultdict(list)
     fixes: dict[str, list[int]] = defaultdict(list)
-    kept = []
+    kept, bad_metadata = [], []
     phases, pids, tids, zero_tid_pids, metadata_at, odd_ids = {}, {}, {}, set(), [], []
     for index, e in enumerate(entries):
         if type(e) is not Event:
@@ -151,6 +152,11 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
                     setattr(e, key, UNSET)
                     fixes["bad_scope_removed"].append(index)
         if ph == "M":
+            for key in ("ts", "dur"):  # (a metadata event needs no time, but the engine reads one it has)
+                value = getattr(e, key)
+                if value is not UNSET and _bad_time(value) is not None:
+                    setattr(e, key, UNSET)
+                    bad_metadata.append(f"event {index}: {key} {value!r}")
             metadata_at.append(len(kept))
         kept.append(e)
         phases[ph] = phases.get(ph, 0) + 1
@@ -169,6 +175,10 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
     for kind, indices in fixes.items():
         count, why = len(indices), FIX_WHY[kind]
         report.add(kind, count, why, examples=[f"event {i}" for i in indices[:EXAMPLES]])
+    report.add("metadata_time_removed", len(bad_metadata),
+               "a metadata event (ph M: a process or thread name) with a ts or dur that is not a number makes the "
+               "engine refuse the whole file; the field is left out (the name needs no time)",
+               examples=bad_metadata[:EXAMPLES])
     return kept, Survey(phases, pids, tids, zero_tid_pids, metadata_at, odd_ids)
 
 
@@ -245,6 +255,9 @@ def _writable(value) -> bool:
 def _bad_time(ts) -> str | None:
     """Why `ts` cannot be a timestamp, or None when it can (ints were checked by the caller's fast path)."""
     kind = type(ts)
+    if kind is Outlier:
+        return ("lies farther from the trace's other timestamps than int64 nanoseconds can span (an outlier; "
+                "the others keep their times)")
     if ts is None:
         return "is missing"
     if kind is float:
