@@ -6,7 +6,7 @@
 Each trace is loaded with this interpreter's kineto_sql (open_trace, allow_loss so a lossy trace is digested
 too) and its tables read with bench/engine_digest.sql: slice (name, category, ts, dur, depth, its thread or
 process), args (every key/value, tied to the slice, flow, process or counter that owns it), flow (both ends),
-thread, process, counter, stats (the non-zero ones). A table's digest is the sha256 of its rows sorted, so
+thread, process, counter; and the engine's non-zero stats (but its timings), listed. A table's digest is the sha256 of its rows sorted, so
 it does not depend on the engine's internal ids or row order; the row count goes with it.
 """
 from __future__ import annotations
@@ -70,7 +70,7 @@ def digest_trace(path: str) -> dict:
             "thread": _digest(_rows(tp, sql["thread"])),
             "process": _digest([r[:2] for r in processes]),
             "counter": _digest([r[:3] for r in counters]),
-            "stats": _digest(_rows(tp, sql["stats"])),
+            "stats": sorted(list(r) for r in _rows(tp, sql["stats"])),  # (few: listed, not hashed)
             "ts_offset_ns": report.ts_offset_ns,
             "report": sorted((f.kind, f.count) for f in report.fixes) + sorted((d.reason, d.count) for d in report.dropped),
         }
