@@ -27,6 +27,17 @@ from kineto_sql.errors import KinetoSqlError
 from kineto_sql.loading import forked
 from kineto_sql.loading.prepare import prepare_path
 
+
+def _inflation_check(path: Path):
+    """The memory check of the default engine choice, as the child inflates a gzip file (it imports no
+    engine: engine.memory alone)."""
+    from kineto_sql.engine import memory
+
+    def check(size: int) -> None:
+        memory.check(size, memory64=size > memory.MEMORY64_ABOVE_BYTES, native=bool(os.environ.get(memory.TP_SHELL_ENV)),
+                     what=f"{path} (inflating it)")
+    return check
+
 log = logging.getLogger("kineto_sql.load")
 
 # An unchanged trace is sent as slices of this size (a pipe message is copied whole on both sides).
@@ -270,7 +281,7 @@ def _child(path: Path, writer) -> None:
             control("size", size, f"read {path.name}: {size / 1e6:.1f} MB of JSON")
             _give_back_freed_memory()  # the parse's buffers, kept for its reuse, are all free now
 
-        prepared = prepare_path(path, on_size=sized)
+        prepared = prepare_path(path, on_size=sized, check=_inflation_check(path))
         report = prepared.report
         said = (f"prepared {path.name}: {sum(report.events_by_phase.values())} events, {len(report.fixes)} kinds of "
                 f"change, {report.dropped_count} dropped ({time.perf_counter() - started:.1f}s, in a child process)")

@@ -90,10 +90,11 @@ class PreparedTrace:
         yield b"]" + (b"," + rest[1:] if len(rest) > 2 else b"}")
 
 
-def prepare_path(path: Path, on_size=None) -> PreparedTrace:
+def prepare_path(path: Path, on_size=None, check=None) -> PreparedTrace:
     """prepare() of the trace file at `path`; `on_size(bytes of JSON)` is called once the size is known,
-    before the decode and the fixes (the engine choice and the memory check come first)."""
-    raw = read_bytes(path)
+    before the decode and the fixes (the engine choice and the memory check come first); `check(bytes of
+    JSON so far)` while a gzip file is inflated (source.read_bytes)."""
+    raw = read_bytes(path, check)
     if on_size is not None:
         on_size(len(raw))
     return prepare(raw, path)

@@ -48,8 +48,16 @@ def _stat(path: Path) -> os.stat_result:
         raise TraceInputError(f"{path}: cannot read it ({exc.strerror}); check its permissions") from None
 
 
-def read_bytes(path: Path) -> bytes:
-    """The uncompressed bytes of one trace file."""
+# A gzip trace is inflated this many bytes at a time, and `check` (the memory check of the load: a cap on
+# what this much JSON will need) asked each time, so a small file that inflates past memory (a "gzip bomb")
+# is refused with the need and the limit after a few blocks, not once memory is full.
+INFLATE_BLOCK = 32 << 20
+
+
+def read_bytes(path: Path, check=None) -> bytes:
+    """The uncompressed bytes of one trace file. `check(bytes of JSON so far)` raises where the load of that
+    much JSON would not fit (engine.memory.check): asked of a plain file's size before it is read, and of a
+    gzip file's inflated bytes after every INFLATE_BLOCK of them."""
     info = _stat(path)
     if stat.S_ISDIR(info.st_mode):
         raise TraceInputError(f"{path} is a directory; pass one trace file, or use a command that takes a rank directory")
@@ -62,13 +70,40 @@ def read_bytes(path: Path) -> bytes:
         raise TraceInputError(f"{path}: cannot read it ({exc.strerror}); check its permissions") from None
     if raw[:2] == b"\x1f\x8b":
         try:
-            raw = _gzip.decompress(raw)
+            raw = _inflate(raw, check)
         except INFLATE_ERRORS:
             raise TraceInputError(
                 f"{path} is a corrupt or truncated gzip file; re-copy or re-export the trace") from None
+    elif check is not None:
+        check(len(raw))
     if not raw.strip():
         raise TraceInputError(f"{path} is empty; it holds no trace events")
     return raw
+
+
+def _inflate(data: bytes, check) -> bytes:
+    """Every gzip member of `data` inflated, `check` asked every INFLATE_BLOCK bytes; EOFError if truncated."""
+    if check is None:
+        return _gzip.decompress(data)
+    blocks, total = [], 0
+    inflate = inflate_module.decompressobj(wbits=31)
+    while True:
+        block = inflate.decompress(data, INFLATE_BLOCK)
+        if block:
+            blocks.append(block)
+            total += len(block)
+            check(total)
+        if inflate.eof:
+            data = inflate.unused_data
+            if not data:
+                return b"".join(blocks)
+            if data[:2] != b"\x1f\x8b":
+                raise EOFError("trailing data after the last gzip member")
+            inflate = inflate_module.decompressobj(wbits=31)
+            continue
+        data = inflate.unconsumed_tail
+        if not data and not block:
+            raise EOFError("the gzip stream ends before its end mark")
 
 
 def trace_files_in(directory: Path) -> list[RankFile]:
