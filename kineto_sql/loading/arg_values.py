@@ -108,8 +108,20 @@ def null_token(text: bytes) -> bool:
 
 def integer_beyond_int64(text: bytes) -> bool:
     """Whether the text may hold an integer outside int64: a run of 19+ digits that is not the fraction or
-    the mantissa of a float, whose value (with a `-` before it) is outside int64."""
-    zeros = text.translate(_DIGITS_AS_ZEROS)  # (then one fast search for a run: 20x a regex's \d{19})
+    the mantissa of a float, whose value (with a `-` before it) is outside int64. Read a megabyte at a time
+    (each part with the 40 bytes after it), so no copy of the whole text is made."""
+    for start in range(0, len(text), _PART):
+        if _integer_outside(text, start, min(start + _PART + 40, len(text))):
+            return True
+    return False
+
+
+_PART = 1 << 20
+
+
+def _integer_outside(text: bytes, begin: int, stop: int) -> bool:
+    # digits as "0" and all else as " ", then one fast search for a run (20x a regex's \d{19})
+    zeros = text[begin:stop].translate(_DIGITS_AS_ZEROS)
     at = zeros.find(_RUN)
     while at >= 0:
         start, end = at, at + 19
@@ -117,9 +129,12 @@ def integer_beyond_int64(text: bytes) -> bool:
             start -= 1
         while end < len(zeros) and zeros[end] == 48:
             end += 1
-        if not (start and text[start - 1] == 46) and not (end < len(text) and text[end] in b".eE"):
-            value = int(text[start:end])
-            if not _LOW <= (-value if start and text[start - 1] == 45 else value) < _HIGH:
+        if start == 0 and begin and text[begin - 1] in b"0123456789":
+            pass  # (the tail of a run that begins in the part before: read there)
+        elif not (begin + start and text[begin + start - 1] == 46) and not (
+                begin + end < len(text) and text[begin + end] in b".eE"):
+            value = int(text[begin + start:begin + end])
+            if not _LOW <= (-value if begin + start and text[begin + start - 1] == 45 else value) < _HIGH:
                 return True
         at = zeros.find(_RUN, end)
     return False
