@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 
-import msgspec
 
 from kineto_sql.loading.decode import UNSET, Decoded, Event, Outlier, timestamp_texts
 from kineto_sql.loading.report import IngestReport
