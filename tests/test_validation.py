@@ -249,7 +249,8 @@ def test_a_metadata_event_with_a_time_that_is_not_a_number_keeps_its_name(tmp_pa
     path = _write(tmp_path, [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "ts": "abc", "args": {"name": "t"}},
                              {"ph": "M", "name": "process_name", "pid": 1, "ts": False, "dur": "", "args": {"name": "p"}},
                              {"ph": "M", "name": "process_labels", "pid": 1, "ts": [], "args": {"labels": "x"}},
-                             _x("b", ts=5)])
+                             {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "ts": 5, "args": {"name": "u"}},
+                             _x("b", ts=5)])  # (a metadata ts that is a number stays)
     result = CliRunner().invoke(cli, ["info", str(path), "--format", "json"])
     assert result.exit_code == 0, result.output
     (fix,) = [f for f in json.loads(result.stdout)["fixes"] if f["kind"] == "metadata_time_removed"]

@@ -154,7 +154,8 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
         if ph == "M":
             for key in ("ts", "dur"):  # (a metadata event needs no time, but the engine reads one it has)
                 value = getattr(e, key)
-                if value is not UNSET and _bad_time(value) is not None:
+                if value is not UNSET and not ((type(value) is int or type(value) is float) and -MAX_US <= value <= MAX_US
+                                               ) and _bad_time(value) is not None:
                     setattr(e, key, UNSET)
                     bad_metadata.append(f"event {index}: {key} {value!r}")
             metadata_at.append(len(kept))
