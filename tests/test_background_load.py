@@ -64,7 +64,7 @@ def test_bad_input_is_the_same_sentence(tmp_path):
 
 
 def test_a_child_that_dies_is_named(tmp_path, monkeypatch):
-    def die(path, on_size=None):
+    def die(path, on_size=None, check=None):
         os.kill(os.getpid(), signal.SIGKILL)
 
     monkeypatch.setattr(background, "prepare_path", die)

@@ -118,18 +118,21 @@ def rebase(decoded: Decoded, report: IngestReport) -> None:
 
 
 def _without_outliers(own: list, every: list, numbers: list, strings: list) -> tuple:
-    """The floors and events less the outliers (see the module doc), each outlier's ts made an Outlier."""
-    if not own:
-        return own, every, numbers, strings
-    floors = sorted(floor for floor, _ in own)
+    """The floors and events less the outliers (see the module doc), each outlier's ts made an Outlier. A
+    timestamp beyond int64 ns sets no base either (validate drops it as out of range)."""
+    fits = [(floor, e) for floor, e in own if -MAX_US <= floor <= MAX_US]
+    every = [floor for floor in every if -MAX_US <= floor <= MAX_US]
+    if not fits:
+        return fits, every, numbers, strings
+    floors = sorted(floor for floor, _ in fits)
+    if floors[-1] - floors[0] <= MAX_US:
+        return fits, every, numbers, strings  # (the common case: one base keeps every event in range)
     median = floors[len(floors) // 2]
-    if floors[0] >= median - MAX_US // 2 and floors[-1] <= median + MAX_US // 2:
-        return own, every, numbers, strings  # (the common case: every event fits)
-    out = {id(e) for floor, e in own if abs(floor - median) > MAX_US // 2}
-    for floor, e in own:
-        if id(e) in out and -MAX_US <= floor <= MAX_US:  # (one beyond the range: validate says so)
+    out = {id(e) for floor, e in fits if abs(floor - median) > MAX_US // 2}
+    for floor, e in fits:
+        if id(e) in out:
             e.ts = Outlier(str(e.ts))
-    own = [(floor, e) for floor, e in own if id(e) not in out]
+    own = [(floor, e) for floor, e in fits if id(e) not in out]
     every = [floor for floor in every if abs(floor - median) <= MAX_US // 2]
     return own, every, [n for n in numbers if id(n[0]) not in out], [s for s in strings if id(s[0]) not in out]
 
