@@ -22,6 +22,7 @@ faster than Kineto's own text, so a size-1 row shows a higher overhead than the 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 from pathlib import Path
@@ -83,12 +84,15 @@ _report(load_s=t)
 def measure(label: str, f: Path, args, hta: str, tmp: Path) -> dict:
     sides = {"kineto": (args.kineto_python, KINETO_LOAD, str(f)),
              "kineto2": (args.kineto_python, KINETO_LOAD_2, str(f)),
-             "bare": (args.kineto_python, BARE_LOAD, str(f)),
-             "hta": (hta, HTA_LOAD, str(hta_dir_for([f], tmp)))}
+             "bare": (args.kineto_python, BARE_LOAD, str(f))}
+    if hta is not None:
+        sides["hta"] = (hta, HTA_LOAD, str(hta_dir_for([f], tmp)))
     if args.before_python:
         sides["before"] = (args.before_python, KINETO_LOAD, str(f))
         sides["before2"] = (args.before_python, KINETO_LOAD_2, str(f))
     runs = interleaved(sides, args.repeat)
+    if hta is None:  # (--no-hta: its columns read nan)
+        runs["hta"] = [{"load_s": math.nan, "wall_s": math.nan, "peak_rss_mb": math.nan, "peak_tree_pss_mb": math.nan}]
     k, b, h = ({key: median(runs[side], key) for key in ("load_s", "wall_s", "peak_rss_mb")}
                for side in ("kineto", "bare", "hta"))
     row = {
@@ -121,6 +125,7 @@ def measure(label: str, f: Path, args, hta: str, tmp: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hta-python", help="python of the HTA 0.5.0 venv (or $KINETO_SQL_HTA_PYTHON)")
+    ap.add_argument("--no-hta", action="store_true", help="leave HTA's side out (no HTA venv at hand)")
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds (median reported)")
     ap.add_argument("--kineto-python", default=KINETO_PYTHON)
     ap.add_argument("--sets", nargs="*", default=list(TRACE_SETS))
@@ -134,7 +139,7 @@ def main() -> None:
                     "&& /tmp/oldvenv/bin/pip install /tmp/old): measured as two more interleaved sides, 'before' "
                     "(in-process) and 'before2' (the CLI's two processes)")
     args = ap.parse_args()
-    hta = hta_python(args.hta_python)
+    hta = None if args.no_hta else hta_python(args.hta_python)
     rows = []
     with tempfile.TemporaryDirectory(prefix="kineto_bench_load_") as tmp:
         if args.trace:

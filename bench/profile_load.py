@@ -35,7 +35,7 @@ def stamp(stage):
     OUT.write(json.dumps([stage, side, 1000 * (time.perf_counter() - T0)]) + "\n")
 
 from pathlib import Path
-from kineto_sql.loading import background, prepare, text_facts
+from kineto_sql.loading import background, prepare
 
 def ends(owner, name, stage):
     real = getattr(owner, name)
@@ -47,19 +47,10 @@ def ends(owner, name, stage):
             stamp(stage)
     setattr(owner, name, stamped)
 
-for name, stage in (("parse_file", "parsed (text facts answered)"), ("validate_and_survey", "validated"),
-                    ("_remap_ids", "ids remapped"), ("scan_events", "scanned"),
-                    ("_split_overlaps", "overlaps split"), ("bind_flows", "flows bound")):
+for name, stage in (("decode_trace", "decoded"), ("rebase", "rebased"), ("validate_and_survey", "validated"),
+                    ("remap_ids", "ids remapped"), ("scan_events", "scanned"),
+                    ("split_overlaps", "overlaps split"), ("bind_flows", "flows bound"), ("fix_args", "args fixed")):
     ends(prepare, name, stage)
-# The child's parse ends by waiting for the text-facts helper's answer (it runs at the lowest priority on
-# the core the engine's process is importing on): the wait's start shows how much of the parse it is.
-real_finish = text_facts.FactsHelper.finish
-
-def finish(self):
-    stamp("parse read, waits for the text facts")
-    real_finish(self)
-
-text_facts.FactsHelper.finish = finish
 stamp("loader child forks")
 background.start_early(Path(sys.argv[1]))
 from kineto_sql import open_trace

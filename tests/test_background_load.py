@@ -14,7 +14,7 @@ import pytest
 from kineto_sql import open_trace
 from kineto_sql.cli.launch import early_trace
 from kineto_sql.errors import TraceInputError
-from kineto_sql.loading import background, source, stream, text_facts
+from kineto_sql.loading import background
 from tests.kineto_builder import Kernel, KinetoTrace, Launch, ProfilerStep
 
 pytestmark = pytest.mark.skipif(not background.available(), reason="os.fork is not available on this platform")
@@ -38,22 +38,10 @@ def _facts(tp) -> tuple:
     return tp.df(COUNTS).values.tolist(), fixes, tp.report.rewritten, tp.trace_metadata, tp.rank
 
 
-@pytest.mark.parametrize("pieces", ["whole", "streamed"])
 @pytest.mark.parametrize("unchanged", [False, True])
-def test_a_child_prepared_load_is_the_one_process_load(tmp_path, monkeypatch, unchanged, pieces):
+def test_a_child_prepared_load_is_the_one_process_load(tmp_path, monkeypatch, unchanged):
     path = _overlapping(tmp_path, n=300, overlap=not unchanged)
     monkeypatch.setattr(background, "SLICE_BYTES", 4096)  # an unchanged trace goes in many slices
-    helped = tmp_path / "the helper ran"
-    if pieces == "streamed":  # read in pieces, as a large trace is: the child's helper searches the text
-        monkeypatch.setattr(source, "PIECE_BYTES", 1000)
-        monkeypatch.setattr(stream, "READ_BYTES", 777)
-        real_helper = text_facts._helper
-
-        def helper(parts, writer):
-            helped.touch()
-            real_helper(parts, writer)
-
-        monkeypatch.setattr(text_facts, "_helper", helper)
     with open_trace(path) as tp:
         serial = _facts(tp)
     with open_trace(path, jobs=2) as tp:
@@ -63,7 +51,6 @@ def test_a_child_prepared_load_is_the_one_process_load(tmp_path, monkeypatch, un
     assert serial[4] == 2
     if not unchanged:
         assert ("overlap_lane", 1) in [(k, c) for k, c, _ in serial[1]]
-    assert helped.exists() is (pieces == "streamed")
 
 
 def test_bad_input_is_the_same_sentence(tmp_path):
@@ -77,7 +64,7 @@ def test_bad_input_is_the_same_sentence(tmp_path):
 
 
 def test_a_child_that_dies_is_named(tmp_path, monkeypatch):
-    def die(path, on_size=None, facts_helper=False):
+    def die(path, on_size=None, check=None):
         os.kill(os.getpid(), signal.SIGKILL)
 
     monkeypatch.setattr(background, "prepare_path", die)

@@ -2,15 +2,16 @@
 text a one-shot write gives, across piece boundaries, and the engine ends up with the same trace."""
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
+import msgspec
 import orjson
 import pytest
 
 from kineto_sql import EngineChoice, KinetoTraceProcessor
 from kineto_sql.loading import prepare as prepare_module
+from kineto_sql.loading.decode import decode_trace
 from kineto_sql.loading.load import open_prepared
 from kineto_sql.loading.prepare import prepare
 from tests.kineto_builder import Kernel, KinetoTrace, Launch, ProfilerStep
@@ -33,42 +34,12 @@ def test_pieces_are_the_one_shot_text(monkeypatch, metadata):
     raw = _trace(20, metadata)
     prepared = prepare(raw, Path("t.json"))
     assert prepared.report.rewritten and prepared.report.fix_count("overlap_lane") == 1
-    expected = orjson.dumps({"traceEvents": copy.deepcopy(prepared._events), **prepared.metadata})
+    expected = orjson.loads(msgspec.json.encode({"traceEvents": list(prepared._events), **prepared.metadata}))
     pieces = list(prepared.chunks())
-    assert len(pieces) == 2 + -(-len(orjson.loads(expected)["traceEvents"]) // 7)
-    assert b"".join(pieces) == expected
+    assert len(pieces) == 2 + -(-len(expected["traceEvents"]) // 7)
+    assert orjson.loads(b"".join(pieces)) == expected
     with pytest.raises(RuntimeError, match="already written out"):
         list(prepared.chunks())
-
-
-def test_the_fixes_lookups_are_freed_once_the_first_piece_is_out(monkeypatch):
-    """bind_flows hands its maps and the scan to the prepared trace, which frees them after the first
-    piece of events (not at the end of the fixes, on the way to the engine's first byte, nor at the end)."""
-    import gc
-    import weakref
-
-    from kineto_sql.loading import flows
-
-    kept = []
-    real = flows.bind_flows
-
-    def watched(events, scan, moved, report, keep=None):
-        changed = real(events, scan, moved, report, keep=keep)
-        kept.extend(weakref.ref(x) for x in (keep or []) if hasattr(x, "__weakref__"))
-        return changed
-
-    monkeypatch.setattr(prepare_module, "bind_flows", watched)
-    monkeypatch.setattr(prepare_module, "CHUNK_EVENTS", 7)
-    prepared = prepare(_trace(20, {}), Path("t.json"))
-    assert kept and all(ref() is not None for ref in kept)  # the scan, alive after the fixes
-    pieces = prepared.chunks()
-    next(pieces), next(pieces)  # the document's head, then the first piece of events
-    gc.collect()
-    assert all(ref() is not None for ref in kept)
-    next(pieces)
-    gc.collect()
-    assert all(ref() is None for ref in kept)
-    assert b"".join(pieces)
 
 
 def test_the_engine_gets_the_same_trace_from_pieces(monkeypatch):
@@ -93,19 +64,11 @@ def _tricky_doc(n: int) -> dict:
 
 
 @pytest.mark.parametrize("shape", ["object", "nested traceEvents key first", "bare list"])
-def test_a_large_trace_parsed_in_pieces_is_the_whole_parse(monkeypatch, shape):
-    from kineto_sql.loading import source
-
-    monkeypatch.setattr(source, "PIECE_BYTES", 1000)
+def test_the_decoded_trace_written_back_is_the_parsed_document(shape):
     doc = _tricky_doc(300)
     if shape == "nested traceEvents key first":
         doc = {"distributedInfo": {"traceEvents": [{"x": 1}]}, **doc}
     raw = orjson.dumps(doc["traceEvents"] if shape == "bare list" else doc, option=orjson.OPT_INDENT_2)
-    assert len(raw) > 40 * 1000
-    pieces = source._parse_in_pieces(raw)
-    if shape == "object":
-        assert pieces == orjson.loads(raw)
-        assert list(pieces) == ["schemaVersion", "traceEvents", "deviceProperties", "traceName"]
-    else:
-        assert pieces is None  # it does not split cleanly: the whole text is parsed instead
-    assert source.parse_trace(raw, Path("t.json")) == orjson.loads(raw)
+    decoded = decode_trace(raw, Path("t.json"))
+    assert orjson.loads(msgspec.json.encode(decoded.events)) == doc["traceEvents"]
+    assert decoded.metadata == ({} if shape == "bare list" else {k: v for k, v in doc.items() if k != "traceEvents"})

@@ -84,3 +84,38 @@ def test_a_cgroup_v1_limit_is_a_cap(monkeypatch, tmp_path):
     assert room == GIB and what.endswith("memory.limit_in_bytes)")
     with pytest.raises(EngineError, match=r"needs about 1\.7 GiB of memory but the cgroup memory limit .* allows 1\.0 GiB"):
         memory.check(200_000_000, memory64=False)
+
+
+@needs_prlimit
+def test_a_gzip_bomb_is_refused_while_it_inflates(tmp_path):
+    """A 3 MB file of repeated gzip members that inflates to 600 MB: under a 6 GiB cap the load is refused
+    once the inflated bytes so far would not fit (memory.check on every INFLATE_BLOCK), long before the end."""
+    import gzip
+    import re
+
+    member = gzip.compress(b" " * (1 << 20), compresslevel=9)
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(b'{"traceEvents":[') + member * 600
+                     + gzip.compress(b'{"ph":"X","name":"a","pid":1,"tid":1,"ts":1,"dur":1}]}'))
+    assert bomb.stat().st_size < 3_000_000
+    done = _kineto_sql(["prlimit", f"--as={6 * GIB}"], "info", str(bomb))
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("kineto-sql: [")]
+    assert len(lines) == 1 and "Traceback" not in done.stderr
+    found = re.search(r"\(inflating it\) \(([\d.]+) MB of JSON\) needs about [\d.]+ GiB .* capped at 6\.0 GiB", lines[0])
+    assert found and float(found.group(1)) < 600, lines[0]  # refused with the need and the cap, before the end
+
+
+def test_a_corrupt_or_truncated_gzip_is_one_sentence_with_the_check_too(tmp_path):
+    from kineto_sql.errors import TraceInputError
+    from kineto_sql.loading.source import read_bytes
+
+    whole = __import__("gzip").compress(b'{"traceEvents": []}')
+    for name, data in (("cut", whole[:-12]), ("tail", whole + b"junk")):
+        path = tmp_path / f"{name}.json.gz"
+        path.write_bytes(data)
+        with pytest.raises(TraceInputError, match="corrupt or truncated gzip file"):
+            read_bytes(path, check=lambda size: None)
+    path = tmp_path / "ok.json.gz"
+    path.write_bytes(whole + __import__("gzip").compress(b" "))
+    assert read_bytes(path, check=lambda size: None) == b'{"traceEvents": []} '

@@ -64,7 +64,7 @@ def test_every_rank_bad_is_one_sentence_and_exit_2(tmp_path):
     result = CliRunner().invoke(cli, ["ranks", str(tmp_path), "-q"])
     assert result.exit_code == 2
     assert _errors(result) == [f"error: no rank could be loaded: {tmp_path / 'rank0.json'} is not valid JSON at line 1 "
-                               "column 1 (byte 0): invalid literal, expected 'null' near 'not json'; "
+                               "column 5 (byte 4): invalid character near 'not json'; "
                                "re-export the trace from torch.profiler (and 1 more rank file(s) failed)"]
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from kineto_sql.loading import source, stream
 from kineto_sql.loading.load import open_trace
 from kineto_sql.loading.prepare import prepare_path
 
@@ -44,16 +43,13 @@ def _strings(tp) -> set:
     return {r.s for r in rows if r.s is not None}
 
 
-@pytest.mark.parametrize("streamed", [False, True])
-def test_escaped_characters_reach_the_engine_as_themselves(tmp_path, monkeypatch, streamed):
-    if streamed:  # many pieces: the streamed parse and the text-facts helper
-        monkeypatch.setattr(source, "PIECE_BYTES", 2000)
-        monkeypatch.setattr(stream, "READ_BYTES", 3000)
-    path = _write(tmp_path, _events(200 if streamed else 1))
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_escaped_characters_reach_the_engine_as_themselves(tmp_path, jobs):
+    path = _write(tmp_path, _events(200 if jobs == 2 else 1))
     assert b"\\u00e9" in path.read_bytes() and b"\\/" in path.read_bytes()
     prepared = prepare_path(path)
     assert prepared.report.rewritten and prepared.report.fix_count("escape_kept_by_engine") == 0
-    strings = _strings(open_trace(path, jobs=2 if streamed else 1))
+    strings = _strings(open_trace(path, jobs=jobs))
     for expected in ("op 0 " + CAFE, "cat " + CAFE, "args.key " + CAFE, "value " + CAFE, "proc " + CAFE,
                      "thread " + CAFE):
         assert expected in strings

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 
-import orjson
 import pytest
 from click.testing import CliRunner
 
@@ -16,6 +15,7 @@ from kineto_sql import open_trace
 from kineto_sql.cli.main import cli
 from kineto_sql.engine.processor import EngineChoice
 from kineto_sql.errors import DataLossError
+from kineto_sql.loading.decode import decode_trace
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.validate import validate_events
 
@@ -129,22 +129,18 @@ def test_non_string_name_and_bad_args_are_kept_as_text(tmp_path):
     assert rows == [{"name": '["x",1]', "v": "true"}, {"name": "b", "v": "[1,2]"}]
 
 
-def test_args_nested_500_deep_are_cut_not_a_crash(tmp_path):
-    deep = inner = {}
-    for _ in range(500):
-        inner["d"] = {}
-        inner = inner["d"]
+def test_args_nested_500_deep_reach_the_engine_whole(tmp_path):
     path = tmp_path / "deep.json"
-    # written by hand: no JSON writer goes 500 deep, but the parser reads it
+    # written by hand: no JSON writer goes 500 deep, but the decoder reads it and writes the args back as
+    # their text (the second event's pid -1 makes the trace rewritten)
     path.write_text('{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": '
                     + '{"d": ' * 500 + "1" + "}" * 500 + '}, {"ph": "X", "name": "b", "pid": -1, "tid": 1, '
                     '"ts": 1, "dur": 2}]}')
-    del deep
     result = CliRunner().invoke(cli, ["info", str(path), "--format", "json"])
     assert result.exit_code == 0, result.output
-    fixes = {f["kind"]: f for f in json.loads(result.stdout)["fixes"]}
-    assert fixes["args_too_deep_cut"]["count"] == 1
-    assert fixes["args_too_deep_cut"]["examples"] == ["event 0"]
+    assert "args_too_deep_cut" not in {f["kind"] for f in json.loads(result.stdout)["fixes"]}
+    result, rows = _sql(path, "SELECT key, int_value FROM args WHERE key GLOB 'args.d.*'")
+    assert rows == [{"key": "args" + ".d" * 500, "int_value": 1}]
 
 
 def test_nan_is_not_json_with_its_position(tmp_path):
@@ -160,7 +156,7 @@ def test_entries_that_are_not_events(tmp_path):
     path = _write(tmp_path, [_x("a"), 5, {}, {"name": "no ph", "ts": 1}, {"ph": "s", "id": [1], "ts": 1, "pid": 1,
                                                                          "tid": 1}])
     report = IngestReport("t", 0)
-    kept = validate_events(orjson.loads(path.read_bytes())["traceEvents"], report)
+    kept = validate_events(decode_trace(path.read_bytes(), path).events, report)
     assert [e["name"] for e in kept] == ["a"]
     assert [(d.reason, d.indices) for d in report.dropped] == [
         ("not a JSON object", (1,)), ("ph is missing or not a string", (3,)),
@@ -232,3 +228,34 @@ def test_an_engine_data_loss_stat_refuses_unless_allowed(tmp_path):
     allowed = CliRunner().invoke(cli, ["info", str(path), "--format", "json", "--allow-loss"])
     assert allowed.exit_code == 0
     assert [(r["name"], r["value"]) for r in json.loads(allowed.stdout)["data_loss"]] == [("flow_duplicate_id", 1)]
+
+
+@pytest.mark.parametrize("wild, reason", [
+    (-10_000_000_000_000_000, "ts is out of range (beyond int64 nanoseconds)"),
+    (-1e200, "ts is out of range (beyond int64 nanoseconds)"),
+    # inside int64 ns, but a base below it would push every other event out of range: it is the outlier
+    (-9223372036854775, "ts lies farther from the trace's other timestamps than int64 nanoseconds can span"),
+])
+def test_one_wild_timestamp_drops_that_event_only(tmp_path, wild, reason):
+    path = _write(tmp_path, [_x("wild", ts=wild), _x("b", ts=1700000000000005.5), _x("c", ts=1700000000000007.5)])
+    result = CliRunner().invoke(cli, ["info", str(path)])
+    assert result.exit_code == 2 and reason in _one_error_line(result) and "(event index 0)" in _one_error_line(result)
+    result, rows = _sql(path, "SELECT name, ts FROM slice ORDER BY ts", "--allow-loss")
+    assert result.exit_code == 0
+    assert rows == [{"name": "b", "ts": 500}, {"name": "c", "ts": 2500}]  # rebased on the others, every ns kept
+
+
+def test_a_metadata_event_with_a_time_that_is_not_a_number_keeps_its_name(tmp_path):
+    path = _write(tmp_path, [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "ts": "abc", "args": {"name": "t"}},
+                             {"ph": "M", "name": "process_name", "pid": 1, "ts": False, "dur": "", "args": {"name": "p"}},
+                             {"ph": "M", "name": "process_labels", "pid": 1, "ts": [], "args": {"labels": "x"}},
+                             {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "ts": 5, "args": {"name": "u"}},
+                             _x("b", ts=5)])  # (a metadata ts that is a number stays)
+    result = CliRunner().invoke(cli, ["info", str(path), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (fix,) = [f for f in json.loads(result.stdout)["fixes"] if f["kind"] == "metadata_time_removed"]
+    assert fix["count"] == 4
+    assert fix["examples"] == ["event 0: ts 'abc'", "event 1: ts False", "event 1: dur ''", "event 2: ts []"]
+    result, rows = _sql(path, "SELECT s.name, t.name AS thread, p.name AS process FROM slice s JOIN thread_track tt "
+                              "ON tt.id = s.track_id JOIN thread t USING (utid) JOIN process p USING (upid)")
+    assert rows == [{"name": "b", "thread": "t", "process": "p"}]

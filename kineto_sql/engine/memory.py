@@ -27,6 +27,10 @@ from pathlib import Path
 from kineto_sql.errors import EngineError
 
 GIB = 1 << 30
+# The engine choice's inputs (engine.processor.EngineChoice.resolve), here so the loader's child reads them
+# without importing the engine: above this many bytes of JSON the memory64 engine is chosen.
+MEMORY64_ABOVE_BYTES = 1_000_000_000
+TP_SHELL_ENV = "KINETO_SQL_TP_SHELL"
 PARSE_FACTOR = 5.0
 HEAP_FACTOR = 4.0
 WASM32_RESERVATION = 0x104000000  # 4 GiB + 64 MiB, what wasmtime reserves per 32-bit memory

@@ -20,8 +20,7 @@ from kineto_sql.errors import EngineError, QueryError
 from kineto_sql.rows import Rows
 
 # The 32-bit heap tops out at 4 GiB and ingest needs about 3x the JSON size.
-MEMORY64_ABOVE_BYTES = 1_000_000_000
-TP_SHELL_ENV = "KINETO_SQL_TP_SHELL"
+from kineto_sql.engine.memory import MEMORY64_ABOVE_BYTES, TP_SHELL_ENV  # noqa: E402 (defined there: the loader's child reads them without this module)
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,11 @@ and prepares the file and writes the prepared text down a pipe piece by piece; t
 creates the engine (as soon as the child has said how large the file is) and feeds it each piece as it
 arrives. The events never exist in the process that holds the engine, and the two cores work at once.
 
-The child sends, in order: the input size, then the metadata and ingest report, then the pieces (read
-here one ahead, on a thread, while the engine parses the one before: _ReadAhead), then an end mark, then
-its check of the args it kept as text (lazy_args; run while the engine ends the file: verify()); or, at
-any point, the error that stopped it (the same one-sentence TraceInputError a serial load raises). A
-child that dies without an end mark is reported as such; nothing half-read is used.
+This child is the load's one background process. It sends, in order: the input size, then the metadata
+and ingest report, then the pieces (read here one ahead, on a thread, while the engine parses the one
+before: _ReadAhead), then an end mark, then a last word once the child is done (verify()); or, at any
+point, the error that stopped it (the same one-sentence TraceInputError a serial load raises). A child
+that dies without an end mark is reported as such; nothing half-read is used.
 """
 from __future__ import annotations
 
@@ -26,6 +26,17 @@ from pathlib import Path
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.loading import forked
 from kineto_sql.loading.prepare import prepare_path
+
+
+def _inflation_check(path: Path):
+    """The memory check of the default engine choice, as the child inflates a gzip file (it imports no
+    engine: engine.memory alone)."""
+    from kineto_sql.engine import memory
+
+    def check(size: int) -> None:
+        memory.check(size, memory64=size > memory.MEMORY64_ABOVE_BYTES, native=bool(os.environ.get(memory.TP_SHELL_ENV)),
+                     what=f"{path} (inflating it)")
+    return check
 
 log = logging.getLogger("kineto_sql.load")
 
@@ -270,7 +281,7 @@ def _child(path: Path, writer) -> None:
             control("size", size, f"read {path.name}: {size / 1e6:.1f} MB of JSON")
             _give_back_freed_memory()  # the parse's buffers, kept for its reuse, are all free now
 
-        prepared = prepare_path(path, on_size=sized, facts_helper=True)
+        prepared = prepare_path(path, on_size=sized, check=_inflation_check(path))
         report = prepared.report
         said = (f"prepared {path.name}: {sum(report.events_by_phase.values())} events, {len(report.fixes)} kinds of "
                 f"change, {report.dropped_count} dropped ({time.perf_counter() - started:.1f}s, in a child process)")

@@ -3,19 +3,6 @@ from __future__ import annotations
 
 import math
 
-import orjson
-
-# The keys the compiled loops (_cvalidate, _cscan, _cflows) look events up by.
-_LOOKED_UP = (b'{"ph":0,"pid":0,"tid":0,"ts":0,"dur":0,"args":0,"s":0,"bp":0,"id":0,"cat":0,"name":0,'
-              b'"correlation":0}')
-
-
-def orjson_keys() -> dict:
-    """A dict with those keys as orjson hands them out: one object per name from its key cache, not
-    Python's interned string. The compiled loops take these very objects as their keys (use_keys), so a
-    lookup in a parsed event matches by identity (_capi.h's adopt_keys)."""
-    return orjson.loads(_LOOKED_UP)
-
 
 def ns(value) -> int | None:
     """Perfetto v52's reading of a timestamp: microseconds (number or numeric string) to integer

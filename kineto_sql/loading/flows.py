@@ -16,23 +16,16 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 
-from kineto_sql.loading.events import engine_tid, ns, orjson_keys, pushes_slice, sort_key
+from kineto_sql.loading.events import engine_tid, ns, pushes_slice, sort_key
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.scan import TraceScan
-
-try:  # the three loops over every flow event, compiled (pyproject's ext-modules); absent without a C compiler
-    from kineto_sql.loading import _cflows
-except ImportError:
-    _cflows = None
-if _cflows is not None:
-    _cflows.use_keys(orjson_keys())
 
 FLOW_PHASES = ("s", "t", "f")
 # Explicit (v2) flow ids live in their own id space in the importer; start high for readability.
 V2_BIND_BASE = 7_000_000_000
 
 
-def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], report: IngestReport,
+def bind_flows(events: list, scan: TraceScan, moved_to_lanes: set[int], report: IngestReport,
                keep: list | None = None) -> bool:
     """`scan` was taken before the overlap split; `moved_to_lanes` holds the indices that split moved.
     `keep`, when given, is handed this pass's lookups (entries per flow event) to free later, off the
@@ -52,7 +45,7 @@ def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], re
 
     intended_of, at_risk = _intended_and_at_risk(events, scan, moved_to_lanes)
     if moved_to_lanes:
-        begins = _begins_at_flow_points(events, at_risk)
+        begins = _begins_at_flow_points(events, scan, at_risk)
     else:
         begins = _begins_from_scan(events, scan, at_risk)
 
@@ -115,9 +108,6 @@ def bind_flows(events: list[dict], scan: TraceScan, moved_to_lanes: set[int], re
 def _move_to_end(events: list, removed: list[int], tail: list[int]) -> None:
     """Drops the events at the sorted indices `removed`, except those of `tail` (a sorted part of it), which
     go to the end of the list, in file order."""
-    if _cflows is not None:
-        _cflows.move_to_end(events, removed, tail)
-        return
     late = [events[i] for i in tail]
     kept, previous = [], 0
     for i in removed:
@@ -127,7 +117,7 @@ def _move_to_end(events: list, removed: list[int], tail: list[int]) -> None:
     events[:] = kept + late
 
 
-def _intended_and_at_risk(events: list[dict], scan: TraceScan, moved: set[int]) -> tuple[dict, list]:
+def _intended_and_at_risk(events: list, scan: TraceScan, moved: set[int]) -> tuple[dict, list]:
     """Each flow event's intended slice (the X event of its thread that carries its id as `correlation`
     and contains its timestamp), and the flow events whose binding the importer may get wrong.
 
@@ -152,8 +142,7 @@ def _intended_and_at_risk(events: list[dict], scan: TraceScan, moved: set[int]) 
         return shared_found[0]
 
     def one(j: int, track: int) -> None:
-        """The rule for flow event j on scanned thread `track` (what _cflows.intended does inline for the
-        common case, and hands here for every other)."""
+        """The rule for flow event j on scanned thread `track`."""
         ts = ts_ns[j]
         if ts is None:
             return
@@ -174,29 +163,21 @@ def _intended_and_at_risk(events: list[dict], scan: TraceScan, moved: set[int]) 
                 or not (e["ph"] != "f" or e.get("bp") == "e")):
             at_risk.append(j)
 
-    if _cflows is None:
-        for j, track in zip(scan.flow_indices, scan.flow_tracks):
-            one(j, track)
-    else:
-        _cflows.intended(events, scan.flow_indices, scan.flow_tracks, ts_ns, by_correlation, moved, shared,
-                         intended_of, at_risk, one)
+    for j, track in zip(scan.flow_indices, scan.flow_tracks):
+        one(j, track)
     return intended_of, at_risk
 
 
-def _arrow_summary(events: list[dict], flow_indices: list[int], ts_ns: list, ids: set) -> tuple[int, set, dict]:
-    """_halves_and_reorder of every arrow, and the arrows (_arrows) of the ids in `ids`: counted in C without
-    building the other arrows where it can."""
-    compiled = _cflows.summary(events, flow_indices, ts_ns, ids) if _cflows is not None else None
-    if compiled is not None:
-        return compiled
+def _arrow_summary(events: list, flow_indices: list[int], ts_ns: list, ids: set) -> tuple[int, set, dict]:
+    """_halves_and_reorder of every arrow, and the arrows (_arrows) of the ids in `ids`."""
     pairs = _arrows(events, flow_indices, ts_ns)
     halves, reorder = _halves_and_reorder(events, pairs, ts_ns)
     return halves, reorder, {key: members for key, members in pairs.items() if key[0] in ids}
 
 
-def _arrows(events: list[dict], flow_indices: list[int], ts_ns: list) -> dict[tuple, list[int]]:
+def _arrows(events: list, flow_indices: list[int], ts_ns: list) -> dict[tuple, list[int]]:
     """The flow events with a timestamp by arrow, in file order: an arrow's events share id, cat and name
-    (after validate_events an id is an int or a str). Run where _cflows.summary declines the events."""
+    (after validate_events an id is an int or a str)."""
     pairs: dict[tuple, list[int]] = {}
     for j in flow_indices:
         if ts_ns[j] is None:
@@ -211,7 +192,7 @@ def _arrows(events: list[dict], flow_indices: list[int], ts_ns: list) -> dict[tu
     return pairs
 
 
-def _halves_and_reorder(events: list[dict], pairs: dict[tuple, list[int]], ts_ns: list) -> tuple[int, set[int]]:
+def _halves_and_reorder(events: list, pairs: dict[tuple, list[int]], ts_ns: list) -> tuple[int, set[int]]:
     """How many flow events are half an arrow, and the arrow ends that sort before their start."""
     reorder, halves = set(), 0
     for members in pairs.values():
@@ -235,7 +216,7 @@ def _halves_and_reorder(events: list[dict], pairs: dict[tuple, list[int]], ts_ns
     return halves, reorder
 
 
-def _begins_from_scan(events: list[dict], scan: TraceScan, at_risk: list[int]) -> dict[tuple, list[tuple]]:
+def _begins_from_scan(events: list, scan: TraceScan, at_risk: list[int]) -> dict[tuple, list[tuple]]:
     """The sort keys of the slices beginning where an at-risk flow event sits (threads as scanned)."""
     ts_ns = scan.ts_ns
     if not at_risk:
@@ -248,17 +229,18 @@ def _begins_from_scan(events: list[dict], scan: TraceScan, at_risk: list[int]) -
     return out
 
 
-def _begins_at_flow_points(events: list[dict], flow_indices: list[int]) -> dict[tuple, list[tuple]]:
-    """The same, from the events as they are now (after the overlap split moved some to lanes): only
-    slices that begin where one of these flow events' process sits can matter (a miss here only sends
+def _begins_at_flow_points(events: list, scan: TraceScan, flow_indices: list[int]) -> dict[tuple, list[tuple]]:
+    """The same, from the events' threads as they are now (after the overlap split moved some to lanes):
+    only slices that begin where one of these flow events' process sits can matter (a miss here only sends
     that flow to the full simulation)."""
-    flow_points = {(events[j].get("pid"), events[j].get("ts")) for j in flow_indices}
+    ts_ns = scan.ts_ns
+    flow_points = {(events[j].get("pid"), ts_ns[j]) for j in flow_indices}
     begins: dict[tuple, list[tuple]] = defaultdict(list)
-    for i, e in enumerate(events):
-        if (e.get("pid"), e.get("ts")) in flow_points and pushes_slice(e):
-            ts = ns(e.get("ts"))
-            if ts is not None:
-                begins[(e.get("pid"), engine_tid(e), ts)].append(sort_key(e, i, ts))
+    for i, ts in zip(scan.push_index, scan.push_ts):
+        e = events[i]
+        pid = e.get("pid")
+        if (pid, ts) in flow_points:
+            begins[(pid, engine_tid(e), ts)].append(sort_key(e, i, ts))
     return begins
 
 
@@ -271,7 +253,7 @@ class _Stacks:
     loader child's common path.
     """
 
-    def __init__(self, events: list[dict], flow_indices: list[int]):
+    def __init__(self, events: list, flow_indices: list[int]):
         import numpy as np
 
         self.events = events
@@ -338,7 +320,7 @@ def _as_int(value):
     return None
 
 
-def _intended_slice(events: list[dict], candidates, ts: int) -> int | None:
+def _intended_slice(events: list, candidates, ts: int) -> int | None:
     """The slice carrying the flow's correlation that contains its timestamp (an exact start wins)."""
     best = None
     for i in candidates:
@@ -352,7 +334,7 @@ def _intended_slice(events: list[dict], candidates, ts: int) -> int | None:
 
 
 def to_rebind_partners(pairs: dict[tuple, list[int]], to_rebind: set[int], intended_of: dict[int, int],
-                       events: list[dict]) -> list[int]:
+                       events: list) -> list[int]:
     """Flow events without a correlation whose partner needs an explicit binding: their slice is the
     importer's own choice, which only the full simulation knows."""
     if not to_rebind:
@@ -361,7 +343,7 @@ def to_rebind_partners(pairs: dict[tuple, list[int]], to_rebind: set[int], inten
             for j in members if j not in intended_of]
 
 
-def _rebind_explicitly(events: list[dict], groups: dict[tuple, list[int]], to_rebind: set[int],
+def _rebind_explicitly(events: list, groups: dict[tuple, list[int]], to_rebind: set[int],
                        intended_of: dict[int, int]) -> tuple[int, int, set[int], set[int]]:
     if not to_rebind:
         return 0, 0, set(), set()

@@ -31,12 +31,20 @@ def prepare_file(path: Path, engine: EngineChoice | None = None) -> PreparedTrac
             choice = engine.resolve(size)
             memory.check(size, choice.kind == "wasm64", choice.kind == "native", what=str(path))
 
-    prepared = prepare_path(path, on_size=sized)
+    prepared = prepare_path(path, on_size=sized, check=None if engine is None else memory_check(engine, path))
     report = prepared.report
     log.info("prepared %s: %d events, %d kinds of change, %d dropped (%.1fs)", path.name,
              sum(report.events_by_phase.values()), len(report.fixes), report.dropped_count,
              time.perf_counter() - started)
     return prepared
+
+
+def memory_check(engine: EngineChoice, path: Path):
+    """The memory check of loading so many bytes of JSON with `engine`, for the inflation to ask as it goes."""
+    def check(size: int) -> None:
+        choice = engine.resolve(size)
+        memory.check(size, choice.kind == "wasm64", choice.kind == "native", what=f"{path} (inflating it)")
+    return check
 
 
 def rank_of(prepared: PreparedTrace, fallback: int | None) -> int | None:

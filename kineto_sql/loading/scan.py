@@ -1,36 +1,31 @@
-"""One pass over the events that tells the later fixes where they are needed.
+"""One pass over the events that tells the v52 fixes (overlaps.py, flows.py) where they are needed.
 
 The overlap split needs every X event per thread in time order; the flow binding needs, for every flow
 event, its thread and nanosecond time, the slice that carries its correlation, and whether another slice
-begins on that thread at that slice's instant. This pass reads each event's fields once (with the
-nanosecond conversion inlined for the int/float timestamps Kineto writes) into flat int64 columns; the
-sorting and grouping then happen over the columns (_coverlaps.c, else numpy), so no per-event tuple or
-dict is built for events that need no fix.
+begins on that thread at that slice's instant. This pass reads each event's fields once into flat lists
+(with the nanosecond conversion inlined for the int/float timestamps Kineto writes).
 
-It runs after the pid/tid fixes (remap, tid 0), so the threads it records are the importer's threads.
-The loop is also compiled (_cscan.c, the same steps through the C API), which scan_events uses when it
-was built; tests/test_scan_compiled.py holds the two to the same columns.
+It runs after the pid/tid fixes (ids.py), so the threads it records are the importer's threads.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from math import floor
+from typing import Any
 
-from kineto_sql.loading.events import ns, orjson_keys
-from kineto_sql.loading.lazy_args import ArgsText
+import msgspec
 
-try:  # the loop below, compiled (pyproject's ext-modules); absent where no C compiler built it
-    from kineto_sql.loading import _cscan
-except ImportError:
-    _cscan = None
-if _cscan is not None:
-    _cscan.use_keys(orjson_keys())
-try:  # the sorts and groupings over the columns, compiled; absent where no C compiler built it
-    from kineto_sql.loading import _coverlaps
-except ImportError:
-    _coverlaps = None
+from kineto_sql.loading.decode import UNSET, Raw
+from kineto_sql.loading.events import ns
 
 FLOW_PHASES = frozenset(("s", "t", "f"))
+
+
+class _Correlation(msgspec.Struct):
+    """The one field of an X event's args the loader reads (the rest of the text is skipped)."""
+
+    correlation: Any = None
 
 
 @dataclass
@@ -43,86 +38,50 @@ class TraceScan:
     ts_ns: list
     # The slice-pushing events (X, thread-scoped i/I) that have a timestamp, in file order: event index,
     # track number, ts ns, -dur ns (0 for instants and an X without dur), and whether it is an X event
-    # with a dur, 1 or 0 (those are the ones the overlap split places). Int64 memoryviews from the
-    # compiled loop, numpy arrays from the Python one (of objects where a value is beyond int64).
-    push_index: object
-    push_track: object
-    push_ts: object
-    push_negdur: object
-    push_placed: object
+    # with a dur (those are the ones the overlap split places).
+    push_index: list
+    push_track: list
+    push_ts: list
+    push_negdur: list
+    push_placed: list
     # (track number, correlation) -> the index of the X event with that int `correlation` arg, or the
     # list of them when several have it.
     by_correlation: dict
     flow_indices: list
     # track number of each flow event of flow_indices.
     flow_tracks: list
-    # Every push_ column is int64 (false only for the Python loop's object columns): the compiled sorts apply.
-    int64_columns: bool = True
-
-    def compiled_columns(self) -> bool:
-        """Whether _coverlaps can read the columns (built, and every column int64)."""
-        return _coverlaps is not None and self.int64_columns
-
-    def numpy_columns(self) -> tuple:
-        """The five push_ columns as numpy arrays (placed as bool), for the numpy forms of the sorts."""
-        import numpy as np  # (here only: the loader child's common path runs the compiled sorts, without numpy)
-
-        index, track, ts, negdur, placed = (np.asarray(c) for c in (self.push_index, self.push_track, self.push_ts,
-                                                                     self.push_negdur, self.push_placed))
-        return index, track, ts, negdur, placed != 0
 
     def unnested_threads(self) -> list[tuple[int, int, list[tuple]]]:
-        """The threads whose placed X events cannot all nest (prepare's overlap split gives them lanes):
-        (lowest event index, track number, its X events as (ts, -dur, index) in the order the lanes are
-        filled: by start, longer first, then file order), in track order."""
-        if self.compiled_columns():
-            return _coverlaps.unnested(self.push_index, self.push_track, self.push_ts, self.push_negdur,
-                                       self.push_placed)
-        import numpy as np
-
-        index, track, ts, negdur, placed = self.numpy_columns()
-        index, track, ts, negdur = index[placed], track[placed], ts[placed], negdur[placed]
-        order = np.lexsort((index, negdur, ts, track))
-        index, track, ts, negdur = index[order], track[order], ts[order], negdur[order]
-        bounds = np.flatnonzero(np.diff(track)).tolist()
-        starts, ends = [0] + [b + 1 for b in bounds], [b + 1 for b in bounds] + [len(track)]
-        start_list, end_list = ts.tolist(), (ts - negdur).tolist()
-        return [(int(index[start:end].min()), int(track[start]),
-                 list(zip(ts[start:end].tolist(), negdur[start:end].tolist(), index[start:end].tolist())))
-                for start, end in zip(starts, ends) if not nests(start_list, end_list, start, end)]
+        """The threads whose placed X events cannot all nest (overlaps.py gives them lanes): (lowest event
+        index, track number, its X events as (ts, -dur, index) in the order the lanes are filled: by start,
+        longer first, then file order), in track order."""
+        per_track: dict[int, list] = {}
+        for i, track, ts, negdur, placed in zip(self.push_index, self.push_track, self.push_ts, self.push_negdur,
+                                                self.push_placed):
+            if placed:
+                items = per_track.get(track)
+                if items is None:
+                    per_track[track] = [(ts, negdur, i)]
+                else:
+                    items.append((ts, negdur, i))
+        out = []
+        for track in sorted(per_track):
+            items = per_track[track]
+            items.sort()
+            if not nests([t for t, _, _ in items], [t - d for t, d, _ in items], 0, len(items)):
+                out.append((min(i for _, _, i in items), track, items))
+        return out
 
     def begins_at(self, points: set) -> list[tuple[int, int, int]]:
         """(index, track, ts) of the slice-pushing events (in file order) whose (track, ts) is in `points`."""
-        if self.compiled_columns():
-            found = _coverlaps.begins_at(self.push_index, self.push_track, self.push_ts, points)
-            if found is not None:
-                return found
-        import numpy as np
-
-        index, track, ts, _, _ = self.numpy_columns()
-        # (a time beyond int64 equals no value of an int64 column)
-        times = np.array(sorted({t for _, t in points if ts.dtype == object or -2**63 <= t < 2**63}), dtype=ts.dtype)
-        if not len(times):
-            return []
-        at = np.minimum(np.searchsorted(times, ts), len(times) - 1)
-        near = np.flatnonzero(times[at] == ts)
-        return [row for row in zip(index[near].tolist(), track[near].tolist(), ts[near].tolist()) if row[1:] in points]
+        return [(i, track, ts) for i, track, ts in zip(self.push_index, self.push_track, self.push_ts)
+                if (track, ts) in points]
 
     def shared_begins(self) -> set:
         """Indices of slice-pushing events that begin on the same thread at the same ns as another one."""
-        if len(self.push_ts) < 2:
-            return set()
-        if self.compiled_columns():
-            return set(_coverlaps.shared_begins(self.push_index, self.push_track, self.push_ts))
-        import numpy as np
-
-        index, track, ts, _, _ = self.numpy_columns()
-        order = np.lexsort((ts, track))
-        same = (track[order][1:] == track[order][:-1]) & (ts[order][1:] == ts[order][:-1])
-        shared = np.zeros(len(ts), dtype=bool)
-        shared[1:] = same
-        shared[:-1] |= same
-        return set(index[order][shared].tolist())
+        counts = Counter(zip(self.push_track, self.push_ts))
+        return {i for i, track, ts in zip(self.push_index, self.push_track, self.push_ts)
+                if counts[(track, ts)] > 1}
 
 
 def nests(starts: list, ends: list, first: int, stop: int) -> bool:
@@ -150,34 +109,39 @@ def fast_ns(value):
     return ns(value)
 
 
-def scan_events(events: list[dict]) -> TraceScan:
-    if _cscan is not None:
-        columns = _cscan.scan(events, fast_ns)
-        if columns is not None:
-            return _scan_of_buffers(*columns)
-    return scan_events_python(events)
+def correlation_of(args):
+    """The `correlation` of an event's args (text or decoded), or None."""
+    if type(args) is Raw:
+        try:
+            return msgspec.json.decode(args, type=_Correlation).correlation
+        except msgspec.ValidationError:
+            return None
+    return args.get("correlation") if type(args) is dict else None
 
 
-def scan_events_python(events: list[dict]) -> TraceScan:
-    """The loop _cscan.c compiles, and what it falls back to for events of another shape."""
+def scan_events(events: list) -> TraceScan:
     tracks: list = []
     numbers: dict = {}  # (pid, engine tid) -> track number
     track_of: dict = {}
     ts_ns = [None] * len(events)
     p_index, p_track, p_ts, p_negdur, p_placed = [], [], [], [], []
-    by_correlation: dict = {}
+    with_args = []  # (index, track) of the X events with args
     flow_indices, flow_tracks = [], []
     for i, e in enumerate(events):
-        ph = e["ph"]
+        ph = e.ph
         if ph == "X":
             is_x = True
         elif ph in FLOW_PHASES:
             is_x = False
-        elif (ph == "i" or ph == "I") and e.get("s", "t") == "t":
+        elif (ph == "i" or ph == "I") and (e.s is UNSET or e.s == "t"):
             is_x = False
         else:
             continue
-        pid, tid = e.get("pid"), e.get("tid")
+        pid, tid = e.pid, e.tid
+        if pid is UNSET:
+            pid = None
+        if tid is UNSET:
+            tid = None
         raw_key = (pid, tid)
         track = track_of.get(raw_key)
         if track is None:
@@ -187,31 +151,21 @@ def scan_events_python(events: list[dict]) -> TraceScan:
                 track = numbers[key] = len(tracks)
                 tracks.append(key)
             track_of[raw_key] = track
-        ts = e.get("ts")
-        ts = ts * 1000 if ts.__class__ is int else fast_ns(ts)
+        ts = e.ts
+        ts = ts * 1000 if ts.__class__ is int else (None if ts is UNSET else fast_ns(ts))
         ts_ns[i] = ts
-        if ph in FLOW_PHASES:
+        if not is_x and ph in FLOW_PHASES:
             flow_indices.append(i)
             flow_tracks.append(track)
             continue
         negdur, placed = 0, False
         if is_x:
-            args = e.get("args")
-            if args is not None:
-                corr = args.correlation if args.__class__ is ArgsText else args.get("correlation")
-                if isinstance(corr, int):
-                    point = (track, corr)
-                    have = by_correlation.get(point)
-                    if have is None:
-                        by_correlation[point] = i
-                    elif have.__class__ is list:
-                        have.append(i)
-                    else:
-                        by_correlation[point] = [have, i]
+            if e.args is not UNSET:
+                with_args.append((i, track))
             if ts is None:
                 continue
-            dur = e.get("dur")
-            dur = dur * 1000 if dur.__class__ is int else fast_ns(dur)
+            dur = e.dur
+            dur = dur * 1000 if dur.__class__ is int else (None if dur is UNSET else fast_ns(dur))
             if dur is not None:
                 negdur, placed = -dur, True
         elif ts is None:
@@ -221,37 +175,18 @@ def scan_events_python(events: list[dict]) -> TraceScan:
         p_ts.append(ts)
         p_negdur.append(negdur)
         p_placed.append(placed)
-    return _scan_of(tracks, track_of, ts_ns, p_index, p_track, p_ts, p_negdur, p_placed, by_correlation,
-                    flow_indices, flow_tracks)
-
-
-def _scan_of(tracks, track_of, ts_ns, p_index, p_track, p_ts, p_negdur, p_placed, by_correlation, flow_indices,
-             flow_tracks) -> TraceScan:
-    import numpy as np  # (the Python loop's columns: the compiled loop's need no numpy)
-
-    ts, negdur = _column(p_ts), _column(p_negdur)
-    return TraceScan(tracks, track_of, ts_ns, np.array(p_index, dtype=np.int64),
-                     np.array(p_track, dtype=np.int64), ts, negdur, np.array(p_placed, dtype=np.int64),
-                     by_correlation, flow_indices, flow_tracks,
-                     int64_columns=ts.dtype == np.int64 and negdur.dtype == np.int64)
-
-
-def _scan_of_buffers(tracks, track_of, ts_ns, p_index, p_track, p_ts, p_negdur, p_placed, by_correlation,
-                     flow_indices, flow_tracks) -> TraceScan:
-    """The compiled loop's answer: its p_ columns are int64 buffers (it hands every trace with a value
-    outside int64 back to the Python loop, whose column would hold objects), read in place."""
-    def column(buffer) -> memoryview:
-        return memoryview(buffer).cast("q")
-
-    return TraceScan(tracks, track_of, ts_ns, column(p_index), column(p_track), column(p_ts), column(p_negdur),
-                     column(p_placed), by_correlation, flow_indices, flow_tracks)
-
-
-def _column(values: list):
-    """int64, or Python ints where one does not fit (a numeric-string ts near -2^63 ns with a long dur)."""
-    import numpy as np
-
-    try:
-        return np.array(values, dtype=np.int64)
-    except OverflowError:
-        return np.array(values, dtype=object)
+    by_correlation: dict = {}
+    if flow_indices:  # (the args are read only where a flow may need them)
+        for i, track in with_args:
+            corr = correlation_of(events[i].args)
+            if isinstance(corr, int):
+                point = (track, corr)
+                have = by_correlation.get(point)
+                if have is None:
+                    by_correlation[point] = i
+                elif have.__class__ is list:
+                    have.append(i)
+                else:
+                    by_correlation[point] = [have, i]
+    return TraceScan(tracks, track_of, ts_ns, p_index, p_track, p_ts, p_negdur, p_placed, by_correlation,
+                     flow_indices, flow_tracks)

@@ -1,27 +1,29 @@
 """One schema for the fields of a trace event, checked on every event before the loader changes anything.
 
-The loader's fixes (prepare.py, flows.py) and Perfetto's importer assume each event has the types Kineto
-writes. A file that was hand-edited, truncated and re-closed, or written by another tool can break that
-in ways that used to end in a traceback (a list as `pid`), a wrong number with exit 0 (a negative `dur`),
-or an event the engine silently drops (an X event without `ts`). Every field is checked here, once:
+The loader's fixes and Perfetto's importer assume each event has the types Kineto writes. A file that was
+hand-edited, truncated and re-closed, or written by another tool can break that in ways that used to end
+in a traceback (a list as `pid`), a wrong number with exit 0 (a negative `dur`), or an event the engine
+silently drops (an X event without `ts`). Every field of the decoded events (decode.Event) is checked
+here, once:
 
     field   expected                                              when it is not
     ------  ----------------------------------------------------  -----------------------------------------
     (entry) a JSON object                                         DROP
     ph      a string                                              DROP
-    ts      finite number (or numeric string), |ts| < 2^63 ns     DROP (not for ph M, which needs no time)
+    ts      finite number (or numeric string), |ts| < 2^63 ns     DROP (ph M, which needs no time: KEEP
+            (and no farther from the others than that: rebase)    without it, reported by index and field)
     dur     (X) finite number (or numeric string) >= 0 that       missing / not a number: KEEP as 0
             keeps ts + dur inside int64 ns                        negative: KEEP clamped to 0
                                                                   beyond int64 with ts: KEEP as 0
     id      (s/t/f) an integer or a string                        DROP (an arrow without an id binds nothing)
     pid/tid an integer or a string (remapped later if Perfetto    KEEP as its JSON text (then remapped and
-            cannot hold it)                                       named after it, see prepare._remap_ids)
+            cannot hold it)                                       named after it, see ids.py)
     name,   a string                                              KEEP as its JSON text
     cat
     s, bp   a string                                              KEEP without it (the importer's default)
-    args    an object, with values a JSON writer can write        not an object: KEEP as {"value": text};
-            (at most 255 levels deep)                             deeper: KEEP, cut at MAX_ARG_DEPTH levels,
-                                                                  the rest as text (prepare._scan_args)
+    args    an object                                             not an object: KEEP as {"value": text}
+                                                                  (nested deeper than MAX_ARG_DEPTH: cut,
+                                                                  arg_values.py)
 
 Kineto's top-level fields (deviceProperties, distributedInfo, schemaVersion, ...) are checked too
 (`validate_metadata`): a field of another shape is left out of kineto_metadata and reported; it is not an
@@ -31,24 +33,10 @@ KEEP means the event reaches the engine and the change is in the ingest report (
 event indices). DROP means the event cannot be placed on a timeline at all: it is reported by index and
 reason (`IngestReport.dropped`) and counts as data loss, so the CLI refuses the trace with exit status 2
 unless the user passes `--allow-loss` (then it loads the rest and says what is missing). Whole-file
-problems (not JSON, no events) are refused earlier, in source.py and prepare.py.
+problems (not JSON, no events) are refused earlier, in decode.py and prepare.py.
 
-Why hand-written and not a schema library: the events are already dicts from orjson, most fields need
-a repair rather than a rejection (and the repair differs per field), and this is the one pass over every
-event that every load pays for. A plain loop of `type(v) is ...` tests costs about 1 us per event
-(CPU time, best of 4: 1.29M events/s on hta_df_index_resolver, 216k events; 1.00M/s on tl_h100_owlv2_large,
-132k), 4-5% of prepare()'s own CPU time there (3.8 s and 2.7 s); an A/B of the whole prepare() with and
-without it on the shared 2-core machine measured +10% to +21%. A schema library is no faster: msgspec (the
-fastest we know) checking only the types of the same nine fields, one `msgspec.convert(event, Struct)` per
-event, ran at 1.40M events/s against this loop's 1.28M on the same trace, and it would still need this
-loop for finiteness, ranges and numeric strings, for the per-field repairs and for the per-index report.
-The args depth is tested where prepare._scan_args already writes each nested arg value (a writer refuses
-past 255 levels), not by a walk here that would double the cost.
-
-The loop's common case (an event it keeps unchanged: every field already of its type and in range) is also
-compiled (_cvalidate.c): 54-104 ms against 134-185 ms for the 109k events of hta_trace_diff_control. The
-compiled loop hands every other entry to this one, so this loop stays the definition of every repair and
-drop; tests/test_validate_compiled.py holds the two together.
+The decoder has already typed what a schema can type (a Struct per event, `ts` and `args` kept as text);
+what is left is per-field repair rather than rejection, and the per-index report, in one plain loop.
 """
 from __future__ import annotations
 
@@ -56,21 +44,14 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
+import msgspec
 import orjson
 
-from kineto_sql.loading.events import orjson_keys
-from kineto_sql.loading.lazy_args import ArgsText
+from kineto_sql.loading.decode import UNSET, Event, Outlier, Raw
 from kineto_sql.loading.report import IngestReport
 
-try:  # the common case of _validate_loop, compiled (pyproject's ext-modules); absent without a C compiler
-    from kineto_sql.loading import _cvalidate
-except ImportError:
-    _cvalidate = None
-if _cvalidate is not None:
-    _cvalidate.use_keys(orjson_keys())
-
 # A Kineto trace nests args two or three levels deep; 32 leaves room for any real producer, and stays far
-# from the recursion limits of orjson (255) and of the engine's own JSON reader.
+# from the recursion limits of a JSON writer (orjson: 255) and of the engine's own JSON reader.
 MAX_ARG_DEPTH = 32
 INT64_MAX = 2**63 - 1
 # |ts| and ts + dur in microseconds must stay below this so the nanosecond value fits int64.
@@ -78,7 +59,6 @@ MAX_US = INT64_MAX // 1000
 EXAMPLES = 10
 
 _FLOW = frozenset(("s", "t", "f"))
-_TEXT_KEYS = ("name", "cat")
 _OPTIONAL_TEXT = ("s", "bp")
 
 
@@ -93,125 +73,114 @@ class Survey:
     zero_tid_pids: set
     metadata_at: list  # indices (in the kept events) of the ph M events
     # indices (in the kept events) of the events with a pid or tid that is not an int of 0..2^32-1: the only
-    # ones the id remap can change (prepare._remap_ids)
+    # ones the id remap can change (ids.remap_ids)
     odd_ids: list
 
 
 _ZERO_TID_PHASES = frozenset(("X", "i", "I", "s", "t", "f"))
+_ID_TYPES = frozenset((int, str, type(None), type(UNSET)))
+_TEXT_TYPES = frozenset((str, type(None), type(UNSET)))
 UINT32_MAX = 2**32 - 1  # the largest pid / tid the importer keeps as it is
 
 
-def validate_events(entries: list, report: IngestReport) -> list[dict]:
+def validate_events(entries: list, report: IngestReport) -> list[Event]:
     """The entries that can be events, with their fields repaired; everything dropped or changed is reported."""
     return validate_and_survey(entries, report)[0]
 
 
-def validate_and_survey(entries: list, report: IngestReport) -> tuple[list[dict], Survey]:
-    """validate_events, and the Survey of what it kept."""
+def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = True) -> tuple[list[Event], Survey]:
+    """validate_events, and the Survey of what it kept. `odd_args` False: no event's args can be other than
+    a JSON object or null (decode.Decoded.odd_args), so they need no look."""
     drops: dict[str, list[int]] = defaultdict(list)
     fixes: dict[str, list[int]] = defaultdict(list)
-    kept = []
+    kept, bad_metadata = [], []
     phases, pids, tids, zero_tid_pids, metadata_at, odd_ids = {}, {}, {}, set(), [], []
-    shared, shared_ids = {}, {}  # strings; ints (kept apart: 1 == True == 1.0)
-    survey = (kept, phases, pids, tids, zero_tid_pids, metadata_at, odd_ids, shared, shared_ids)
-    if _cvalidate is not None:
-        # The compiled loop keeps and surveys every event this loop would keep unchanged, and hands each
-        # other one to this loop, in order (_cvalidate.c).
-        _cvalidate.validate(entries, lambda index, e: _validate_loop(((index, e),), drops, fixes, *survey),
-                            *survey)
-    else:
-        _validate_loop(enumerate(entries), drops, fixes, *survey)
-
-    for reason, indices in drops.items():
-        report.drop(reason, indices)
-    for kind, indices in fixes.items():
-        count, why = len(indices), FIX_WHY[kind]
-        report.add(kind, count, why, examples=[f"event {i}" for i in indices[:EXAMPLES]])
-    return kept, Survey(phases, pids, tids, zero_tid_pids, metadata_at, odd_ids)
-
-
-def _validate_loop(pairs, drops: dict, fixes: dict, kept: list, phases: dict, pids: dict, tids: dict,
-                   zero_tid_pids: set, metadata_at: list, odd_ids: list, shared: dict, shared_ids: dict) -> None:
-    """The checks and repairs of every (index, entry) of `pairs`, into the lists validate_and_survey reports."""
-    share, share_id = shared.setdefault, shared_ids.setdefault
-    for index, e in pairs:
-        if type(e) is not dict:
+    for index, e in enumerate(entries):
+        if type(e) is not Event:
             drops["not a JSON object"].append(index)
             continue
-        ph = e.get("ph")
+        ph = e.ph
         if type(ph) is not str:
-            if not e:
+            if ph is UNSET and not any(getattr(e, name) is not UNSET for name in e.__struct_fields__):
                 fixes["empty_entry_ignored"].append(index)
                 continue
             drops["ph is missing or not a string"].append(index)
             continue
+        ts = e.ts
+        if ts is UNSET:
+            ts = None
         if ph != "M":
-            ts = e.get("ts")
-            kind = type(ts)  # (a float too: a rebased trace's are; NaN fails the range, _bad_time says why)
+            kind = type(ts)
             if not ((kind is int or kind is float) and -MAX_US <= ts <= MAX_US):
                 reason = _bad_time(ts)
                 if reason:
                     drops[f"ts {reason}"].append(index)
                     continue
         if ph == "X":
-            dur = e.get("dur")
+            dur = e.dur
             if not ((type(dur) is int or type(dur) is float) and 0 <= dur and type(ts) is not str
                     and ts + dur <= MAX_US):
-                why = _fix_dur(e)
+                why = _fix_dur(e, ts)
                 if why:
                     fixes[why].append(index)
         elif ph in _FLOW:
-            flow_id = e.get("id")
+            flow_id = e.id
             if type(flow_id) is not int and type(flow_id) is not str:
                 drops["flow event id is missing or not an integer / string"].append(index)
                 continue
-        pid, tid, name, cat, args = e.get("pid"), e.get("tid"), e.get("name"), e.get("cat"), e.get("args")
-        # The common case in one test each: every field already has its type.
-        if not (type(pid) is int or type(pid) is str or pid is None):
-            e["pid"] = pid = text_of(pid)
+        pid, tid = e.pid, e.tid
+        if type(pid) not in _ID_TYPES:
+            e.pid = pid = text_of(pid)
             fixes["id_coerced_to_text"].append(index)
-        if not (type(tid) is int or type(tid) is str or tid is None):
-            e["tid"] = tid = text_of(tid)
+        if type(tid) not in _ID_TYPES:
+            e.tid = tid = text_of(tid)
             fixes["id_coerced_to_text"].append(index)
-        if not (type(name) is str or name is None):
-            e["name"] = text_of(name)
+        if type(e.name) not in _TEXT_TYPES:
+            e.name = text_of(e.name)
             fixes["name_or_cat_coerced_to_text"].append(index)
-        if not (type(cat) is str or cat is None):
-            e["cat"] = text_of(cat)
+        if type(e.cat) not in _TEXT_TYPES:
+            e.cat = text_of(e.cat)
             fixes["name_or_cat_coerced_to_text"].append(index)
-        if not (type(args) is dict or args is None or type(args) is ArgsText):
-            e["args"] = {"value": text_of(args)}
+        args = e.args
+        if odd_args and type(args) is Raw and bytes(memoryview(args)[:1]) not in b"{n":  # (an object, or null)
+            e.args = {"value": text_of(msgspec.json.decode(args))}
             fixes["args_not_object_wrapped"].append(index)
-        if ph != "X":
+        if ph != "X" and (e.s is not UNSET or e.bp is not UNSET):
             for key in _OPTIONAL_TEXT:
-                if key in e and type(e[key]) is not str:
-                    del e[key]
+                value = getattr(e, key)
+                if value is not UNSET and type(value) is not str:
+                    setattr(e, key, UNSET)
                     fixes["bad_scope_removed"].append(index)
         if ph == "M":
+            for key in ("ts", "dur"):  # (a metadata event needs no time, but the engine reads one it has)
+                value = getattr(e, key)
+                if value is not UNSET and not ((type(value) is int or type(value) is float) and -MAX_US <= value <= MAX_US
+                                               ) and _bad_time(value) is not None:
+                    setattr(e, key, UNSET)
+                    bad_metadata.append(f"event {index}: {key} {value!r}")
             metadata_at.append(len(kept))
         kept.append(e)
         phases[ph] = phases.get(ph, 0) + 1
-        # A trace repeats a few hundred names, categories and ids over hundreds of thousands of events,
-        # and the parser gives every occurrence its own object: one object per distinct value frees about
-        # a quarter of the parsed events' memory (their peak in the loader), for ~0.4 us per event.
-        e["ph"] = share(ph, ph)
-        if name.__class__ is str:
-            e["name"] = share(name, name)
-        if cat.__class__ is str:
-            e["cat"] = share(cat, cat)
-        if pid.__class__ is int:
-            e["pid"] = pid = share_id(pid, pid)
-        if tid.__class__ is int:
-            e["tid"] = tid = share_id(tid, tid)
-        if pid is not None or "pid" in e:
+        if pid is not UNSET:
             pids[pid] = None
-        if tid is not None or "tid" in e:
+        if tid is not UNSET:
             tids[tid] = None
-            if tid == 0 and ph in _ZERO_TID_PHASES and pid != 0 and pid is not None:
+            if tid == 0 and ph in _ZERO_TID_PHASES and pid != 0 and pid is not None and pid is not UNSET:
                 zero_tid_pids.add(pid)
-        if ("pid" in e and not (pid.__class__ is int and 0 <= pid <= UINT32_MAX)) or (
-                "tid" in e and not (tid.__class__ is int and 0 <= tid <= UINT32_MAX)):
+        if (pid is not UNSET and not (pid.__class__ is int and 0 <= pid <= UINT32_MAX)) or (
+                tid is not UNSET and not (tid.__class__ is int and 0 <= tid <= UINT32_MAX)):
             odd_ids.append(len(kept) - 1)
+
+    for reason, indices in drops.items():
+        report.drop(reason, indices)
+    for kind, indices in fixes.items():
+        count, why = len(indices), FIX_WHY[kind]
+        report.add(kind, count, why, examples=[f"event {i}" for i in indices[:EXAMPLES]])
+    report.add("metadata_time_removed", len(bad_metadata),
+               "a metadata event (ph M: a process or thread name) with a ts or dur that is not a number makes the "
+               "engine refuse the whole file; the field is left out (the name needs no time)",
+               examples=bad_metadata[:EXAMPLES])
+    return kept, Survey(phases, pids, tids, zero_tid_pids, metadata_at, odd_ids)
 
 
 FIX_WHY = {
@@ -230,9 +199,6 @@ FIX_WHY = {
                          "the importer's default applies",
     "args_not_object_wrapped": "args that are not a JSON object are stored as their JSON text in args.value",
 }
-DEEP_ARGS_WHY = (f"an arg nested deeper than a JSON writer goes (255 levels): below level {MAX_ARG_DEPTH} it is "
-                 "stored as the text '<nested too deep>' so the trace can be written back for the engine")
-
 
 # Kineto's top-level fields that the loader and the queries read, with the shape they must have.
 _METADATA_SHAPES = {
@@ -287,14 +253,12 @@ def _writable(value) -> bool:
         return False
 
 
-def cut_deep(value):
-    """`value` with everything below MAX_ARG_DEPTH levels replaced by a marker text (bounded recursion)."""
-    return _cut(value, 1)
-
-
 def _bad_time(ts) -> str | None:
     """Why `ts` cannot be a timestamp, or None when it can (ints were checked by the caller's fast path)."""
     kind = type(ts)
+    if kind is Outlier:
+        return ("lies farther from the trace's other timestamps than int64 nanoseconds can span (an outlier; "
+                "the others keep their times)")
     if ts is None:
         return "is missing"
     if kind is float:
@@ -314,7 +278,7 @@ def _bad_time(ts) -> str | None:
     return f"is a {_json_type(ts)}, not a number"
 
 
-def _fix_dur(e: dict) -> str | None:
+def _fix_dur(e: Event, ts) -> str | None:
     dur = e.get("dur")
     kind = type(dur)
     if kind is str:
@@ -335,7 +299,6 @@ def _fix_dur(e: dict) -> str | None:
     if dur < 0:
         e["dur"] = 0
         return "negative_dur_clamped"
-    ts = e["ts"]
     if type(ts) is str:
         ts = float(ts)
     if ts + dur > MAX_US:

@@ -1,0 +1,57 @@
+"""Two installs' CLI load, A/B: bench_load.py's own sides (the 2-process load of each install, the bare engine),
+interleaved, without its HTA and in-process sides (which need an HTA venv and double the time).
+
+    python bench/ab_load.py --old /work/main/.venv/bin/python --trace T.json.gz [--sizes 1 4] [--repeat 3]
+
+Per trace (T itself, then its compact rewrite replicated each of --sizes times): medians of whole-process wall
+and CPU seconds (user + system of the process tree) and of the tree's peak PSS (one sampled round per side),
+and the new/old ratios; one JSON line per trace.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _child import KINETO_PYTHON, interleaved, json_mb  # noqa: E402
+from bench_load import BARE_LOAD, KINETO_LOAD_2  # noqa: E402
+from replicate import _read, replicate, write  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--new", default=KINETO_PYTHON)
+    ap.add_argument("--old", required=True, help="the python of a venv with the other install")
+    ap.add_argument("--trace", type=Path, required=True)
+    ap.add_argument("--sizes", type=int, nargs="*", default=[1, 4])
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kineto_ab_load_") as tmp:
+        files = [("original", args.trace)]
+        source = _read(args.trace)
+        for n in args.sizes:
+            path = Path(tmp) / f"x{n}.json"
+            write(replicate(source, n), path)
+            files.append((f"{n}x compact", path))
+        for label, f in files:
+            sides = {"new": (args.new, KINETO_LOAD_2, str(f)), "old": (args.old, KINETO_LOAD_2, str(f)),
+                     "bare": (args.new, BARE_LOAD, str(f))}
+            runs = interleaved(sides, args.repeat, memory_rounds=1)
+            row = {"trace": label, "json_mb": round(json_mb(f), 1)}
+            for side, rows in runs.items():
+                for key in ("wall_s", "cpu_s", "peak_tree_pss_mb"):
+                    values = [r[key] for r in rows if r.get(key) is not None]
+                    row[f"{side}_{key}"] = round(statistics.median(values), 3) if values else None
+                row[f"{side}_walls"] = [round(r["wall_s"], 2) for r in rows]
+                row[f"{side}_cpus"] = [round(r["cpu_s"], 2) for r in rows]
+            for key in ("wall_s", "cpu_s", "peak_tree_pss_mb"):
+                row[f"new/old {key}"] = round(row[f"new_{key}"] / row[f"old_{key}"], 3)
+            print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""The trace text decoded into typed events (msgspec), and written back.
+
+An event is a `msgspec.Struct` of the fields Perfetto's JSON importer reads. `args` stay the text the file
+wrote (`msgspec.Raw`: nothing but a correlation is read there, and they are written back verbatim by
+`msgspec.json.encode`). Every other field is decoded as the JSON value it is, whatever its type:
+validate.py checks and repairs them. Where the rebase needs the exact digits of the timestamps, it reads
+them as text in a second decode (`timestamp_texts`).
+
+A trace whose events hold a field not in `Event` (no Kineto trace does) is decoded a second way: those
+fields are kept as text beside the event (`Decoded.extras`) and written back with it, so nothing is lost.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from kineto_sql.errors import TraceInputError
+
+UNSET = msgspec.UNSET
+Raw = msgspec.Raw
+
+
+class Event(msgspec.Struct, forbid_unknown_fields=True):
+    """One entry of traceEvents. UNSET: the field is not in the file (None is a JSON null)."""
+
+    ph: Any = UNSET
+    name: Any = UNSET
+    cat: Any = UNSET
+    pid: Any = UNSET
+    tid: Any = UNSET
+    ts: Any = UNSET
+    dur: Any = UNSET
+    tts: Any = UNSET
+    tdur: Any = UNSET
+    id: Any = UNSET
+    id2: Any = UNSET
+    bind_id: Any = UNSET
+    flow_in: Any = UNSET
+    flow_out: Any = UNSET
+    bp: Any = UNSET
+    s: Any = UNSET
+    scope: Any = UNSET
+    cname: Any = UNSET
+    args: Raw = UNSET  # the text as written; a dict once a fix rewrote it
+
+    # The dict-like reading the fixes share (a missing field reads as None, as a dict's get).
+    def get(self, key: str, default=None):
+        value = getattr(self, key, UNSET)
+        return default if value is UNSET else value
+
+    def __getitem__(self, key: str):
+        value = self.get(key, UNSET)
+        if value is UNSET:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key: str, value) -> None:
+        setattr(self, key, value)
+
+    def __contains__(self, key: str) -> bool:
+        return getattr(self, key, UNSET) is not UNSET
+
+    def __delitem__(self, key: str) -> None:
+        setattr(self, key, UNSET)
+
+    def update(self, **fields) -> None:
+        for key, value in fields.items():
+            setattr(self, key, value)
+
+
+class Outlier:
+    """The `ts` of an event the rebase could not place: it lies farther from the trace's other timestamps
+    than int64 nanoseconds can span; validate drops the event and reports it (rebase.py)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+class _Lenient(Event, forbid_unknown_fields=False):
+    """Event, for a trace where some event holds another field (kept by decode_trace as text)."""
+
+
+FIELDS = Event.__struct_fields__
+
+
+class _Time(msgspec.Struct):
+    ts: Raw = UNSET
+
+
+def timestamp_texts(decoded: "Decoded") -> list:
+    """Each entry's `ts` as the text the file wrote (a Raw; UNSET where it has none or is no object)."""
+    try:
+        return [t.ts for t in msgspec.json.decode(decoded.events_text, type=list[_Time])]
+    except msgspec.ValidationError:  # (an entry that is not an object: validate drops it)
+        out = []
+        for entry in msgspec.json.decode(decoded.events_text, type=list[Raw]):
+            try:
+                out.append(msgspec.json.decode(entry, type=_Time).ts)
+            except msgspec.ValidationError:
+                out.append(UNSET)
+        return out
+
+
+def args_of(e: Event):
+    """An event's args as decoded JSON (a dict for Kineto's), or None."""
+    args = e.args
+    if args is UNSET:
+        return None
+    return msgspec.json.decode(args) if type(args) is Raw else args
+
+
+@dataclass
+class Decoded:
+    events: list  # Event, or the decoded value of an entry that is not a JSON object
+    metadata: dict  # the top-level fields but traceEvents, decoded
+    events_text: Raw | bytes = b"[]"  # the traceEvents list as written
+    # whether some event's args may not be a JSON object (validate wraps those); False is certain
+    odd_args: bool = True
+    # id(event) -> its fields that are not Event's, as text (only for a trace that has some)
+    extras: dict = field(default_factory=dict)
+
+
+_TOP = dict[str, Raw]
+
+
+def decode_trace(raw: bytes, path: Path) -> Decoded:
+    """The document as typed events; one sentence for a text that is not a trace."""
+    try:
+        start = raw.lstrip()[:1]
+        if start == b"[":
+            events_text, metadata = raw, {}
+        elif start == b"{":
+            top = msgspec.json.decode(raw, type=_TOP)
+            events_text = top.pop("traceEvents", None)
+            metadata = {key: msgspec.json.decode(value) for key, value in top.items()}
+            if events_text is None or bytes(memoryview(events_text)[:1]) != b"[":
+                raise TraceInputError(f"{path} is JSON but not a Kineto / Chrome trace (no traceEvents list); "
+                                      "pass the file torch.profiler exported")
+        else:
+            msgspec.json.decode(raw)  # (raises the parse's own error for a text that is not JSON)
+            raise TraceInputError(f"{path} is JSON but not a Kineto / Chrome trace (no traceEvents list); "
+                                  "pass the file torch.profiler exported")
+        try:
+            events = msgspec.json.decode(events_text, type=list[Event])
+            return Decoded(events, metadata, events_text, odd_args=_ODD_ARGS.search(raw) is not None)
+        except msgspec.ValidationError:
+            return _decode_each(events_text, metadata)
+    except msgspec.DecodeError as exc:
+        raise TraceInputError(_not_json(raw, path, str(exc))) from None
+    except RecursionError:
+        raise TraceInputError(f"{path} is not valid JSON as read here: it nests deeper than a JSON reader goes; "
+                              "re-export the trace from torch.profiler") from None
+
+
+def _decode_each(events_text, metadata: dict) -> Decoded:
+    """The events one by one: an entry that is not an object is kept as its value (validate drops it), the
+    fields an event holds beyond Event's are kept as text in `extras`."""
+    events, extras = [], {}
+    for entry in msgspec.json.decode(events_text, type=list[Raw]):
+        try:
+            events.append(msgspec.json.decode(entry, type=Event))
+            continue
+        except msgspec.ValidationError:
+            pass
+        try:
+            e = msgspec.json.decode(entry, type=_Lenient)
+        except msgspec.ValidationError:
+            events.append(msgspec.json.decode(entry))
+            continue
+        e = Event(**{name: getattr(e, name) for name in FIELDS})
+        fields = msgspec.json.decode(entry, type=dict[str, Raw])
+        extras[id(e)] = {key: value for key, value in fields.items() if key not in FIELDS}
+        events.append(e)
+    return Decoded(events, metadata, events_text, extras)
+
+
+# An "args" key whose value does not open an object (nor is null): a maybe (the key may be an arg's own).
+_ODD_ARGS = re.compile(rb'"args"\s*:\s*[^{\sn]')
+_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+def _not_json(raw: bytes, path: Path, message: str) -> str:
+    """The sentence for a text msgspec could not decode: where, and what is near."""
+    if "truncated" in message:
+        return f"{path} is truncated JSON (the file ends mid-event); re-export the trace from torch.profiler"
+    found = _BYTE.search(message)
+    cause = message.split(" (byte")[0].replace("JSON is malformed: ", "")
+    if found is None:
+        return f"{path} is not valid JSON: {cause}; re-export the trace from torch.profiler"
+    at = int(found.group(1))
+    line = raw.count(b"\n", 0, at) + 1
+    column = at - (raw.rfind(b"\n", 0, at) + 1) + 1
+    near = raw[max(at - 20, 0):at + 20].decode(errors="replace")
+    hint = " (NaN and Infinity are not JSON numbers)" if any(w in near for w in ("NaN", "Infinity")) else ""
+    return (f"{path} is not valid JSON at line {line} column {column} (byte {at}): {cause} near {near!r}{hint}; "
+            "re-export the trace from torch.profiler")
+
+
+def encode_events(events: list, extras: dict) -> bytes:
+    """The events as a JSON array's items (no brackets): Raw fields verbatim, UNSET ones left out."""
+    if extras:
+        events = [_with_extras(e, extras[id(e)]) if id(e) in extras else e for e in events]
+    return msgspec.json.encode(events)[1:-1]
+
+
+def _with_extras(e: Event, extra: dict) -> dict:
+    out = {name: getattr(e, name) for name in FIELDS if getattr(e, name) is not UNSET}
+    out.update(extra)
+    return out
