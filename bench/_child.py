@@ -281,8 +281,8 @@ _report(load_s=t1 - t0, analyses_s=t2 - t1)
 # five queries in this process (in two they took as long: the event set they share is most of the work).
 KINETO_HTA_FOUR = RSS_SNIPPET + EARLY_START + """
 from kineto_sql import open_trace
-from kineto_sql.query_pool import default_jobs
-from kineto_sql.runner import run_query
+from kineto_sql.run.pool import default_jobs
+from kineto_sql.run.runner import run_query
 load = analyses = 0.0
 for path in sys.argv[1:]:
     tp = open_trace(path, jobs=default_jobs()); t1 = time.perf_counter()

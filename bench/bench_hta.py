@@ -2,7 +2,7 @@
 
 Each side runs in its own fresh process per trace set: load every rank, then the four analyses; wall
 seconds (load and analyses separately) and peak RSS. kineto-sql runs the hta_compat variants (the
-numbers HTA prints) through kineto_sql.runner.run_query, loading the ranks one after another in one
+numbers HTA prints) through kineto_sql.run.runner.run_query, loading the ranks one after another in one
 process. Then `ranks` on dlrm_8rank with --jobs 1 vs --jobs 2 (peak RSS: the largest process).
 
     python bench/bench_hta.py --hta-python /work/hta-venv/bin/python [--repeat 3]

@@ -29,7 +29,7 @@ from replicate import _read, replicate, write  # noqa: E402
 
 KINETO_LOAD = RSS_SNIPPET + EARLY_START + """
 from kineto_sql import open_trace
-from kineto_sql.query_pool import default_jobs
+from kineto_sql.run.pool import default_jobs
 tp = open_trace(sys.argv[1], jobs=default_jobs()); t = time.perf_counter() - t0
 _report(load_s=t)
 """

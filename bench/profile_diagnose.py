@@ -18,9 +18,9 @@ from pathlib import Path
 
 from kineto_sql import open_trace
 from kineto_sql.diagnose.run import OP_TABLE, STEP_LEDGER, VERDICT, detectors
-from kineto_sql.includes import kineto_dependencies
-from kineto_sql.runner import capabilities, resolve_spec, run_query
-from kineto_sql.sql_literals import include_statement
+from kineto_sql.sql.includes import kineto_dependencies
+from kineto_sql.run.runner import capabilities, resolve_spec, run_query
+from kineto_sql.sql.literals import include_statement
 
 
 def profile(trace: Path) -> tuple[float, list[tuple[str, float, float]]]:

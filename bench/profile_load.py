@@ -78,7 +78,7 @@ import gzip, json, sys, time
 from pathlib import Path
 from kineto_sql.engine.processor import EngineChoice, KinetoTraceProcessor
 from kineto_sql.loading.prepare import prepare_path
-from kineto_sql.sql_package import package_dir, package_modules
+from kineto_sql.sql.package import package_dir, package_modules
 path = Path(sys.argv[1])
 raw = path.read_bytes()
 raw = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw

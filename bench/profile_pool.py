@@ -2,7 +2,7 @@
 
 `diagnose` on 2+ cores loads the trace, builds the lib modules its first two queries share (serially, in
 this process, before the fork), then the parent and a forked child take the queries from one shared list
-(kineto_sql.query_pool). Its wall time is the load, plus that serial build, plus the longer of the two
+(kineto_sql.run.pool). Its wall time is the load, plus that serial build, plus the longer of the two
 sides. This runs diagnose_trace exactly so (jobs=2) and prints each shared module's build, and each side's
 queries in the order it ran them, with wall and CPU seconds (CPU is what a step costs when other work
 shares the machine), then the three sums. A query's CPU includes the modules it built first.
@@ -18,7 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kineto_sql import open_trace, query_pool
+from kineto_sql import open_trace
+from kineto_sql.run import pool as query_pool
 from kineto_sql.diagnose.run import diagnose_trace, query_plan
 
 

@@ -11,7 +11,8 @@ import argparse
 import json
 from pathlib import Path
 
-from kineto_sql import catalog, open_trace
+from kineto_sql import open_trace
+from kineto_sql.catalog import spec as catalog
 from kineto_sql.diagnose.run import diagnose_trace
 from kineto_sql.whatif import load_graph
 from kineto_sql.whatif.predict import median_step, steady_windows

@@ -18,7 +18,7 @@ from kineto_sql.diagnose.run import diagnose_path
 from kineto_sql.fleet.executors import executor_for
 from kineto_sql.inputs import shown
 from kineto_sql.outputs import write_atomically
-from kineto_sql.query_pool import default_jobs
+from kineto_sql.run.pool import default_jobs
 
 
 @click.command("diagnose")

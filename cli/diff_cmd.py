@@ -71,7 +71,8 @@ def diff_command(before: Path, after: Path | None, fmt: str, device: str, median
       kineto-sql diff main.json.gz --baseline main --update-baseline
       kineto-sql diff pr.json.gz --baseline main --fail-on-regression 5
     """
-    from kineto_sql import baselines, trace_diff
+    from kineto_sql.diff import baselines
+    from kineto_sql.diff import traces as trace_diff
 
     choice = engine_choice(engine_kind, tp_shell)
     if update_baseline and (baseline_name is None or after is not None):
@@ -100,7 +101,7 @@ def diff_command(before: Path, after: Path | None, fmt: str, device: str, median
     report = trace_diff.build_diff(sides[0], sides[1], options, None if device == "all" else device)
     result = None
     if fail_pct is not None:
-        from kineto_sql.diff_verdict import gate
+        from kineto_sql.diff.verdict import gate
 
         result = gate(report.verdict, fail_pct)
     _emit(report, sides, fmt, limit, min_us, result)
@@ -111,7 +112,7 @@ def diff_command(before: Path, after: Path | None, fmt: str, device: str, median
 
 
 def _load_sides(paths: list[Path], choice) -> list:
-    from kineto_sql import trace_diff
+    from kineto_sql.diff import traces as trace_diff
 
     with _progress() as progress:
         task = progress.add_task(f"loading {len(paths)} trace{'s' if len(paths) > 1 else ''}", total=len(paths))
@@ -151,7 +152,7 @@ def _bucket_table(verdict, min_us: float) -> str:
     """The ledger buckets and their groups: change in the median per steady window, ms, with the 95%
     interval; `moved` when the interval leaves zero out. Buckets whose change and interval stay under
     --min-us are left out. Fits 80 columns."""
-    from kineto_sql.diff_verdict import GROUPS
+    from kineto_sql.diff.verdict import GROUPS
 
     lines = [f"{'ledger bucket':<22} {'change':>8} {'95% CI':>19}  ms (steady medians)"]
     entries = [(GROUPS[k] + " (all)", iv) for k, iv in verdict.groups.items()]
@@ -167,7 +168,7 @@ def _bucket_table(verdict, min_us: float) -> str:
 def _diff_table(rows: pd.DataFrame) -> str:
     """Fixed columns that fit 80: status, device, before / after / moved in ms per step, the short name
     and, for a row under an op, that op (a kernel's launching op)."""
-    from kineto_sql.trace_diff import short_name
+    from kineto_sql.diff.traces import short_name
 
     lines = [f"{'status':<11} {'dev':<3} {'before':>7} {'after':>7} {'moved':>7}  name [under op] (ms per step)"]
     for r in rows.itertuples(index=False):
@@ -189,7 +190,7 @@ def _label(name: str, path: str, short_name) -> str:
 
 
 def _hta_diff(before: Path, after: Path, fmt: str, device: str, all_steps: bool, step: int, limit: int, choice):
-    from kineto_sql import trace_diff
+    from kineto_sql.diff import traces as trace_diff
 
     options = trace_diff.SummaryOptions(all_steps=all_steps, step=step)
     with ProcessPoolExecutor(max_workers=2) as pool:

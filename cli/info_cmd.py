@@ -16,7 +16,7 @@ from kineto_sql.errors import KinetoSqlError
 from kineto_sql.fleet.executors import RankFailure
 from kineto_sql.fleet.run import all_failed
 from kineto_sql.inputs import rank_dir_entries
-from kineto_sql.query_pool import default_jobs
+from kineto_sql.run.pool import default_jobs
 from kineto_sql.cli.progress import spinner
 from kineto_sql.loading.load import open_rank_dir, open_trace
 from kineto_sql.trace_info import TraceInfo, describe

@@ -9,7 +9,7 @@ from kineto_sql import __version__
 
 
 # Each command's module is imported when the command runs (or --help lists it), not before: the modules
-# of `sql` and `info` import pandas, which `diagnose` never needs (kineto_sql.rows).
+# of `sql` and `info` import pandas, which `diagnose` never needs (kineto_sql.engine.rows).
 COMMANDS = {
     "info": "kineto_sql.cli.info_cmd:command",
     "sql": "kineto_sql.cli.sql_cmd:command",

@@ -1,4 +1,4 @@
-"""`kineto-sql mcp`: the agent interface (kineto_sql/agent.py) on stdio."""
+"""`kineto-sql mcp`: the agent interface (kineto_sql/api/agent.py) on stdio."""
 from __future__ import annotations
 
 import importlib.util
@@ -22,6 +22,6 @@ def command():
     if importlib.util.find_spec("mcp") is None:
         click.echo("error: `kineto-sql mcp` needs the mcp package: pip install 'kineto-sql[mcp]'", err=True)
         sys.exit(2)
-    from kineto_sql.agent import serve
+    from kineto_sql.api.agent import serve
 
     serve()

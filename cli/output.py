@@ -182,7 +182,7 @@ def emit_json(obj) -> None:
 
 def _missing(value) -> bool:
     try:
-        import pandas as pd  # here, not at import: diagnose never needs it (kineto_sql.rows)
+        import pandas as pd  # here, not at import: diagnose never needs it (kineto_sql.engine.rows)
 
         return value is None or bool(pd.isna(value))
     except (TypeError, ValueError):

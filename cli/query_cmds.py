@@ -7,15 +7,15 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from kineto_sql.catalog import KINDS, load_catalog
+from kineto_sql.catalog.spec import KINDS, load_catalog
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.progress import spinner
 from kineto_sql.cli.output import (emit_frame, emit_json, emit_not_applicable, format_option, frame_records,
                                    friendly_errors)
-from kineto_sql.query_pool import default_jobs
+from kineto_sql.run.pool import default_jobs
 from kineto_sql.loading.load import open_trace
-from kineto_sql.paste import paste_bundle
-from kineto_sql.runner import resolve_params, resolve_spec, run_query
+from kineto_sql.devtools.paste import paste_bundle
+from kineto_sql.run.runner import resolve_params, resolve_spec, run_query
 
 param_option = click.option(
     "-p", "--param", "params", type=(str, str), multiple=True, metavar="NAME VALUE",
@@ -68,7 +68,7 @@ def show_command(query_id: str, paste: bool, params: tuple[tuple[str, str], ...]
     if paste:
         click.echo(paste_bundle(spec, dict(params)), nl=False)
         return
-    from kineto_sql.rule_page import render_text
+    from kineto_sql.devtools.page import render_text
 
     click.echo(render_text(spec), nl=False)
 
@@ -155,7 +155,8 @@ def lint_command(ids: tuple[str, ...], update_lock: bool, force: bool):
       kineto-sql lint
       kineto-sql lint --update-lock catalog.gc_gil_stall
     """
-    from kineto_sql import lint, versions
+    from kineto_sql.devtools import lint
+    from kineto_sql.catalog import lock as versions
 
     if update_lock:
         refused = versions.update_lock(ids=list(ids) or None, force=force)
@@ -163,7 +164,7 @@ def lint_command(ids: tuple[str, ...], update_lock: bool, force: bool):
             click.echo(str(issue))
         if refused:
             sys.exit(1)
-        from kineto_sql.rule_page import write_reference
+        from kineto_sql.devtools.page import write_reference
 
         click.echo(f"locked {', '.join(ids) if ids else 'every query and lib module'} in {versions.lock_path()}; "
                    f"wrote {write_reference()}")
@@ -190,7 +191,7 @@ def new_command(target: str):
       kineto-sql new catalog.sync_forcing_op
       kineto-sql new eager_small_op_storm
     """
-    from kineto_sql.scaffold import scaffold
+    from kineto_sql.devtools.scaffold import scaffold
 
     made = scaffold(target)
     click.echo(f"wrote {made.sql_path}\nwrote {made.test_path}")

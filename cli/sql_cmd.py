@@ -8,7 +8,7 @@ import click
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.output import emit_frame, format_option, friendly_errors
-from kineto_sql.query_pool import default_jobs
+from kineto_sql.run.pool import default_jobs
 from kineto_sql.cli.progress import spinner
 from kineto_sql.loading.load import open_trace
 

@@ -8,7 +8,7 @@ import click
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options
 from kineto_sql.cli.output import friendly_errors
-from kineto_sql.runner import resolve_params, resolve_spec
+from kineto_sql.run.runner import resolve_params, resolve_spec
 
 
 @click.command("try")
@@ -35,7 +35,7 @@ def command(query_id: str, traces: tuple[Path, ...], params, fires_when: str | N
       kineto-sql try catalog.gc_gil_stall golden/traces ../shared/corpus --write-cases
       kineto-sql try reading.step_table golden/traces --fires-when cold_start --check cold_start --write-cases
     """
-    from kineto_sql import try_rule
+    from kineto_sql.devtools import try_rule
 
     spec = resolve_spec(query_id)
     values = resolve_params(spec, dict(params))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from kineto_sql.engine.processor import KinetoTraceProcessor
-from kineto_sql.sql_files import sections
+from kineto_sql.sql.files import sections
 
 FLAG_KEYS = ("record_shapes", "with_stack", "profile_memory", "with_flops", "with_modules")
 

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from kineto_sql import open_trace, rule_tests
+from kineto_sql import open_trace
+from kineto_sql.catalog import cases as rule_tests
 from tests.conftest import CORPUS, GOLDEN
 
 GOLDEN_TRACES = GOLDEN / "traces"

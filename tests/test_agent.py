@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 from mcp import Client  # noqa: E402
 
-from kineto_sql.agent import SCHEMA_VERSION, Traces, build_server  # noqa: E402
+from kineto_sql.api.agent import SCHEMA_VERSION, Traces, build_server  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "traces"
 TRACE = str(GOLDEN / "gc_stall_planted.json.gz")

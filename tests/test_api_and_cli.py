@@ -12,7 +12,7 @@ from kineto_sql import EngineChoice, KinetoTraceProcessor, open_trace
 from kineto_sql.cli.main import cli
 from kineto_sql.errors import EngineError, QueryError
 from kineto_sql.loading.load import prepare_file
-from kineto_sql.sql_literals import bind, literal, table_function_call
+from kineto_sql.sql.literals import bind, literal, table_function_call
 from tests.conftest import CORPUS, needs_corpus
 
 
@@ -148,7 +148,7 @@ def test_unchanged_file_is_fed_to_the_engine_as_is():
 
 
 def test_diagnose_runs_without_pandas_and_dataframes_still_work(tmp_path):
-    """diagnose reads rows (kineto_sql.rows): the process never imports pandas or pyarrow (75 MB, 0.7 s);
+    """diagnose reads rows (kineto_sql.engine.rows): the process never imports pandas or pyarrow (75 MB, 0.7 s);
     the library's DataFrames (tp.df, as_pandas_dataframe) load pandas when first asked for."""
     import subprocess
     import sys

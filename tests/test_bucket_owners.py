@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kineto_sql.runner import run_query
+from kineto_sql.run.runner import run_query
 from tests.conftest import corpus_id, corpus_traces, needs_corpus
 from tests.query_support import golden_trace_paths
 

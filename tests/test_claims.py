@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from kineto_sql.diagnose.claims import COLD, resolve_claims, resolve_window_claims
-from kineto_sql.runner import run_query
+from kineto_sql.run.runner import run_query
 from tests.conftest import corpus_id, corpus_traces, needs_corpus
 from tests.query_support import golden_trace_paths
 

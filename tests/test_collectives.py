@@ -9,7 +9,7 @@ import pytest
 
 from kineto_sql.fleet import collective_text as T
 from kineto_sql.fleet.analysis import analyse, connect_tables
-from kineto_sql.runner import run_query
+from kineto_sql.run.runner import run_query
 from tests.conftest import CORPUS
 from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
 from tests.query_support import load_trace  # noqa: F401  (fixture)

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from kineto_sql.catalog import load_catalog
+from kineto_sql.catalog.spec import load_catalog
 from kineto_sql.cli.main import cli
 from kineto_sql.diagnose.model import Diagnosis, Finding, TraceDiagnosis, Verdict, Where
 from kineto_sql.diagnose.narrate import narrate
@@ -63,9 +63,9 @@ def test_capture_validity_comes_first_whatever_its_impact():
 
 
 def test_a_rows_fix_and_severity_cap_follow_the_cause():
-    from kineto_sql import catalog
+    from kineto_sql.catalog import spec as catalog
     from kineto_sql.diagnose.run import _finding as finding_from_rows
-    from kineto_sql.rows import Rows
+    from kineto_sql.engine.rows import Rows
 
     spec = catalog.get("catalog.sync_forcing_op")
     columns = {"ts": [0, 10], "dur": [5, 5], "impact_dur": [2_000, 9_000], "step": [1, 2],
@@ -89,10 +89,10 @@ def test_a_rows_fix_and_severity_cap_follow_the_cause():
 
 
 def test_rows_read_as_pandas_reads_them():
-    """What diagnose takes from a rule's rows (kineto_sql.rows, no pandas) is what the DataFrame says."""
+    """What diagnose takes from a rule's rows (kineto_sql.engine.rows, no pandas) is what the DataFrame says."""
     from kineto_sql.diagnose.run import _estimate, _finding as finding_from_rows, _per_step
-    from kineto_sql import catalog
-    from kineto_sql.rows import Rows
+    from kineto_sql.catalog import spec as catalog
+    from kineto_sql.engine.rows import Rows
 
     rows = Rows.of_columns({"ts": [30, None, "12"], "dur": [5, 7, None], "impact_dur": [None, 40, "-3"],
                             "step": [None, 2, 1], "op": [None, "aten::mm", ""]})

@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from kineto_sql import baselines, diff_verdict as V, trace_diff as D
+from kineto_sql.diff import baselines
+from kineto_sql.diff import verdict as V
+from kineto_sql.diff import traces as D
 from kineto_sql.cli.main import cli
-from kineto_sql.diff_stats import Bootstrap, Interval
+from kineto_sql.diff.stats import Bootstrap, Interval
 from tests.conftest import CORPUS, GOLDEN
 from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep, PythonFrame
 

@@ -1,7 +1,7 @@
 """Exact rows of the beginner's-guide indicators (queries/kineto/guide/) on hand-built traces."""
 from __future__ import annotations
 
-from kineto_sql.runner import run_query
+from kineto_sql.run.runner import run_query
 from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
 from tests.query_support import load_trace  # noqa: F401  (fixture)
 

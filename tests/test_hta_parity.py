@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kineto_sql.runner import run_query
+from kineto_sql.run.runner import run_query
 
 SHARED = (Path(__file__).parents[1] / ".." / "shared").resolve()
 HTA = SHARED / "anchors" / "hta"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kineto_sql.runner import run_query
-from kineto_sql.sql_literals import bind
+from kineto_sql.run.runner import run_query
+from kineto_sql.sql.literals import bind
 from tests.conftest import corpus_id, corpus_traces, needs_corpus
 from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
 from tests.query_support import golden_trace_paths, load_trace  # noqa: F401  (fixture)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kineto_sql import EngineChoice, open_trace
-from kineto_sql.runner import run_query
+from kineto_sql.run.runner import run_query
 from tests.conftest import CORPUS, needs_corpus
 
 SHELL = os.environ.get("KINETO_SQL_TP_SHELL")

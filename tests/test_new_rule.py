@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kineto_sql.sql_package import QUERIES_ENV, queries_root
+from kineto_sql.sql.package import QUERIES_ENV, queries_root
 from tests.conftest import GOLDEN, REPO, SHARED
 
 RULE = "catalog.long_host_op"

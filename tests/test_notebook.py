@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 import kineto_sql as ks
+from kineto_sql.api.notebook import Ranks
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "traces"
 TRACE = GOLDEN / "gc_stall_planted.json.gz"
@@ -54,7 +55,7 @@ def test_diagnose_finds_the_planted_gc_stall(trace):
 
 def test_ranks_read_every_rank_as_one_frame():
     ranks = ks.load(RANKS)
-    assert isinstance(ranks, ks.notebook.Ranks) and len(ranks.files) == 2
+    assert isinstance(ranks, Ranks) and len(ranks.files) == 2
     df = ranks.query("SELECT count(*) AS slices FROM slice")
     assert list(df.columns) == ["rank", "slices"] and sorted(df["rank"]) == [0, 1]
     assert df["slices"].dtype == "int64" and (df["slices"] > 100).all()

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from kineto_sql import open_trace
-from kineto_sql.catalog import load_catalog
+from kineto_sql.catalog.spec import load_catalog
 from kineto_sql.engine.processor import EngineChoice, KinetoTraceProcessor
 from kineto_sql.loading.load import prepare_file
-from kineto_sql.paste import paste_bundle
-from kineto_sql.runner import run_query
+from kineto_sql.devtools.paste import paste_bundle
+from kineto_sql.run.runner import run_query
 from tests.query_support import GOLDEN_TRACES, canonical_csv
 from tests.test_query_units import standard_trace
 

@@ -131,7 +131,7 @@ def test_diagnose_help_points_to_what_exists():
 
 
 def test_new_refuses_to_write_into_an_installed_copy(monkeypatch, tmp_path):
-    from kineto_sql import scaffold
+    from kineto_sql.devtools import scaffold
 
     fake = tmp_path / "lib" / "python3.11" / "site-packages" / "kineto_sql" / "queries" / "kineto"
     fake.mkdir(parents=True)

@@ -7,12 +7,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kineto_sql import catalog, lint
+from kineto_sql.catalog import spec as catalog
+from kineto_sql.devtools import lint
 from kineto_sql.cli.main import cli
 from kineto_sql.cli.query_cmds import commands
 from kineto_sql.errors import QueryError
-from kineto_sql.rule_tests import load_rule_tests
-from kineto_sql.scaffold import scaffold
+from kineto_sql.catalog.cases import load_rule_tests
+from kineto_sql.devtools.scaffold import scaffold
 from tests.test_query_units import standard_trace
 
 
@@ -86,7 +87,7 @@ def test_lint_exit_status_follows_problems():
 def test_new_scaffolds_a_lint_clean_detector_and_test(tmp_path):
     root = tmp_path / "kineto"
     (root / "lib").mkdir(parents=True)
-    from kineto_sql.sql_package import package_dir
+    from kineto_sql.sql.package import package_dir
     for lib in (package_dir() / "lib").glob("*.sql"):
         (root / "lib" / lib.name).write_text(lib.read_text())
     made = scaffold("catalog.slow_op", root)
@@ -144,7 +145,7 @@ def test_try_of_a_missing_trace_is_one_sentence(tmp_path):
 
 
 def test_new_refuses_to_write_into_site_packages(monkeypatch, tmp_path):
-    from kineto_sql import scaffold as scaffold_module
+    from kineto_sql.devtools import scaffold as scaffold_module
 
     fake = tmp_path / "lib" / "python3.12" / "site-packages" / "kineto_sql" / "queries" / "kineto"
     monkeypatch.setattr(scaffold_module, "package_dir", lambda: fake)

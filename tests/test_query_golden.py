@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kineto_sql.catalog import load_catalog
-from kineto_sql.runner import run_query
+from kineto_sql.catalog.spec import load_catalog
+from kineto_sql.run.runner import run_query
 from tests.conftest import GOLDEN
 from tests.query_support import (MAX_SNAPSHOT_ROWS, canonical_csv, corpus_selection, golden_trace_paths,  # noqa: F401
                                  snapshot_csv, trace_name)

@@ -1,4 +1,4 @@
-"""kineto_sql.query_pool: queries over one loaded trace in two forked processes, same answers as one."""
+"""kineto_sql.run.pool: queries over one loaded trace in two forked processes, same answers as one."""
 from __future__ import annotations
 
 import os
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kineto_sql import query_pool
-from kineto_sql.query_pool import _Board, run_all
+from kineto_sql.run import pool as query_pool
+from kineto_sql.run.pool import _Board, run_all
 
 CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus"
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is not available on this platform")

@@ -7,11 +7,12 @@ import tomllib
 
 import pytest
 
-from kineto_sql import lint, versions
-from kineto_sql.catalog import coerce_value, load_catalog, parse_query_file
+from kineto_sql.devtools import lint
+from kineto_sql.catalog import lock as versions
+from kineto_sql.catalog.spec import coerce_value, load_catalog, parse_query_file
 from kineto_sql.errors import QueryError
-from kineto_sql.includes import kineto_dependencies
-from kineto_sql.sql_package import package_dir
+from kineto_sql.sql.includes import kineto_dependencies
+from kineto_sql.sql.package import package_dir
 
 ALL_SQL = sorted(package_dir().rglob("*.sql"))
 
@@ -327,7 +328,7 @@ def test_vocabulary_lint_allows_raw_names_in_lib(tmp_path):
 
 
 def test_vocabulary_allow_list_names_live_files_with_a_reason():
-    from kineto_sql.vocabulary_lint import ALLOWED
+    from kineto_sql.devtools.vocabulary_lint import ALLOWED
     for rel, reason in ALLOWED.items():
         assert (package_dir() / rel).is_file(), rel
         assert len(reason) > 40, rel

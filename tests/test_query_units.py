@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from kineto_sql.catalog import get
+from kineto_sql.catalog.spec import get
 from kineto_sql.errors import QueryError
-from kineto_sql.runner import run_query
+from kineto_sql.run.runner import run_query
 from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, MemoryEvent, ProfilerStep, PythonFrame
 from tests.query_support import load_trace  # noqa: F401  (fixture)
 
@@ -420,7 +420,7 @@ def test_unknown_parameter_and_bad_value_are_query_errors(load_trace):
 
 def test_params_become_literals_not_sql(load_trace):
     """A hostile string parameter is a literal: it cannot close the call and add a statement."""
-    from kineto_sql.runner import entrypoint_call
+    from kineto_sql.run.runner import entrypoint_call
     spec = get("reading.op_table")
     with pytest.raises(QueryError):
         spec.param("top_n").coerce("1); DROP TABLE slice; --")

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from kineto_sql import trace_diff
+from kineto_sql.diff import traces as trace_diff
 from kineto_sql.cli.main import cli
 from kineto_sql.fleet.analysis import fleet_sql, straggler_verdict
 

@@ -1,7 +1,7 @@
 """Exact rows of reading.gap_attribution, reading.gap_totals and reading.backward_sanity on hand-built traces."""
 from __future__ import annotations
 
-from kineto_sql.runner import run_query
+from kineto_sql.run.runner import run_query
 from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep, PythonFrame
 from tests.query_support import load_trace  # noqa: F401  (fixture)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kineto_sql.runner import run_query
+from kineto_sql.run.runner import run_query
 from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
 from tests.query_support import load_trace  # noqa: F401  (fixture)
 
@@ -141,7 +141,7 @@ def test_kineto_flops_arg_wins(load_trace):
     ("AMD Radeon Graphics", None),
 ])
 def test_device_spec_matching(load_trace, name, model):
-    from kineto_sql.sql_literals import table_function_call
+    from kineto_sql.sql.literals import table_function_call
 
     tp = load_trace(KinetoTrace([CpuOp("aten::mm", ts_us=0, dur_us=1)]))
     tp.query("INCLUDE PERFETTO MODULE kineto.lib.device_specs")

@@ -1,4 +1,4 @@
-"""Every rule's own test file (`queries/kineto/<area>/<name>.test.toml`, format in kineto_sql/rule_tests.py):
+"""Every rule's own test file (`queries/kineto/<area>/<name>.test.toml`, format in kineto_sql/catalog/cases.py):
 exact-row cases on tiny built traces, and fires / silent / not applicable on golden and corpus traces.
 
 Snapshots alone would also pass an empty result; these files are the independent oracle. Golden pairs:
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from kineto_sql.catalog import load_catalog
-from kineto_sql.rule_tests import SUFFIX, RowCase, TraceCheck, count_findings, load_rule_tests
-from kineto_sql.runner import run_query
-from kineto_sql.sql_package import package_dir
+from kineto_sql.catalog.spec import load_catalog
+from kineto_sql.catalog.cases import SUFFIX, RowCase, TraceCheck, count_findings, load_rule_tests
+from kineto_sql.run.runner import run_query
+from kineto_sql.sql.package import package_dir
 from tests.kineto_builder import from_case
 from tests.query_support import canonical_value, load_trace, resolve_trace_name  # noqa: F401  (fixture)
 
@@ -50,7 +50,7 @@ def test_redirects_never_reuse_an_id_and_point_at_live_queries():
 
 
 def test_an_old_id_says_where_it_went():
-    from kineto_sql.catalog import Catalog
+    from kineto_sql.catalog.spec import Catalog
     from kineto_sql.errors import QueryError
 
     spec = CATALOG.specs[0]
@@ -62,7 +62,7 @@ def test_an_old_id_says_where_it_went():
 
 
 def test_reference_is_current():
-    from kineto_sql.rule_page import reference, reference_path
+    from kineto_sql.devtools.page import reference, reference_path
 
     assert reference_path().exists() and reference_path().read_text() == reference(), (
         "queries/REFERENCE.md is stale: run `kineto-sql lint --update-lock`")

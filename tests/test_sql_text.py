@@ -1,11 +1,11 @@
-"""kineto_sql.sql_text: the one scanner of SQL text (strings, quoted identifiers and comments found once)."""
+"""kineto_sql.sql.text: the one scanner of SQL text (strings, quoted identifiers and comments found once)."""
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kineto_sql import sql_text
-from kineto_sql.sql_literals import bind
+from kineto_sql.sql import text as sql_text
+from kineto_sql.sql.literals import bind
 
 SQL = """-- header; with a semicolon
 SELECT 'a;b' AS "x;y", `q;` -- c;

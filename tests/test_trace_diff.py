@@ -7,10 +7,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from kineto_sql import trace_diff as D
+from kineto_sql.diff import traces as D
 from kineto_sql.cli.main import cli
 from kineto_sql.errors import KinetoSqlError
-from kineto_sql.runner import run_query
+from kineto_sql.run.runner import run_query
 from tests.conftest import CORPUS
 from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
 from tests.query_support import load_trace  # noqa: F401  (fixture)

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from kineto_sql.rule_tests import TraceCheck
+from kineto_sql.catalog.cases import TraceCheck
 from tests import trace_groups
 from tests.conftest import CORPUS, GOLDEN
 

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from kineto_sql.catalog import load_catalog
+from kineto_sql.catalog.spec import load_catalog
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.loading.load import open_prepared, prepare_file
-from kineto_sql.paste import paste_bundle
-from kineto_sql.runner import entrypoint_call, include_statement, resolve_params, run_query
+from kineto_sql.devtools.paste import paste_bundle
+from kineto_sql.run.runner import entrypoint_call, include_statement, resolve_params, run_query
 from kineto_sql.ui.browser import CHROMIUM_ARGS, UiPage, find_chromium
 from kineto_sql.ui.links import FINDINGS_TABLE, parse_viewer_url
 from kineto_sql.ui.server import UiServer

@@ -13,13 +13,13 @@ import urllib.request
 import pytest
 from click.testing import CliRunner
 
-from kineto_sql.catalog import load_catalog
+from kineto_sql.catalog.spec import load_catalog
 from kineto_sql.engine.processor import EngineChoice, KinetoTraceProcessor
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.loading.load import prepare_file
-from kineto_sql.paste import paste_bundle, paste_parts
-from kineto_sql.runner import entrypoint_call, resolve_params, run_query
-from kineto_sql.sql_package import package_dir, package_modules
+from kineto_sql.devtools.paste import paste_bundle, paste_parts
+from kineto_sql.run.runner import entrypoint_call, resolve_params, run_query
+from kineto_sql.sql.package import package_dir, package_modules
 from kineto_sql.ui.links import ADD_DEBUG_SLICE_TRACK, RUN_QUERY, RUN_QUERY_AND_SHOW_TAB, parse_viewer_url
 from kineto_sql.ui.session import ingest_tables_sql, plan_open, serve
 from tests.conftest import CORPUS, needs_corpus

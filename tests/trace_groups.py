@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from xdist.scheduler import LoadGroupScheduling
 
-from kineto_sql import rule_tests
+from kineto_sql.catalog import cases as rule_tests
 
 WORKER_KEY = "kineto_sql_trace_groups"
 

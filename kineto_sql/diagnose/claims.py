@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from kineto_sql.rows import missing, truthy
+from kineto_sql.engine.rows import missing, truthy
 
 RESIDUAL = "rest of "
 COLD = "cold"

@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from kineto_sql import catalog
+from kineto_sql.catalog import spec as catalog
 from kineto_sql.diagnose.claims import COLD, resolve_window_claims, window_pools
 from kineto_sql.diagnose.model import (SEVERITIES, Diagnosis, Finding, LedgerBucket, Skipped, StepRow,
                                        TraceDiagnosis, Verdict, Where, severity_rank)
@@ -28,13 +28,13 @@ from kineto_sql.diagnose import verdict_notes
 from kineto_sql.engine.processor import EngineChoice
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.loading.load import open_trace
-from kineto_sql import query_pool
-from kineto_sql.includes import kineto_dependencies
-from kineto_sql.rows import Rows, column_sum, dur_by, missing, numbers, present, sort_key, truthy
-from kineto_sql.runner import capabilities, resolve_spec, run_query, trace_device_name
-from kineto_sql.sql_files import sections
+from kineto_sql.run import pool as query_pool
+from kineto_sql.sql.includes import kineto_dependencies
+from kineto_sql.engine.rows import Rows, column_sum, dur_by, missing, numbers, present, sort_key, truthy
+from kineto_sql.run.runner import capabilities, resolve_spec, run_query, trace_device_name
+from kineto_sql.sql.files import sections
 from kineto_sql.whatif.annotate import annotate as whatif_annotate, critical_path_shares
-from kineto_sql.sql_literals import include_statement
+from kineto_sql.sql.literals import include_statement
 
 STEP_TABLE = "reading.step_table"
 STEP_LEDGER = "reading.step_ledger"
@@ -74,7 +74,7 @@ def diagnose_path(target: Path, engine: EngineChoice = EngineChoice(), progress:
 
 
 def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> TraceDiagnosis:
-    """`jobs` 2 runs the queries in two processes over the one loaded trace (kineto_sql.query_pool)."""
+    """`jobs` 2 runs the queries in two processes over the one loaded trace (kineto_sql.run.pool)."""
     source = str(tp.path)
     say = progress or (lambda _: None)
     started = itertools.count(1)

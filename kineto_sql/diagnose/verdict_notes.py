@@ -13,8 +13,8 @@ from dataclasses import replace
 
 from kineto_sql.diagnose.model import Verdict
 from kineto_sql.errors import KinetoSqlError
-from kineto_sql.rows import missing
-from kineto_sql.runner import run_query
+from kineto_sql.engine.rows import missing
+from kineto_sql.run.runner import run_query
 
 GUIDE = "guide.overhead_vs_compute"
 WORDS = {

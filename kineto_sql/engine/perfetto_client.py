@@ -2,7 +2,7 @@
 
 perfetto's query-result module imports pandas (and so pyarrow) when it is imported, only to offer
 `as_pandas_dataframe()`: about 75 MB and 0.7 s in every process, though `diagnose` reads its results as
-plain rows (kineto_sql.rows) and never needs pandas. Here that module is imported with pandas hidden,
+plain rows (kineto_sql.engine.rows) and never needs pandas. Here that module is imported with pandas hidden,
 and given a stand-in that imports pandas at the first DataFrame asked for, so `as_pandas_dataframe()`
 works as before, for whoever calls it.
 """

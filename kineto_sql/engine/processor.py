@@ -17,7 +17,7 @@ from kineto_sql.engine.perfetto_client import PerfettoException, TraceProcessor,
 from kineto_sql.engine.rpc_backend import WasmRpcBackend
 from kineto_sql.engine.wasm_runtime import find_build
 from kineto_sql.errors import EngineError, QueryError
-from kineto_sql.rows import Rows
+from kineto_sql.engine.rows import Rows
 
 # The 32-bit heap tops out at 4 GiB and ingest needs about 3x the JSON size.
 from kineto_sql.engine.memory import MEMORY64_ABOVE_BYTES, TP_SHELL_ENV  # noqa: E402 (defined there: the loader's child reads them without this module)
@@ -126,7 +126,7 @@ class KinetoTraceProcessor(TraceProcessor):
         return self.rows(sql).to_pandas()
 
     def rows(self, sql: str) -> Rows:
-        """The rows of `sql` as plain Python lists (kineto_sql.rows: no pandas)."""
+        """The rows of `sql` as plain Python lists (kineto_sql.engine.rows: no pandas)."""
         return Rows.of_result(self.query(sql))
 
     def attach(self, loaded: "LoadedTrace") -> None:

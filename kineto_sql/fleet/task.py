@@ -155,7 +155,7 @@ def _analyse(source, local, digest, rank_from_name, parts, engine, keep_diagnosi
 
 def _frames(tp, parts, source, hta_compat=False) -> tuple[dict[str, pd.DataFrame], dict[str, str], object | None]:
     from kineto_sql.fleet.tables import ANALYSES, analysis_params
-    from kineto_sql.runner import run_query
+    from kineto_sql.run.runner import run_query
 
     frames, not_applicable, diagnosis = {}, {}, None
     if "hta" in parts:

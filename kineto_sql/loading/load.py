@@ -15,9 +15,9 @@ from kineto_sql.loading import background
 from kineto_sql.loading.loaded import LoadedTrace
 from kineto_sql.loading.prepare import PreparedTrace, prepare_path
 from kineto_sql.loading.source import trace_files_in
-from kineto_sql.sql_files import read_sql, sections
-from kineto_sql.sql_literals import bind
-from kineto_sql.sql_package import package_dir, package_modules
+from kineto_sql.sql.files import read_sql, sections
+from kineto_sql.sql.literals import bind
+from kineto_sql.sql.package import package_dir, package_modules
 
 log = logging.getLogger("kineto_sql.load")
 

@@ -18,7 +18,7 @@ import json
 import urllib.parse
 from dataclasses import dataclass, field
 
-from kineto_sql.sql_files import sections
+from kineto_sql.sql.files import sections
 
 RUN_QUERY = "dev.perfetto.RunQuery"
 RUN_QUERY_AND_SHOW_TAB = "dev.perfetto.RunQueryAndShowTab"

@@ -15,8 +15,8 @@ from pathlib import Path
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.loading.load import _add_ingest_tables, prepare_file, rank_of
 from kineto_sql.loading.prepare import PreparedTrace
-from kineto_sql.sql_files import sections
-from kineto_sql.sql_text import strip_comments
+from kineto_sql.sql.files import sections
+from kineto_sql.sql.text import strip_comments
 from kineto_sql.ui.links import (RUN_QUERY, RUN_QUERY_AND_SHOW_TAB, Command, ViewerLink, findings_commands,
                                  zoom_window)
 from kineto_sql.ui.server import UiServer
@@ -83,7 +83,7 @@ def ingest_tables_sql(prepared: PreparedTrace, path: Path) -> str:
 
 
 def _get_spec(query_id: str):
-    from kineto_sql import catalog
+    from kineto_sql.catalog import spec as catalog
 
     return catalog.get(query_id)  # QueryError (one sentence) when unknown or broken
 
@@ -113,7 +113,7 @@ def plan_open(path, query: str | None = None, finding: str | None = None, params
     path = Path(path)
     spec = bundle = None
     if query or finding:  # check the query and its parameters before reading the trace
-        from kineto_sql.paste import paste_parts
+        from kineto_sql.devtools.paste import paste_parts
 
         spec = _get_spec(query or finding)
         if finding and spec.kind != "detector":
@@ -149,7 +149,7 @@ def plan_open(path, query: str | None = None, finding: str | None = None, params
 def _run_detector_here(path: Path, prepared: PreparedTrace, spec, params, engine) -> Finding:
     from kineto_sql.engine.processor import EngineChoice
     from kineto_sql.loading.load import open_prepared
-    from kineto_sql.runner import run_query
+    from kineto_sql.run.runner import run_query
 
     tp = open_prepared(prepared, path, engine or EngineChoice())
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kineto_sql.errors import KinetoSqlError
-from kineto_sql.runner import run_query
+from kineto_sql.run.runner import run_query
 from kineto_sql.whatif.edits import EDITS
 from kineto_sql.whatif.graph import load_graph
 from kineto_sql.whatif.predict import UPPER_BOUND, Prediction, predict, steady_windows

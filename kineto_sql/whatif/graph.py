@@ -70,7 +70,7 @@ def _strs(rows, name: str) -> np.ndarray:
 
 
 def build(nodes, edges, windows) -> Graph:
-    """From the rows of NODES, EDGES and WINDOWS (kineto_sql.rows.Rows)."""
+    """From the rows of NODES, EDGES and WINDOWS (kineto_sql.engine.rows.Rows)."""
     raw_ids, raw_window, raw_ts = _ints(nodes, "id"), _ints(nodes, "window_id"), _ints(nodes, "ts")
     order = np.lexsort((raw_ids, raw_ts, raw_window))
     ids = raw_ids[order]

@@ -2,7 +2,7 @@
 against it without keeping the trace.
 
 A baseline holds the side's summary (per iteration window: width, ledger buckets, cold flag; device model,
-iteration source, profiler settings, capture problems: kineto_sql.diff_verdict.SideSummary) and the
+iteration source, profiler settings, capture problems: kineto_sql.diff.verdict.SideSummary) and the
 reading.diff_side rows (per step: window quantities, buckets, time per op and kernel by call path), which
 the op and kernel rows of the diff are made of. No event of the trace is kept. The file is
 `<dir>/<NAME>.json`, `dir` being `.kineto-sql/baselines` under the working directory unless given.
@@ -55,8 +55,8 @@ def save(side, name: str, directory: Path | None = None) -> Path:
 
 def load(name: str, directory: Path | None = None):
     """The trace_diff.Side stored as baseline `name`."""
-    from kineto_sql.diff_verdict import SideSummary
-    from kineto_sql.trace_diff import Side
+    from kineto_sql.diff.verdict import SideSummary
+    from kineto_sql.diff.traces import Side
 
     path = baseline_path(name, directory)
     if not path.is_file():

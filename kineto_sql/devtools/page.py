@@ -7,9 +7,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from kineto_sql.catalog import Catalog, QuerySpec, load_catalog
-from kineto_sql.rule_tests import RowCase, load_rule_tests
-from kineto_sql.sql_package import queries_root
+from kineto_sql.catalog.spec import Catalog, QuerySpec, load_catalog
+from kineto_sql.catalog.cases import RowCase, load_rule_tests
+from kineto_sql.sql.package import queries_root
 
 REFERENCE_NAME = "REFERENCE.md"
 SECTIONS = (("what", "What it does"), ("confirming", "How to confirm"), ("why", "Why is this bad?"),

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kineto_sql.errors import QueryError
-from kineto_sql.sql_package import PACKAGE, package_dir
-from kineto_sql.sql_text import entrypoint_signature
+from kineto_sql.sql.package import PACKAGE, package_dir
+from kineto_sql.sql.text import entrypoint_signature
 
 KINDS = ("reading", "guide", "detector", "hta")
 # The kind a query in each area must have.
@@ -39,7 +39,7 @@ DOC_SECTIONS = {"what": "what it looks like in the trace", "confirming": "what a
 # Keys of earlier headers, and what they became: lint names the new key.
 RENAMED_KEYS = {"signature": "what", "cost": "why", "false_positives": "known_problems", "fix": "use_instead",
                 "source": "references"}
-# Lock data lives in queries/LOCK.toml (kineto_sql/versions.py), never in a header.
+# Lock data lives in queries/LOCK.toml (kineto_sql/catalog/lock.py), never in a header.
 LOCK_KEYS = ("locked", "lib", "cases")
 # claims: the step-ledger buckets (reading.step_ledger) a detector's impact is drawn from, e.g.
 #   `idle.sync, host.sync_read`; `busy.*` names a whole kind; `cold` is the cold windows' time. A detector

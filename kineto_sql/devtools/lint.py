@@ -6,9 +6,9 @@ statements, a typed schema on every table/view, a `--` comment above every objec
 argument, public names (`kineto_<module>` in lib, the entrypoint `kineto_<area>_<name>` in a query, helpers
 `_kineto_...`), includes that resolve (lib includes only lib), no LIKE, sqlglot parses each statement's
 SELECT body once the PerfettoSQL wrapper is peeled, no `SELECT *` in public outputs, no raw event category or
-runtime-call name compared outside lib (kineto_sql/vocabulary_lint.py), declared params equal
+runtime-call name compared outside lib (kineto_sql/devtools/vocabulary_lint.py), declared params equal
 the entrypoint's arguments (names, order, types), detector envelope columns, a detector's claim read through
-kineto_ledger_claim with its header's `claims:` line verbatim, and a fresh queries/LOCK.toml (kineto_sql/versions.py).
+kineto_ledger_claim with its header's `claims:` line verbatim, and a fresh queries/LOCK.toml (kineto_sql/catalog/lock.py).
 Every problem is `path:line: what to fix`.
 """
 from __future__ import annotations
@@ -20,12 +20,13 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from kineto_sql.catalog import AREA_KINDS, DETECTOR_KEYS, DOC_SECTIONS, Problem, QuerySpec, parse_query_file
-from kineto_sql.rule_tests import load_rule_tests
-from kineto_sql.includes import includes_of, module_path
-from kineto_sql.sql_package import PACKAGE, package_dir
-from kineto_sql.sql_text import ObjectDef, Statement, mask, parse_object, split_statements
-from kineto_sql import versions, vocabulary_lint
+from kineto_sql.catalog.spec import AREA_KINDS, DETECTOR_KEYS, DOC_SECTIONS, Problem, QuerySpec, parse_query_file
+from kineto_sql.catalog.cases import load_rule_tests
+from kineto_sql.sql.includes import includes_of, module_path
+from kineto_sql.sql.package import PACKAGE, package_dir
+from kineto_sql.sql.text import ObjectDef, Statement, mask, parse_object, split_statements
+from kineto_sql.catalog import lock as versions
+from kineto_sql.devtools import vocabulary_lint
 
 SQL_KEYWORDS = frozenset("""
 abort action add after all alter always analyze and as asc attach autoincrement before begin between by cascade

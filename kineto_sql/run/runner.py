@@ -11,11 +11,11 @@ import importlib.resources
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from kineto_sql import catalog
-from kineto_sql.catalog import QuerySpec
+from kineto_sql.catalog import spec as catalog
+from kineto_sql.catalog.spec import QuerySpec
 from kineto_sql.errors import QueryError
-from kineto_sql.rows import Rows
-from kineto_sql.sql_literals import include_statement, table_function_call
+from kineto_sql.engine.rows import Rows
+from kineto_sql.sql.literals import include_statement, table_function_call
 
 _CAPABILITIES_SQL = importlib.resources.files("kineto_sql").joinpath("sql/capabilities.sql").read_text()
 _DEVICE_NAME_SQL = importlib.resources.files("kineto_sql").joinpath("sql/device_name.sql").read_text()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from kineto_sql.diff_stats import CONFIDENCE, MIN_WINDOWS, Bootstrap, Interval
+from kineto_sql.diff.stats import CONFIDENCE, MIN_WINDOWS, Bootstrap, Interval
 
 SUMMARY_SCHEMA = 1
 SETTINGS = ("with_stack", "record_shapes", "profile_memory")
@@ -89,8 +89,8 @@ class SideSummary:
 
 def summarise(tp, label: str) -> SideSummary:
     """The loaded trace's windows (reading.step_ledger), device model, settings and capture problems."""
-    from kineto_sql.runner import capabilities, run_query, trace_device_name
-    from kineto_sql.sql_files import read_sql
+    from kineto_sql.run.runner import capabilities, run_query, trace_device_name
+    from kineto_sql.sql.files import read_sql
 
     run = run_query(tp, "reading.step_ledger")
     ledger = run.df
@@ -117,7 +117,7 @@ def summarise(tp, label: str) -> SideSummary:
 def _method(spec) -> str:
     """The query versions a side's numbers come from: the ledger query and the lib modules it reads
     (queries/LOCK.toml), so a baseline from other versions is flagged."""
-    from kineto_sql.versions import read_lock
+    from kineto_sql.catalog.lock import read_lock
 
     libs = " ".join(read_lock().get(spec.id, {}).get("lib", ()))
     return f"{spec.id_version} {libs}".strip()

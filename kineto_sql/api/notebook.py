@@ -25,8 +25,8 @@ from kineto_sql.diagnose.run import diagnose_trace
 from kineto_sql.engine.processor import EngineChoice
 from kineto_sql.errors import TraceInputError
 from kineto_sql.loading.load import open_rank_dir, open_trace
-from kineto_sql.rows import Rows
-from kineto_sql.runner import run_query
+from kineto_sql.engine.rows import Rows
+from kineto_sql.run.runner import run_query
 
 
 def load(path, engine: EngineChoice = EngineChoice()) -> Trace | Ranks:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kineto_sql.errors import QueryError
-from kineto_sql.sql_package import PACKAGE, package_dir
-from kineto_sql.sql_text import mask
+from kineto_sql.sql.package import PACKAGE, package_dir
+from kineto_sql.sql.text import mask
 
 INCLUDE_LINE = re.compile(r"^\s*INCLUDE\s+PERFETTO\s+MODULE\s+(?P<module>[A-Za-z0-9_.*]+)\s*;\s*$", re.MULTILINE)
 

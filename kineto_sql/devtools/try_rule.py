@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from kineto_sql.catalog import QuerySpec
+from kineto_sql.catalog.spec import QuerySpec
 from kineto_sql.errors import KinetoSqlError
-from kineto_sql.rule_tests import add_trace_checks, count_findings, test_path, trace_name
+from kineto_sql.catalog.cases import add_trace_checks, count_findings, test_path, trace_name
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -64,7 +64,7 @@ def top_row(df, fires_when: str | None) -> str:
 def try_rule(spec: QuerySpec, paths: list[Path], params: Mapping[str, object] | None = None,
              fires_when: str | None = None, engine=None) -> Iterator[TryResult]:
     from kineto_sql.loading.load import open_trace
-    from kineto_sql.runner import run_query
+    from kineto_sql.run.runner import run_query
 
     for path in paths:
         name = trace_name(path)

@@ -9,7 +9,7 @@ import re
 
 from sqlglot import exp
 
-from kineto_sql.sql_text import segments
+from kineto_sql.sql.text import segments
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_][A-Za-z0-9_]*)")

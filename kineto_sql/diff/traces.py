@@ -6,7 +6,7 @@ are reduced to one window: the mean per step over all steps (default), the media
 step number, so traces with different step counts compare. Then:
 
 - a headline sentence. When both sides have at least 3 steady iteration windows, it is the verdict of
-  kineto_sql.diff_verdict: the change in the median step with its 95% bootstrap interval ("AFTER is
+  kineto_sql.diff.verdict: the change in the median step with its 95% bootstrap interval ("AFTER is
   faster by 28.2% (95% CI ...)" or "No change beyond noise"), the ledger buckets (kineto.lib.ledger:
   busy.gemm, idle.dataloader, idle.launch...) that moved beyond noise with theirs, and the reason from
   the device busy / device idle intervals; the comparability checks follow. Otherwise, from the point
@@ -47,7 +47,7 @@ class SummaryOptions:
 
 def summarise(tp, options: SummaryOptions = SummaryOptions()) -> pd.DataFrame:
     """One trace's per-(device, name) summary, from the hta.op_summary query."""
-    from kineto_sql.runner import run_query
+    from kineto_sql.run.runner import run_query
 
     return run_query(tp, "hta.op_summary", options.params()).df
 
@@ -158,9 +158,9 @@ def side_file(path, engine=None) -> Side:
     """Loads a trace, runs reading.diff_side and closes it (the unit of work of a diff worker process)."""
     from kineto_sql.engine.processor import EngineChoice
     from kineto_sql.loading.load import open_trace
-    from kineto_sql.runner import run_query
+    from kineto_sql.run.runner import run_query
 
-    from kineto_sql.diff_verdict import summarise
+    from kineto_sql.diff.verdict import summarise
 
     tp = open_trace(path, engine or EngineChoice())
     try:
@@ -286,7 +286,7 @@ def headline(before: Window, after: Window, rows: pd.DataFrame, options: DiffOpt
     (diff_verdict.Verdict) that has an interval, the change and the buckets that moved are read from the
     steady windows with their 95% intervals; otherwise from the window's point values, against
     `threshold_pct`, and the verdict's comparability problems (if any) are said at the end."""
-    from kineto_sql import diff_verdict
+    from kineto_sql.diff import verdict as diff_verdict
 
     if verdict is not None and verdict.step is not None:
         return _interval_headline(before, after, rows, verdict)
@@ -313,7 +313,7 @@ def headline(before: Window, after: Window, rows: pd.DataFrame, options: DiffOpt
 
 
 def _interval_headline(before: Window, after: Window, rows: pd.DataFrame, verdict) -> str:
-    from kineto_sql import diff_verdict
+    from kineto_sql.diff import verdict as diff_verdict
 
     parts = [f"median step {_delta(verdict.median_before_ns, verdict.median_after_ns)}"] + _totals(before, after)
     has_gpu = before.totals.get("kernel_total", 0.0) > 0 or after.totals.get("kernel_total", 0.0) > 0
@@ -370,7 +370,7 @@ def _kind_total(window: Window, prefix: str) -> float:
 
 def build_diff(before: Side, after: Side, options: DiffOptions = DiffOptions(), device: str | None = None) -> DiffReport:
     """The rows of the chosen window and, when both sides carry a summary, the verdict of the steady windows."""
-    from kineto_sql.diff_verdict import verdict as steady_verdict
+    from kineto_sql.diff.verdict import verdict as steady_verdict
 
     b, a = reduce_window(before.rows, options), reduce_window(after.rows, options)
     rows = diff_windows(b, a, options, device)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from kineto_sql.catalog import QuerySpec
-from kineto_sql.includes import kineto_dependencies, module_path, strip_kineto_includes
-from kineto_sql.runner import entrypoint_call, resolve_params, resolve_spec
+from kineto_sql.catalog.spec import QuerySpec
+from kineto_sql.sql.includes import kineto_dependencies, module_path, strip_kineto_includes
+from kineto_sql.run.runner import entrypoint_call, resolve_params, resolve_spec
 
 
 @dataclass(frozen=True)

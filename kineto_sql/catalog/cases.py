@@ -190,7 +190,7 @@ def _toml_string(text: str) -> str:
 
 def repo_root() -> Path:
     """The source checkout the package runs from (an editable install): queries/ sits in it."""
-    from kineto_sql.sql_package import queries_root
+    from kineto_sql.sql.package import queries_root
 
     return queries_root().parent
 

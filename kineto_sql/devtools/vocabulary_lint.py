@@ -25,9 +25,9 @@ from pathlib import Path
 
 from sqlglot import exp
 
-from kineto_sql.catalog import Problem
-from kineto_sql.sql_package import package_dir
-from kineto_sql.sql_text import ObjectDef, segments
+from kineto_sql.catalog.spec import Problem
+from kineto_sql.sql.package import package_dir
+from kineto_sql.sql.text import ObjectDef, segments
 
 # relative to queries/kineto/: file -> why it may spell raw names
 ALLOWED: dict[str, str] = {

@@ -38,7 +38,7 @@ class Traces:
         self.open: OrderedDict[Path, object] = OrderedDict()
 
     def get(self, path: str):
-        from kineto_sql.notebook import Trace
+        from kineto_sql.api.notebook import Trace
 
         key = Path(path).resolve()
         if key not in self.open:
@@ -61,8 +61,8 @@ def _rows(df, limit: int) -> dict:
 def build_server(traces: Traces | None = None):
     from mcp.server.mcpserver import MCPServer
 
-    from kineto_sql.catalog import load_catalog
-    from kineto_sql.runner import resolve_spec
+    from kineto_sql.catalog.spec import load_catalog
+    from kineto_sql.run.runner import resolve_spec
 
     traces = traces or Traces()
     server = MCPServer("kineto-sql", instructions=(
@@ -89,7 +89,7 @@ def build_server(traces: Traces | None = None):
     @envelope
     def show_rule(rule_id: str) -> dict:
         """A rule's page (what it detects, why it costs time, known problems, the fix) and its SQL."""
-        from kineto_sql.rule_page import render_text
+        from kineto_sql.devtools.page import render_text
 
         spec = resolve_spec(rule_id)
         return {"id": spec.id_version, "page": render_text(spec), "sql": Path(spec.path).read_text()}

@@ -6,16 +6,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kineto_sql.catalog import AREA_KINDS
+from kineto_sql.catalog.spec import AREA_KINDS
 from kineto_sql.errors import QueryError
-from kineto_sql.lint import SQL_KEYWORDS
-from kineto_sql.rule_tests import test_path as rule_test_path
-from kineto_sql.sql_package import PACKAGE, package_dir
+from kineto_sql.devtools.lint import SQL_KEYWORDS
+from kineto_sql.catalog.cases import test_path as rule_test_path
+from kineto_sql.sql.package import PACKAGE, package_dir
 
 _WORD = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 TEST_TEMPLATE = """# __QUERY_ID__: exact-row cases ([[case]]) and golden/corpus trace checks ([traces]).
-# Format: kineto_sql/rule_tests.py and queries/README.md; tests/test_rules.py runs every rule's file.
+# Format: kineto_sql/catalog/cases.py and queries/README.md; tests/test_rules.py runs every rule's file.
 #
 # Add at least one case that fires (lint requires it; name it in the rule's `-- example:`), and one just
 # under the threshold that stays silent. Times are us here, as Kineto writes them; the rule sees ns.

@@ -1,0 +1,2 @@
+"""Running rules, above catalog/ and engine/: one query with its parameters (runner) and many queries over
+worker processes (pool)."""
