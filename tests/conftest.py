@@ -116,3 +116,10 @@ def pytest_xdist_make_scheduler(config, log):
 
 def pytest_unconfigure(config):
     trace_groups.remove_dir(config)
+
+
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch):
+    """Tables follow COLUMNS when it is set (cli.output.console); pytest-xdist's workers inherit one from the
+    terminal that started the run, so every test starts without it and sets its own where it matters."""
+    monkeypatch.delenv("COLUMNS", raising=False)
