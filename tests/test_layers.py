@@ -79,3 +79,14 @@ def test_imports_go_down_only(path):
         if LAYER_OF[part] >= LAYER_OF[own]:
             wrong.append(f"line {line}: {module} (layer {LAYER_OF[part]}) from {own} (layer {LAYER_OF[own]})")
     assert not wrong, "imports that run up or sideways:\n" + "\n".join(wrong)
+
+
+def test_every_package_ships_in_the_wheel():
+    """pyproject's explicit `packages` list names every package of kineto_sql (a plain `pip install .` leaves
+    out one it does not name, which an editable install hides)."""
+    import tomllib
+
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(("kineto_sql",) + p.parent.relative_to(PACKAGE).parts).rstrip(".")
+             for p in PACKAGE.rglob("__init__.py") if "__pycache__" not in p.parts}
+    assert found - listed == set(), f"add to pyproject's packages: {sorted(found - listed)}"
