@@ -102,6 +102,10 @@ def test_known_host_side_speedup_is_covered_and_said(tmp_path):
     assert report.headline.startswith(f"AFTER is faster by 20.0% (95% CI {lo:.1f}-{hi:.1f}%; 7 vs 7 steady "
                                       "windows): median step 1.0 ms -> 800 us (-20%)")
     assert "Moved beyond noise: idle.dataloader -200 us (95% CI -200..-200 us)" in report.headline
+    # the interval is over windows of one capture per side, and says so (run-to-run variation is outside it)
+    assert report.headline.endswith("One capture per side: the interval covers step-to-step noise inside each "
+                                    "capture, not run-to-run variation; record each side more than once before "
+                                    "trusting a small change.")
     assert "device busy +0 us (95% CI +0..+0 us)" in report.headline
     assert "the saving is host-side; the largest host change is " \
            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ -200 us." in report.headline

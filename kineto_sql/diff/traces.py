@@ -321,7 +321,13 @@ def _interval_headline(before: Window, after: Window, rows: pd.DataFrame, verdic
             + diff_verdict.moved_phrase(verdict) + " " + diff_verdict.reason(verdict, has_gpu, _host_hint(rows)))
     if verdict.checks:
         text += " " + diff_verdict.comparability_phrase(verdict)
-    return text
+    return text + " " + ONE_CAPTURE
+
+
+# The bootstrap resamples windows inside each capture: run-to-run variation is outside its interval. Measured:
+# back-to-back CPU recordings of golden `checkpoint` differed by 17-46% in median step, each "beyond noise".
+ONE_CAPTURE = ("One capture per side: the interval covers step-to-step noise inside each capture, not "
+               "run-to-run variation; record each side more than once before trusting a small change.")
 
 
 def _totals(before: Window, after: Window) -> list[str]:
