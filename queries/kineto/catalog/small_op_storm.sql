@@ -1,5 +1,5 @@
 -- id: catalog.small_op_storm
--- version: 8
+-- version: 9
 -- kind: detector
 -- title: Launch-bound step (eager small-op storm): the device runs dry between tiny kernels the host issues one by one
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Eager small-op storm"
@@ -213,21 +213,33 @@ WITH
       stream IS NULL
       AND dur > 0
   ),
+  -- whether a kernel ends a gap: kernel starts and gap ends sorted together by (device, ts), one sort instead
+  -- of a join per kernel (SQLite builds no index on a CTE: the join was kernels x gaps)
+  marked AS (
+    SELECT window_id, kernel_dur, kernel_ts, launch_ts, is_first, kernel_device, 0 AS is_gap
+    FROM _kineto_catalog_small_op_storm_queue
+    UNION ALL
+    SELECT NULL, NULL, end_ts, NULL, NULL, device, 1
+    FROM gap_ends
+  ),
+  flagged AS (
+    SELECT *, max(is_gap) OVER (PARTITION BY kernel_device, kernel_ts) AS at_gap_end
+    FROM marked
+  ),
   queue_ranked AS MATERIALIZED (
     SELECT
-      q.window_id,
-      q.kernel_dur,
-      q.kernel_ts - q.launch_ts AS delay,
-      q.is_first,
-      g.end_ts IS NOT NULL AS ends_gap,
+      window_id,
+      kernel_dur,
+      kernel_ts - launch_ts AS delay,
+      is_first,
+      at_gap_end = 1 AS ends_gap,
       -- one sort per window for both (the count's frame is the whole partition)
       row_number() OVER by_dur AS k_rn,
       count(*) OVER (by_dur ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS k_n
-    FROM _kineto_catalog_small_op_storm_queue AS q
-    LEFT JOIN gap_ends AS g
-      ON g.device = q.kernel_device
-      AND g.end_ts = q.kernel_ts
-    WINDOW by_dur AS (PARTITION BY q.window_id ORDER BY q.kernel_dur)
+    FROM flagged
+    WHERE
+      is_gap = 0
+    WINDOW by_dur AS (PARTITION BY window_id ORDER BY kernel_dur)
   ),
   -- first kernels of a launch, ranked by delay twice: over all of them, and over those that end a gap
   delay_ranked AS (
