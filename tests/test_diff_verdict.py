@@ -396,6 +396,12 @@ def test_resnet50_nw0_to_nw4_interval():
     assert v.buckets["idle.dataloader"].beyond_noise and v.buckets["idle.dataloader"].high < -50e6
     assert not v.groups["busy"].beyond_noise and v.groups["idle"].beyond_noise
     assert "the saving is host-side" in report.headline
+    # one capture a side: the headline says what its interval leaves out, and the gate does not judge (exit 3)
+    assert report.headline.endswith(V.ONE_CAPTURE)
+    assert (V.gate(v, 5).judged, V.gate(v, 5).exit_code) == (False, 3)
+    assert V.gate(v, 5, noise_floor=2).line == ("regression gate: passed: the median step changed -28.2% (95% CI "
+                                                "-31.9..-2.3%); its low end less the --noise-floor 2%, -33.9%, does "
+                                                "not exceed --fail-on-regression 5%.")
 
 
 # ------------------------------------------------------------------------------------------ several captures a side
@@ -554,6 +560,9 @@ def test_checks_name_the_capture():
                                  "it or record it again."),
         ("device", True, "AFTER's captures differ among themselves: CPU only and NVIDIA H100 80GB HBM3.")]
     v = V.verdict(b, a)      # the empty capture adds nothing: 3 steady windows on BEFORE
+    assert V.captures_phrase(V.verdict(b[:1], a)) == (
+        "One capture on BEFORE: the interval covers its step-to-step noise, not its run-to-run variation; record it "
+        "more than once before trusting a small change.")
     assert (v.before_captures, v.before_windows, v.comparable) == (2, 3, False)
     assert V.gate(v, 5).line.startswith("regression gate: not judged: BEFORE capture 2 (b2.json) has no steady")
 
