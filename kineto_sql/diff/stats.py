@@ -136,6 +136,8 @@ def _nested_indices(rng, sizes: list, resamples: int) -> np.ndarray:
 
 def _pooled_medians(captures, idx: np.ndarray) -> np.ndarray:
     flat = np.concatenate([np.asarray(c, dtype=float) for c in captures])
+    if len({len(c) for c in captures}) == 1:        # no padding: np.median is ~10x faster than nanmedian
+        return np.median(flat[idx], axis=1)
     values = flat[np.where(idx >= 0, idx, 0)]
     values[idx < 0] = np.nan
     return np.nanmedian(values, axis=1)
