@@ -1,4 +1,6 @@
-"""Confidence intervals for a before/after diff: a seeded percentile bootstrap over iteration windows.
+"""Confidence intervals for a before/after diff: a seeded percentile bootstrap over iteration windows
+(`Bootstrap`, one capture a side) or over captures and then the windows in each (`NestedBootstrap`, several
+captures a side, so the interval holds run-to-run variation too).
 
 Each side is a sample of steady windows (one number per window: its width, or its time in one ledger
 bucket). The windows of each side are resampled with replacement, independently of the other side, and

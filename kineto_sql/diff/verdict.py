@@ -166,7 +166,7 @@ def checks(before, after) -> list[Check]:
             out.append(Check("steady_windows", True, f"{tag} is too short: {total} steady window{_s(total)} in "
                              f"{len(caps)} captures; {MIN_WINDOWS} are needed for an interval."))
     first_b, first_a = sides["BEFORE"][0], sides["AFTER"][0]
-    for attr, name, says in (("device", "device", "ran on"), ("source", "iteration_source", "windows are")):
+    for attr, name in (("device", "device"), ("source", "iteration_source")):
         values = {tag: sorted({str(getattr(c, attr)) for c in caps}) for tag, caps in sides.items()}
         mixed = [tag for tag, v in values.items() if len(v) > 1]
         if mixed:
@@ -379,12 +379,9 @@ def comparability_phrase(v: Verdict) -> str:
     return text
 
 
-# ------------------------------------------------------------------------------------------ the gate
-
-
 # One capture per side: the interval resamples windows inside each capture, so run-to-run variation is outside
-# it. Measured: back-to-back CPU recordings of golden `checkpoint` differed by 17-46% in median step, each
-# "beyond noise" against the other.
+# it. Measured: of six back-to-back CPU recordings of golden `checkpoint` (golden/reruns), 13 of the 15
+# one-against-one pairs were called a change beyond noise; three against three said no change.
 ONE_CAPTURE = ("One capture per side: the interval covers step-to-step noise inside each capture, not "
                "run-to-run variation; record each side more than once before trusting a small change.")
 
