@@ -17,7 +17,7 @@ from kineto_sql.cli.ranks_cmd import _progress
 
 
 @click.command("diff", context_settings={"ignore_unknown_options": True})
-@click.argument("traces", nargs=-1, type=click.UNPROCESSED)
+@click.argument("traces", nargs=-1, type=click.UNPROCESSED, metavar="BEFORE... [--vs] AFTER...")
 @format_option
 @click.option("--device", type=click.Choice(["all", "cpu", "gpu"]), default="all", show_default=True,
               help="CPU ops / annotations, GPU kernels, or both.")
@@ -56,7 +56,8 @@ def diff_command(traces: tuple, fmt: str, device: str, median_step: bool, all_st
 
     \b
     Sides: BEFORE AFTER (two traces, or two directories of captures), or
-           BEFORE... --vs AFTER... (any number of traces, directories or quoted globs a side).
+           BEFORE... --vs AFTER... (traces, directories or quoted globs a side).
+
     A side of several captures (the same code recorded several times) is what makes the interval hold
     run-to-run variation: the bootstrap resamples captures, then windows in each. One capture a side
     holds only the step-to-step noise inside it.
