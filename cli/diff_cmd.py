@@ -84,7 +84,7 @@ def diff_command(traces: tuple, fmt: str, device: str, median_step: bool, all_st
       kineto-sql diff runs/main/ runs/pr/ --fail-on-regression 5
       kineto-sql diff main_*.json.gz --vs pr_*.json.gz --fail-on-regression 5
       kineto-sql diff a.json.gz b.json.gz --device gpu --median-step --format csv
-      kineto-sql diff main.json.gz pr.json.gz --fail-on-regression 5 --noise-floor 8
+      kineto-sql diff main.json pr.json --fail-on-regression 5 --noise-floor 8
       kineto-sql diff runs/main/ --baseline main --update-baseline
       kineto-sql diff runs/pr/ --baseline main --fail-on-regression 5
     """
