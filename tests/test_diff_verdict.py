@@ -311,6 +311,7 @@ def test_summary_round_trips_through_json(tmp_path):
     assert again == side.summary
     assert side.summary.settings == {"with_stack": False, "record_shapes": True, "profile_memory": False}
     assert side.summary.source == "profiler_step" and side.summary.device == "a device without deviceProperties"
+    assert side.summary.started_ns is None       # the builder's clock starts at 0: no recording time
     path = baselines.save(side, "t", tmp_path)
     [loaded] = baselines.load("t", tmp_path)
     assert loaded.summary == side.summary
@@ -593,6 +594,15 @@ def test_same_scenario_recorded_six_times(reruns):
     assert V.step_phrase(v) == ("No change beyond noise (+68.7%, 95% CI -88.2..+574.4%; 3 vs 3 captures, 9 vs 9 "
                                 "steady windows)")
     assert V.gate(v, 5).exit_code == 0
+    # the first three against the last three: the machine got busier while they were recorded (steps of 50 ms,
+    # then of 90-500 ms), which no interval can tell from a change: it is said, as a flag
+    assert [c.summary.started_ns < d.summary.started_ns for c, d in zip(ck, ck[1:])] == [True] * 5
+    batched = D.build_diff(ck[:3], ck[3:]).verdict
+    assert batched.step.beyond_noise and batched.step.low > 50
+    assert [(c.name, c.blocking, c.sentence) for c in batched.checks] == [("order", False, (
+        "All of BEFORE's captures were recorded before all of AFTER's (the traces' clocks): a drift of the machine "
+        "between the two batches (load, clock speed, temperature) reads as a change the interval cannot tell apart; "
+        "record the sides in turn."))]
 
 
 def test_planted_against_fixed_three_captures_a_side(reruns):

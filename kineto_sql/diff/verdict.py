@@ -51,6 +51,9 @@ class SideSummary:
     # The query versions the numbers come from (reading.step_ledger and the libs it reads): a baseline
     # stored by another version may draw windows or buckets differently.
     method: str = ""
+    # When the capture began, ns since the epoch on the recording host's clock (None when the trace's
+    # timestamps are not epoch-based): orders a side's captures against the other side's.
+    started_ns: int | None = None
 
     @property
     def steady(self) -> list[int]:
@@ -78,7 +81,8 @@ class SideSummary:
     def to_json(self) -> dict:
         return {"schema": SUMMARY_SCHEMA, "label": self.label, "device": self.device, "source": self.source,
                 "steps": self.steps, "cold": self.cold, "widths": self.widths, "buckets": self.buckets,
-                "settings": self.settings, "problems": self.problems, "method": self.method}
+                "settings": self.settings, "problems": self.problems, "method": self.method,
+                "started_ns": self.started_ns}
 
     @classmethod
     def from_json(cls, data: dict) -> "SideSummary":
@@ -91,7 +95,7 @@ class SideSummary:
                    [bool(c) for c in data["cold"]], [int(w) for w in data["widths"]],
                    {str(k): [int(x) for x in v] for k, v in data["buckets"].items()},
                    {k: bool(data["settings"].get(k, False)) for k in SETTINGS}, [str(p) for p in data["problems"]],
-                   str(data.get("method", "")))
+                   str(data.get("method", "")), None if data.get("started_ns") is None else int(data["started_ns"]))
 
 
 def summarise(tp, label: str) -> SideSummary:
@@ -118,7 +122,30 @@ def summarise(tp, label: str) -> SideSummary:
     return SideSummary(label, device, "+".join(sources) if sources else None,
                        [int(s) for s in windows["step"]], [bool(c) for c in windows["is_cold"]],
                        [int(w) for w in windows["window_dur"]], buckets, settings, problems,
-                       _method(run.spec))
+                       _method(run.spec), _started(tp))
+
+
+# Timestamps before 2001-09-09 (1e18 ns since the epoch) are not wall-clock times: a capture whose clock
+# starts near 0 (a synthetic trace, a profiler without an epoch base) has no recording time.
+_EPOCH_FLOOR_NS = 10**18
+
+
+def _started(tp) -> int | None:
+    """The capture's first timestamp on the recording host's clock: the engine's start, plus what the loader
+    took off to rebase it, plus the trace's baseTimeNanoseconds (newer PyTorch writes times relative to it)."""
+    from kineto_sql.sql.files import sections
+
+    start = tp.rows(sections("trace_info.sql")["trace_bounds"]).column("start_ts")
+    if not start or start[0] is None:
+        return None
+    report = getattr(tp, "report", None)
+    metadata = getattr(tp, "trace_metadata", None) or {}
+    try:
+        base = int(metadata.get("baseTimeNanoseconds") or 0)
+    except (TypeError, ValueError):
+        base = 0
+    started = int(start[0]) + int(getattr(report, "ts_offset_ns", 0) or 0) + base
+    return started if started >= _EPOCH_FLOOR_NS else None
 
 
 def _method(spec) -> str:
@@ -184,6 +211,9 @@ def checks(before, after) -> list[Check]:
         if len(shapes["BEFORE"] | shapes["AFTER"]) > 1 and all(c.steps for caps in sides.values() for c in caps):
             out.append(Check("schedule", False, f"Another schedule shape: BEFORE captured {_schedules(sides['BEFORE'])}, "
                              f"AFTER {_schedules(sides['AFTER'])}."))
+    order = _batched(sides["BEFORE"], sides["AFTER"])
+    if order:
+        out.append(Check("order", False, order))
     methods = {c.method for caps in sides.values() for c in caps if c.method}
     if len(methods) > 1:
         mb = " / ".join(sorted({c.method for c in sides["BEFORE"] if c.method}))
@@ -198,6 +228,25 @@ def checks(before, after) -> list[Check]:
         out.append(Check("settings", False, f"Profiler settings that change host cost differ ({says}): part of "
                          "the change may be the profiler's own overhead."))
     return out
+
+
+def _batched(before: list, after: list) -> str | None:
+    """A sentence when each side has several captures and every one of one side was recorded before every one
+    of the other: a drift of the machine between the two batches is then indistinguishable from a change."""
+    if min(len(before), len(after)) < 2:
+        return None
+    tb, ta = [c.started_ns for c in before], [c.started_ns for c in after]
+    if None in tb or None in ta:
+        return None
+    if max(tb) < min(ta):
+        first, second = "BEFORE", "AFTER"
+    elif max(ta) < min(tb):
+        first, second = "AFTER", "BEFORE"
+    else:
+        return None
+    return (f"All of {first}'s captures were recorded before all of {second}'s (the traces' clocks): a drift of "
+            "the machine between the two batches (load, clock speed, temperature) reads as a change the interval "
+            "cannot tell apart; record the sides in turn.")
 
 
 def _captures(side) -> list:
