@@ -1,6 +1,8 @@
-"""`kineto-sql diff BEFORE AFTER`: what changed between two traces, and why one is faster."""
+"""`kineto-sql diff BEFORE AFTER` / `BEFORE... --vs AFTER...`: what changed between two sides (one capture or
+several each), and why one is faster."""
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from concurrent.futures import ProcessPoolExecutor
@@ -14,9 +16,8 @@ from kineto_sql.cli.output import emit_frame, emit_json, format_option, frame_re
 from kineto_sql.cli.ranks_cmd import _progress
 
 
-@click.command("diff")
-@click.argument("before", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.argument("after", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.command("diff", context_settings={"ignore_unknown_options": True})
+@click.argument("traces", nargs=-1, type=click.UNPROCESSED, metavar="BEFORE... [--vs] AFTER...")
 @format_option
 @click.option("--device", type=click.Choice(["all", "cpu", "gpu"]), default="all", show_default=True,
               help="CPU ops / annotations, GPU kernels, or both.")
@@ -29,86 +30,109 @@ from kineto_sql.cli.ranks_cmd import _progress
 @click.option("--min-us", type=float, default=10.0, show_default=True, help="...and by more than this many us.")
 @click.option("--limit", type=int, default=20, show_default=True, help="Rows shown in the table (0: all).")
 @click.option("--fail-on-regression", "fail_pct", type=float, default=None, metavar="PCT",
-              help="For CI: exit 1 when both captures are valid and comparable and the low end of the 95% interval "
-              "of AFTER's median-step change is above PCT % (slower). Prints one line saying why it failed or passed.")
+              help="For CI: exit 1 when the low end of the 95% interval of AFTER's median-step change is above PCT % "
+              "(slower), 0 when it is not, 3 when the gate cannot judge: a capture invalid or not comparable, or "
+              "fewer than 3 captures on a side without --noise-floor. Prints one line saying why.")
+@click.option("--noise-floor", "noise_floor", type=click.FloatRange(min=0), default=None, metavar="PCT",
+              help="With --fail-on-regression: a run-to-run spread you measured (e.g. between repeated captures of "
+              "the same code), in %; the gate then judges one capture a side, lowering the interval's low end by PCT.")
 @click.option("--baseline", "baseline_name", default=None, metavar="NAME",
-              help="A named baseline: with BEFORE AFTER, BEFORE is stored as NAME; with one TRACE, TRACE is compared "
-              "against NAME (or stored as NAME with --update-baseline).")
+              help="A named baseline: with BEFORE and AFTER, BEFORE's captures are stored as NAME; with one side, it "
+              "is compared against NAME (or stored as NAME with --update-baseline).")
 @click.option("--baseline-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where baselines are kept (default: .kineto-sql/baselines in the working directory).")
-@click.option("--update-baseline", is_flag=True, help="With one TRACE and --baseline NAME: store TRACE as NAME and "
-              "compare nothing.")
+@click.option("--update-baseline", is_flag=True, help="With one side and --baseline NAME: store its captures as NAME "
+              "and compare nothing.")
 @click.option("--hta-compat", is_flag=True, help="HTA's compare_traces: by name, the first step (or --all-steps), "
               "status by count.")
 @engine_options
 @friendly_errors
-def diff_command(before: Path, after: Path | None, fmt: str, device: str, median_step: bool, all_steps: bool,
+def diff_command(traces: tuple, fmt: str, device: str, median_step: bool, all_steps: bool,
                  step: int | None, threshold_pct: float, min_us: float, limit: int, fail_pct: float | None,
-                 baseline_name: str | None, baseline_dir: Path | None, update_baseline: bool,
-                 hta_compat: bool, engine_kind: str, tp_shell: str | None):
+                 noise_floor: float | None, baseline_name: str | None, baseline_dir: Path | None,
+                 update_baseline: bool, hta_compat: bool, engine_kind: str, tp_shell: str | None):
     """What changed from BEFORE to AFTER, and why one is faster: a verdict with its confidence, then rows by
     time moved.
+
+    \b
+    Sides: BEFORE AFTER (two traces, or two directories of captures), or
+           BEFORE... --vs AFTER... (traces, directories or quoted globs a side).
+
+    A side of several captures (the same code recorded several times) is what makes the interval hold
+    run-to-run variation: the bootstrap resamples captures, then windows in each. One capture a side
+    holds only the step-to-step noise inside it.
 
     The headline: the change in the median step over the steady iteration windows of each side, with a 95%
     bootstrap interval ("AFTER is faster by 28.2% (95% CI ...)" or "No change beyond noise"), when each
     side has at least 3 steady windows; the step-ledger buckets that moved beyond noise, each with its
     interval; whether the change is host-side (device idle moved) or device-side (device busy moved);
-    then what makes the two captures not comparable (an invalid capture, too few steady windows,
+    then what makes the two sides not comparable (an invalid capture, too few steady windows,
     another device or iteration source) or worth a flag (another schedule, with_stack / record_shapes /
     profile_memory set differently). Rows: per op and kernel (keyed by call path, so a renamed kernel
-    pairs with the one it replaced), per-step time before and after, status by time (increased /
-    decreased beyond --threshold-pct and --min-us). By default every step counts for the rows (mean per
-    step); --median-step or --step N picks one. Both traces load at once, each in its own process.
+    pairs with the one it replaced), per-step time before and after (the mean over a side's captures),
+    status by time (increased / decreased beyond --threshold-pct and --min-us). By default every step
+    counts for the rows (mean per step); --median-step or --step N picks one. Traces load in parallel,
+    each in its own process.
 
-    A baseline (--baseline NAME) is a small JSON file of one side's numbers per window and per op, not
-    the trace: store it on the main branch, compare each new capture against it.
+    The gate (--fail-on-regression PCT) exits 0 (passed), 1 (failed) or 3 (not judged: it says why in
+    its one line). A baseline (--baseline NAME) is a small JSON file of one side's numbers per capture,
+    per window and per op, not the traces: store it on the main branch, compare each new capture against it.
 
     \b
     Examples:
       kineto-sql diff baseline.json.gz candidate.json.gz
+      kineto-sql diff runs/main/ runs/pr/ --fail-on-regression 5
+      kineto-sql diff main_*.json.gz --vs pr_*.json.gz --fail-on-regression 5
       kineto-sql diff a.json.gz b.json.gz --device gpu --median-step --format csv
-      kineto-sql diff main.json.gz pr.json.gz --fail-on-regression 5
-      kineto-sql diff main.json.gz --baseline main --update-baseline
-      kineto-sql diff pr.json.gz --baseline main --fail-on-regression 5
+      kineto-sql diff main.json pr.json --fail-on-regression 5 --noise-floor 8
+      kineto-sql diff runs/main/ --baseline main --update-baseline
+      kineto-sql diff runs/pr/ --baseline main --fail-on-regression 5
     """
     from kineto_sql.diff import baselines
     from kineto_sql.diff import traces as trace_diff
+    from kineto_sql.diff.sides import split_sides
 
     choice = engine_choice(engine_kind, tp_shell)
+    before, after = split_sides(traces)
+    if noise_floor is not None and fail_pct is None:
+        raise click.UsageError("--noise-floor widens the regression gate's interval: give it with --fail-on-regression.")
     if update_baseline and (baseline_name is None or after is not None):
-        raise click.UsageError("--update-baseline takes one TRACE and --baseline NAME (it stores TRACE as NAME).")
+        raise click.UsageError("--update-baseline takes one side and --baseline NAME (it stores that side as NAME).")
     if after is None and baseline_name is None:
         raise click.UsageError("diff compares BEFORE and AFTER, or one TRACE against --baseline NAME.")
     if hta_compat:
         if after is None or baseline_name is not None:
             raise click.UsageError("--hta-compat compares two traces; a baseline keeps no HTA summary.")
-        return _hta_diff(before, after, fmt, device, all_steps, -1 if step is None else step, limit, choice)
+        if len(before) != 1 or len(after) != 1:
+            raise click.UsageError("--hta-compat compares one trace with one trace, not sides of several captures.")
+        return _hta_diff(before[0], after[0], fmt, device, all_steps, -1 if step is None else step, limit, choice)
     window = "step" if step is not None else "median" if median_step else "all"
     options = trace_diff.DiffOptions(window=window, step=step, threshold_pct=threshold_pct, min_us=min_us)
     if after is None and not update_baseline:
-        stored = baselines.load(baseline_name, baseline_dir)
-        sides = [stored, _load_sides([before], choice)[0]]
+        sides = [baselines.load(baseline_name, baseline_dir), _load_sides(before, choice)]
     else:
-        sides = _load_sides([before] if after is None else [before, after], choice)
+        loaded = _load_sides(before + (after or []), choice)
+        sides = [loaded[:len(before)], loaded[len(before):]]
     if baseline_name is not None and (update_baseline or after is not None):
         path = baselines.save(sides[0], baseline_name, baseline_dir)
-        click.echo(f"baseline {baseline_name!r} stored at {path} (from {before})", err=True)
+        said = ", ".join(str(p) for p in before)
+        click.echo(f"baseline {baseline_name!r} stored at {path} (from {said})", err=True)
         if update_baseline:
             if fail_pct is not None:
-                click.echo("regression gate: not judged, so not failed: --update-baseline stores a baseline and "
-                           "compares nothing.", err=True)
+                click.echo("regression gate: not judged, nothing to compare: --update-baseline stores a baseline "
+                           "and compares nothing.", err=True)
             return
     report = trace_diff.build_diff(sides[0], sides[1], options, None if device == "all" else device)
     result = None
     if fail_pct is not None:
         from kineto_sql.diff.verdict import gate
 
-        result = gate(report.verdict, fail_pct)
+        result = gate(report.verdict, fail_pct, noise_floor)
     _emit(report, sides, fmt, limit, min_us, result)
     if result is not None:
         click.echo(result.line, err=True)
-        if result.failed:
-            sys.exit(1)
+        if result.exit_code:
+            sys.exit(result.exit_code)
 
 
 def _load_sides(paths: list[Path], choice) -> list:
@@ -116,7 +140,7 @@ def _load_sides(paths: list[Path], choice) -> list:
 
     with _progress() as progress:
         task = progress.add_task(f"loading {len(paths)} trace{'s' if len(paths) > 1 else ''}", total=len(paths))
-        with ProcessPoolExecutor(max_workers=len(paths)) as pool:
+        with ProcessPoolExecutor(max_workers=min(len(paths), max(2, os.cpu_count() or 2))) as pool:
             futures = [pool.submit(trace_diff.side_file, str(p), choice) for p in paths]
             sides = []
             for future in futures:
@@ -127,7 +151,9 @@ def _load_sides(paths: list[Path], choice) -> list:
 
 def _emit(report, sides, fmt: str, limit: int, min_us: float, result) -> None:
     if fmt == "json":
-        emit_json({"before": sides[0].path, "after": sides[1].path, "headline": report.headline,
+        emit_json({"before": ", ".join(c.path for c in sides[0]), "after": ", ".join(c.path for c in sides[1]),
+                   "before_captures": [c.path for c in sides[0]], "after_captures": [c.path for c in sides[1]],
+                   "headline": report.headline,
                    "step_change_pct": report.step_change_pct, "before_steps": list(report.before.steps),
                    "after_steps": list(report.after.steps), "status_counts": report.status_counts,
                    "verdict": report.verdict.to_json() if report.verdict is not None else None,

@@ -109,15 +109,16 @@ def test_short_name_fits(name, short):
 def test_cli_fail_on_regression_and_json(tmp_path):
     fast, slow = job(600, "k", 0, 50).write(tmp_path, "fast.json.gz"), job(1000, "k", 300, 50).write(tmp_path,
                                                                                                          "slow.json.gz")
-    # two steps a side: the point change is said, but no interval, so the gate does not judge (and does not fail)
+    # two steps a side: the point change is said, but no interval, so the gate does not judge: exit 3, not 0
+    # (a CI job must not read "could not tell" as passed) and not 1 (nothing was found slower beyond noise)
     regressed = CliRunner().invoke(cli, ["diff", str(fast), str(slow), "--fail-on-regression", "10"])
-    assert regressed.exit_code == 0, regressed.output
+    assert regressed.exit_code == 3, regressed.output
     assert regressed.stdout.startswith("AFTER is 66.7% slower")
     assert regressed.stderr.splitlines()[-1] == (
-        "regression gate: not judged, so not failed: BEFORE is too short: 2 steady windows in ProfilerStep#1-#2 "
+        "regression gate: not judged: BEFORE is too short: 2 steady windows in ProfilerStep#1-#2 "
         "(2 windows); 3 are needed for an interval.")
     ok = CliRunner().invoke(cli, ["diff", str(slow), str(fast), "--fail-on-regression", "10", "--format", "json"])
-    assert ok.exit_code == 0, ok.output
+    assert ok.exit_code == 3, ok.output
     out = json.loads(ok.stdout)
     assert out["step_change_pct"] == pytest.approx(-40.0) and out["before_steps"] == [1, 2]
     assert sum(out["status_counts"].values()) == len(out["rows"])

@@ -321,13 +321,7 @@ def _interval_headline(before: Window, after: Window, rows: pd.DataFrame, verdic
             + diff_verdict.moved_phrase(verdict) + " " + diff_verdict.reason(verdict, has_gpu, _host_hint(rows)))
     if verdict.checks:
         text += " " + diff_verdict.comparability_phrase(verdict)
-    return text + " " + ONE_CAPTURE
-
-
-# The bootstrap resamples windows inside each capture: run-to-run variation is outside its interval. Measured:
-# back-to-back CPU recordings of golden `checkpoint` differed by 17-46% in median step, each "beyond noise".
-ONE_CAPTURE = ("One capture per side: the interval covers step-to-step noise inside each capture, not "
-               "run-to-run variation; record each side more than once before trusting a small change.")
+    return text + " " + diff_verdict.captures_phrase(verdict)
 
 
 def _totals(before: Window, after: Window) -> list[str]:
@@ -374,18 +368,46 @@ def _kind_total(window: Window, prefix: str) -> float:
     return sum(v for k, v in window.buckets.items() if k.startswith(prefix))
 
 
-def build_diff(before: Side, after: Side, options: DiffOptions = DiffOptions(), device: str | None = None) -> DiffReport:
-    """The rows of the chosen window and, when both sides carry a summary, the verdict of the steady windows."""
+def reduce_captures(captures: list, options: DiffOptions = DiffOptions()) -> Window:
+    """Several captures of one side reduced to one window: each capture's window (reduce_window), then the
+    mean over captures of every per-step quantity (a row absent from a capture counts 0 there); the median
+    step is the median of the captures' medians. One capture: its window."""
+    windows = [reduce_window(c, options) for c in captures]
+    if len(windows) == 1:
+        return windows[0]
+    k = len(windows)
+
+    def mean(dicts):
+        return {key: sum(d.get(key, 0.0) for d in dicts) / k for key in sorted({x for d in dicts for x in d})}
+
+    rows = pd.concat([w.rows for w in windows], ignore_index=True)
+    rows = rows.groupby(["kind", "path", "key"], dropna=False)[["count", "dur"]].sum().reset_index()
+    rows["count"], rows["dur"] = rows["count"] / k, rows["dur"] / k
+    medians = [w.median_step_ns for w in windows if w.median_step_ns == w.median_step_ns]
+    median = float(pd.Series(medians).median()) if medians else float("nan")
+    return Window(tuple(s for w in windows for s in w.steps), median, mean([w.totals for w in windows]),
+                  mean([w.buckets for w in windows]), rows)
+
+
+def build_diff(before, after, options: DiffOptions = DiffOptions(), device: str | None = None) -> DiffReport:
+    """The rows of the chosen window and, when both sides carry a summary, the verdict of the steady windows.
+    `before`, `after`: one Side or a list of them (several captures of the same code)."""
     from kineto_sql.diff.verdict import verdict as steady_verdict
 
-    b, a = reduce_window(before.rows, options), reduce_window(after.rows, options)
+    before, after = _as_list(before), _as_list(after)
+    b, a = reduce_captures([s.rows for s in before], options), reduce_captures([s.rows for s in after], options)
     rows = diff_windows(b, a, options, device)
     sb, sa = b.median_step_ns, a.median_step_ns
     change = 100.0 * (sa - sb) / sb if sb == sb and sa == sa and sb > 0 else None
     counts = rows["status"].value_counts()
-    verdict = steady_verdict(before.summary, after.summary) if before.summary and after.summary else None
+    summaries = [s.summary for s in before], [s.summary for s in after]
+    verdict = steady_verdict(*summaries) if all(x is not None for x in summaries[0] + summaries[1]) else None
     return DiffReport(b, a, rows, headline(b, a, rows, options, verdict), change,
                       {s: int(counts.get(s, 0)) for s in STATUSES_V2}, verdict)
+
+
+def _as_list(side) -> list:
+    return list(side) if isinstance(side, (list, tuple)) else [side]
 
 
 _PARAMS = re.compile(r"(?<=[\w>])\((?:[^()]|\([^()]*\))*\)\s*$")
