@@ -166,3 +166,35 @@ def test_ranks_chart_is_each_ranks_mean_step():
     assert list(bars) == ["rank 0", "rank 1"]
     got = {bucket: int(ns) for bucket, ns in re.findall(r"data-bucket='([^']+)' data-ns='(\d+)'", bars["rank 0"])}
     assert got == {"busy.gemm": 65_000_000, "busy.comm_exposed": 25_000_000, "idle.launch": 10_000_000}
+
+
+def test_html_on_a_terminal_is_refused_and_a_file_gets_the_page(tmp_path):
+    """`--format html` without -o on a terminal: one sentence, exit 2, before any load; redirected to a file
+    (what a shell's `>` does), the page."""
+    import os
+    import pty
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    command = [str(Path(sys.executable).with_name("kineto-sql")), "diagnose",
+               str(Path(__file__).resolve().parents[1] / "golden" / "traces" / "sync_item_planted.json.gz"),
+               "--format", "html", "--jobs", "1"]
+    main, terminal = pty.openpty()
+    try:
+        started = time.perf_counter()
+        refused = subprocess.run(command, stdout=terminal, stderr=subprocess.PIPE, timeout=120)
+        took = time.perf_counter() - started
+    finally:
+        os.close(terminal)
+        os.close(main)
+    assert refused.returncode == 2
+    assert refused.stderr.decode().splitlines() == [
+        "error: --format html writes a whole page: add -o report.html (or redirect stdout to a file)"]
+    assert took < 20  # refused before the trace is read, not after a diagnosis
+    page = tmp_path / "report.html"
+    with page.open("wb") as out:
+        written = subprocess.run(command + ["-q"], stdout=out, stderr=subprocess.PIPE, timeout=300)
+    assert written.returncode == 0, written.stderr
+    assert page.read_text().startswith("<!doctype html>") and "<figure class='ledger'>" in page.read_text()

@@ -60,7 +60,8 @@ def share_of(finding) -> str:
 
 def reason(verdict) -> str:
     """The verdict's sentence without the regime it starts with (every format prints the regime before it)."""
-    return verdict.regime_reason.removeprefix(f"{verdict.regime}: ")
+    said = verdict.regime_reason.removeprefix(f"{verdict.regime}: ")
+    return said[:1].upper() + said[1:]
 
 
 def cost(finding) -> str:

@@ -14,7 +14,7 @@ from markdown_it import MarkdownIt
 
 from kineto_sql import __version__
 from kineto_sql.diagnose.model import Diagnosis, TraceDiagnosis
-from kineto_sql.diagnose.narrate import COSTS_ADD_UP, ms, reason
+from kineto_sql.diagnose.narrate import COSTS_ADD_UP, ms, pct, reason
 from kineto_sql.diagnose.render_svg import color, share_bars, stacked_bars
 from kineto_sql.diagnose.render_text import finding_markdown, findings_table, md, together_sentence
 
@@ -139,6 +139,10 @@ def _window_label(w) -> str:
     return f"{step} (cold)" if w.cold else step
 
 
+def _swatch(bucket: str) -> str:
+    return f"<span class='swatch' style='background:{color(bucket)}'></span>{html.escape(bucket)}"
+
+
 def _ledger_html(t: TraceDiagnosis) -> str:
     """The verdict's ledger, per window: stacked buckets (time x devices), with the verdict's own shares in
     the legend. The bars of the analysed windows sum, bucket by bucket, to the verdict's ledger."""
@@ -152,9 +156,8 @@ def _ledger_html(t: TraceDiagnosis) -> str:
     title = f"Where each step's time goes (reading.step_ledger): {which} windows sum to the verdict's ledger"
     chart = stacked_bars(columns, order, title, "ms (window x devices)")
     legend = "".join(
-        f"<tr data-bucket='{html.escape(b.bucket, quote=True)}' data-ns='{b.dur_ns}'>"
-        f"<td><span class='swatch' style='background:{color(b.bucket)}'></span>{html.escape(b.bucket)}</td>"
-        f"<td>{b.pct:.1f}%</td><td>{ms(round(b.dur_ns / analysed)) if analysed else ''}</td></tr>"
+        f"<tr data-bucket='{html.escape(b.bucket, quote=True)}' data-ns='{b.dur_ns}'><td>{_swatch(b.bucket)}</td>"
+        f"<td>{pct(b.pct)}</td><td>{ms(round(b.dur_ns / analysed)) if analysed else ''}</td></tr>"
         for b in v.ledger if b.dur_ns > 0)
     cold = " Cold windows are drawn faded: one-time work, kept out of the shares." \
         if v.steady_representative and any(w.cold for w in v.ledger_windows) else ""
@@ -223,8 +226,12 @@ def _ranks_html(d: Diagnosis) -> str:
             n = max(len(analysed_windows(t)), 1)
             columns.append((f"rank {t.rank}", {b.bucket: round(b.dur_ns / n) for b in t.verdict.ledger}, False))
         title = "Per rank: the ledger of a mean step (reading.step_ledger)"
+        drawn = [b for b in order if any(c[1].get(b) for c in columns)]
+        drawn += sorted({b for c in columns for b, ns in c[1].items() if ns and b not in drawn})
+        legend = "".join(f"<tr><td>{_swatch(b)}</td></tr>" for b in drawn)
         chart = (f"<figure class='ranks'><figcaption>{html.escape(title, quote=False)}</figcaption>"
-                 f"{stacked_bars(columns, order, title, 'ms per step (x devices)')}</figure>")
+                 f"<div class='chartrow'>{stacked_bars(columns, order, title, 'ms per step (x devices)')}"
+                 f"<table class='legend'>{legend}</table></div></figure>")
     links = " ".join(f"<a href='#{_anchor(t)}'>rank {t.rank}</a>" for t in ranked)
     return (f"<section id='ranks'><h2>Across ranks</h2><p>{inline_html(narration)}</p>{chart}"
             f"<p class='ranklinks'>{links}</p></section>")

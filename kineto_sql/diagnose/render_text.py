@@ -140,12 +140,12 @@ def findings_table(t: TraceDiagnosis) -> list[str]:
     out = ["| # | finding | severity | cost per step | share | rows |", "|---:|---|---|---:|---:|---:|"]
     for i, f in enumerate(t.findings, 1):
         share = pct(f.impact_pct) if f.impact_pct is not None else ""
-        if f.per_step_ns is not None:
-            per_step = ms(f.per_step_ns)
-        elif f.impact_ns > 0:
-            per_step = f"{ms(f.impact_ns)} {'once' if f.scope == 'cold' else 'in all'}"
-        else:
+        if f.impact_ns <= 0:
             per_step = "none"
+        elif f.per_step_ns is not None:
+            per_step = ms(f.per_step_ns)
+        else:
+            per_step = f"{ms(f.impact_ns)} {'once' if f.scope == 'cold' else 'in all'}"
         out.append(f"| {i} | {md(f.title)} | {f.severity} | {per_step} | {share} | {f.count} |")
     return out
 
