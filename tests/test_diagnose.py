@@ -129,6 +129,12 @@ def test_one_block_per_finding_with_its_cost_per_step():
     cold = replace(f, scope="cold", per_step_ns=None)
     assert block(cold).cost.startswith("2.5 ms once, in the cold start (12.5% of the capture windows, one-time)")
     assert block(replace(f, impact_ns=0)).cost == "no step time of its own; it changes how the trace must be read"
+    # a rank's finding keeps its own evidence after the cross-rank note (kineto_sql/fleet/run.py)
+    noted = replace(f, evidence=("The cross-rank reading names rank 7 the straggler: part of this wait is for "
+                                 "rank 7.", "3 syncs in step 4", "2 syncs in step 5"))
+    assert dict(block(noted).lines)["why we think so"] == ("The cross-rank reading names rank 7 the straggler: part "
+                                                          "of this wait is for rank 7. 3 syncs in step 4. Seen in "
+                                                          "every step from 4 to 5 in aten::item.")
     # a prediction is a line of the block: "fixing this: step X -> Y ms"
     p = {"measured_step_ns": 10_000_000, "predicted_step_ns": 8_000_000, "saving_pct": 20.0,
          "saving_range_ns": [2_000_000, 2_000_000], "basis": "replay", "change": "remove the sync wait", "reason": ""}

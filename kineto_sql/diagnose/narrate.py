@@ -58,6 +58,13 @@ def share_of(finding) -> str:
     return "steady step time"
 
 
+def step_summary(verdict) -> str:
+    """'6 steps, median step 76.8 ms, GPU busy 84%' (one step is one step)."""
+    occ = f", GPU busy {verdict.gpu_occupancy_pct:.0f}%" if verdict.gpu_occupancy_pct is not None else ""
+    steps = f"{verdict.steps} step{'s' if verdict.steps != 1 else ''}"
+    return f"{steps}, median step {ms(verdict.median_step_ns)}{occ}"
+
+
 def reason(verdict) -> str:
     """The verdict's sentence without the regime it starts with (every format prints the regime before it)."""
     said = verdict.regime_reason.removeprefix(f"{verdict.regime}: ")
@@ -90,6 +97,18 @@ def _where(finding) -> str:
     return f"Seen {said}." if said else ""
 
 
+# how a rank directory's cross-rank reading prefixes a rank's finding (kineto_sql/fleet/run.py): a note
+# about the finding, followed by the rule's own evidence
+CROSS_RANK_NOTE = "The cross-rank reading names"
+
+
+def _evidence(evidence) -> tuple[str, ...]:
+    """The rule's first evidence row; after a cross-rank note, the note and that row."""
+    if len(evidence) > 1 and evidence[0].startswith(CROSS_RANK_NOTE):
+        return tuple(evidence[:2])
+    return tuple(evidence[:1])
+
+
 @dataclass(frozen=True)
 class Block:
     """One finding in words: a head (title, severity, cost) and labelled lines, then the commands."""
@@ -108,7 +127,7 @@ class Block:
 
 def block(finding) -> Block:
     """What, how much per step, why we think so, what to do, what fixing it buys, how to check, the reference."""
-    why = " ".join(p for p in (_sentence(finding.evidence[0]) if finding.evidence else "", _where(finding)) if p)
+    why = " ".join(p for p in (*(_sentence(e) for e in _evidence(finding.evidence)), _where(finding)) if p)
     lines = [(WHY, why or "the rule's rows hold the numbers")]
     if finding.fix:
         lines.append((DO, finding.fix))

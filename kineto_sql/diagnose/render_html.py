@@ -14,7 +14,7 @@ from markdown_it import MarkdownIt
 
 from kineto_sql import __version__
 from kineto_sql.diagnose.model import Diagnosis, TraceDiagnosis
-from kineto_sql.diagnose.narrate import COSTS_ADD_UP, ms, pct, reason
+from kineto_sql.diagnose.narrate import COSTS_ADD_UP, ms, pct, reason, step_summary
 from kineto_sql.diagnose.render_svg import color, share_bars, stacked_bars
 from kineto_sql.diagnose.render_text import finding_markdown, findings_table, md, together_sentence
 
@@ -168,8 +168,7 @@ def _ledger_html(t: TraceDiagnosis) -> str:
 
 def _verdict_html(t: TraceDiagnosis) -> str:
     v = t.verdict
-    occ = f", GPU busy {v.gpu_occupancy_pct:.0f}%" if v.gpu_occupancy_pct is not None else ""
-    steps = f"{v.steps} steps, median step {ms(v.median_step_ns)}{occ}. " if v.steps else ""
+    steps = f"{step_summary(v)}. " if v.steps else ""
     extra = f"<br>{inline_html(v.sample_sentence)}" if v.sample_sentence else ""
     if t.critical_path:
         extra += ("<br>Critical path (steady windows, reading.critical_path): " + html.escape(

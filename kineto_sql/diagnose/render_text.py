@@ -5,7 +5,7 @@ import html
 import re
 
 from kineto_sql.diagnose.model import Diagnosis, Finding, TraceDiagnosis
-from kineto_sql.diagnose.narrate import COSTS_ADD_UP, REPRODUCE, block, ms, pct, reason
+from kineto_sql.diagnose.narrate import COSTS_ADD_UP, REPRODUCE, block, ms, pct, reason, step_summary
 from kineto_sql.whatif.annotate import sentence as whatif_sentence
 
 TOP = 5
@@ -43,8 +43,7 @@ def _verdict_lines(t: TraceDiagnosis) -> list[str]:
     if t.loss:
         lines.append("DATA LOSS (loaded with --allow-loss): " + "; ".join(t.loss))
     if v.steps:
-        occ = f", GPU busy {v.gpu_occupancy_pct:.0f}%" if v.gpu_occupancy_pct is not None else ""
-        lines.append(f"verdict: {v.regime}: {v.steps} steps, median step {ms(v.median_step_ns)}{occ}.")
+        lines.append(f"verdict: {v.regime}: {step_summary(v)}.")
     else:
         lines.append(f"verdict: {v.regime}.")
     lines.append(f"  {reason(v)}.")
