@@ -15,6 +15,7 @@ from kineto_sql.diagnose.model import SEVERITIES
 from kineto_sql.diagnose.render_html import render_html
 from kineto_sql.diagnose.render_text import render_markdown, render_text
 from kineto_sql.diagnose.run import diagnose_path
+from kineto_sql.errors import KinetoSqlError
 from kineto_sql.fleet.executors import executor_for
 from kineto_sql.inputs import shown
 from kineto_sql.outputs import write_atomically
@@ -49,6 +50,9 @@ def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jo
       kineto-sql diagnose trace.json.gz --format html -o report.html
       kineto-sql diagnose ./tb_logs/ --format json --fail-on high
     """
+    if fmt == "html" and output is None and click.get_text_stream("stdout").isatty():
+        # a whole page is no terminal output; refused before the load, not after it
+        raise KinetoSqlError("--format html writes a whole page: add -o report.html (or redirect stdout to a file)")
     if no_progress:
         configure(quiet=True)
     jobs = jobs or default_jobs()

@@ -34,6 +34,19 @@ class LedgerBucket:
 
 
 @dataclass(frozen=True)
+class LedgerWindow:
+    """One window of the step-time ledger (reading.step_ledger): its step (None for a window that is no
+    ProfilerStep), whether it is cold, and its time per bucket (window time x devices, summed over devices)."""
+
+    step: int | None
+    cold: bool
+    buckets: tuple[tuple[str, int], ...]
+
+    def to_json(self) -> dict:
+        return {"step": self.step, "cold": self.cold, "buckets": dict(self.buckets)}
+
+
+@dataclass(frozen=True)
 class Verdict:
     """The first thing a person reads: how long a step is, how busy the GPU is, which regime.
 
@@ -60,6 +73,8 @@ class Verdict:
     ledger: tuple[LedgerBucket, ...] = ()
     steady_representative: bool = True
     sample_sentence: str | None = None
+    # every window's buckets, in time order: the `ledger` above is their sum over the analysed windows
+    ledger_windows: tuple[LedgerWindow, ...] = ()
 
     def to_json(self) -> dict:
         return {
@@ -81,6 +96,7 @@ class Verdict:
             "ledger": [vars(b) for b in self.ledger],
             "steady_representative": self.steady_representative,
             "sample_sentence": self.sample_sentence,
+            "ledger_windows": [w.to_json() for w in self.ledger_windows],
         }
 
 
@@ -129,6 +145,9 @@ class Finding:
     predicted_step_ns: int | None = None
     saving_ns: int | None = None
     prediction: dict | None = None
+    # the cost per window: impact_ns over the windows it is drawn from (the steady ones, every window when
+    # of_capture); None for a one-time (cold) finding or a capture without windows
+    per_step_ns: int | None = None
 
     def to_json(self) -> dict:
         return {
@@ -159,6 +178,7 @@ class Finding:
             "predicted_step_ns": self.predicted_step_ns,
             "saving_ns": self.saving_ns,
             "prediction": self.prediction,
+            "per_step_ns": self.per_step_ns,
         }
 
 

@@ -1,6 +1,20 @@
-"""Plain-words paragraphs generated from a finding's numbers (the seed's exercise 2: five sentences that
-name the catalog row)."""
+"""The words of a diagnosis, written once: every format (text, Markdown, HTML, the JSON `narration`) lays
+out the same block per finding and the same sentence on how the costs add up; none writes its own."""
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kineto_sql.whatif.annotate import sentence as whatif_sentence
+
+# True since claims are resolved per window (kineto_sql/diagnose/claims.py): no two findings claim the same
+# ledger time, in any window; the predicted savings are separate replays of the dependency graph.
+COSTS_ADD_UP = ("Each finding's cost is step-ledger time that no other finding claims (claims are resolved "
+                "per step window), so the costs add up to at most the time they are drawn from. The "
+                "\"fixing this\" predictions are separate replays: they do not add up; \"top fixes together\" "
+                "replays the top fixes at once.")
+
+WHY, DO, FIXING, CHECK, REPRODUCE, REFERENCE = ("why we think so", "what to do", "fixing this", "how to check",
+                                                "reproduce (each line is one command)", "reference")
 
 
 def ms(ns: int | None) -> str:
@@ -22,7 +36,7 @@ def pct(value: float | None) -> str:
 
 def _steps(steps: tuple[int, ...]) -> str:
     if not steps:
-        return "outside any ProfilerStep"
+        return ""
     if len(steps) == 1:
         return f"in step {steps[0]}"
     if list(steps) == list(range(steps[0], steps[-1] + 1)):
@@ -44,24 +58,86 @@ def share_of(finding) -> str:
     return "steady step time"
 
 
+def step_summary(verdict) -> str:
+    """'6 steps, median step 76.8 ms, GPU busy 84%' (one step is one step)."""
+    occ = f", GPU busy {verdict.gpu_occupancy_pct:.0f}%" if verdict.gpu_occupancy_pct is not None else ""
+    steps = f"{verdict.steps} step{'s' if verdict.steps != 1 else ''}"
+    return f"{steps}, median step {ms(verdict.median_step_ns)}{occ}"
+
+
+def reason(verdict) -> str:
+    """The verdict's sentence without the regime it starts with (every format prints the regime before it)."""
+    said = verdict.regime_reason.removeprefix(f"{verdict.regime}: ")
+    return said[:1].upper() + said[1:]
+
+
+def cost(finding) -> str:
+    """How much: per step (never summed over steps), its share, and the ledger buckets it was drawn from."""
+    if finding.impact_ns <= 0:
+        return "no step time of its own; it changes how the trace must be read"
+    share = f" ({pct(finding.impact_pct)} of the {share_of(finding)})" if finding.impact_pct is not None else ""
+    if finding.scope == "cold":
+        amount = f"{ms(finding.impact_ns)} once, in the cold start{share}"
+    elif finding.per_step_ns is not None:
+        amount = f"{ms(finding.per_step_ns)} per step{share}"
+    else:
+        amount = f"{ms(finding.impact_ns)} over the capture{share}"
+    drawn = [b for b, ns in sorted(finding.claimed.items(), key=lambda kv: -kv[1]) if ns > 0]
+    return amount + (f", from the step ledger's {', '.join(drawn)}" if drawn else "")
+
+
+def _where(finding) -> str:
+    where = finding.where
+    parts = [_steps(where.steps)]
+    if where.python_lines:
+        parts.append(f"at {where.python_lines[0]}")
+    elif where.ops:
+        parts.append("in " + ", ".join(where.ops[:3]))
+    said = " ".join(p for p in parts if p)
+    return f"Seen {said}." if said else ""
+
+
+# how a rank directory's cross-rank reading prefixes a rank's finding (kineto_sql/fleet/run.py): a note
+# about the finding, followed by the rule's own evidence
+CROSS_RANK_NOTE = "The cross-rank reading names"
+
+
+def _evidence(evidence) -> tuple[str, ...]:
+    """The rule's first evidence row; after a cross-rank note, the note and that row."""
+    if len(evidence) > 1 and evidence[0].startswith(CROSS_RANK_NOTE):
+        return tuple(evidence[:2])
+    return tuple(evidence[:1])
+
+
+@dataclass(frozen=True)
+class Block:
+    """One finding in words: a head (title, severity, cost) and labelled lines, then the commands."""
+
+    title: str
+    severity: str
+    cost: str
+    lines: tuple[tuple[str, str], ...]
+    commands: tuple[str, ...]
+
+    def plain(self) -> str:
+        """The block as one paragraph (the JSON `narration`)."""
+        said = " ".join(f"{label[0].upper()}{label[1:]}: {_sentence(text)}" for label, text in self.lines)
+        return f"{_sentence(f'{self.title}: {self.cost}')} {said}"
+
+
+def block(finding) -> Block:
+    """What, how much per step, why we think so, what to do, what fixing it buys, how to check, the reference."""
+    why = " ".join(p for p in (*(_sentence(e) for e in _evidence(finding.evidence)), _where(finding)) if p)
+    lines = [(WHY, why or "the rule's rows hold the numbers")]
+    if finding.fix:
+        lines.append((DO, finding.fix))
+    if buys := whatif_sentence(finding.prediction):
+        lines.append((FIXING, buys.removeprefix(f"{FIXING}: ")))
+    if finding.confirming:
+        lines.append((CHECK, finding.confirming))
+    lines.append((REFERENCE, f"{finding.catalog_row}; rule {finding.id_version}"))
+    return Block(finding.title, finding.severity, cost(finding), tuple(lines), tuple(finding.reproduce))
+
+
 def narrate(finding) -> str:
-    """Five sentences: what and how much, the evidence, the catalog row, how to confirm, what to do."""
-    claims = getattr(finding, "claims", ())
-    share = (f" ({pct(finding.impact_pct)} of the {share_of(finding)})"
-             if finding.impact_pct is not None else "")
-    source = f", claimed from the step ledger's {', '.join(claims)}" if claims and finding.impact_ns > 0 else ""
-    cost = (f"costs {ms(finding.impact_ns)}{share}{source}" if finding.impact_ns > 0
-            else "has no direct time cost but changes how the trace must be read")
-    first = (f"{finding.title} {cost}, seen {finding.count} time{'s' if finding.count != 1 else ''} "
-             f"{_steps(finding.where.steps)}.")
-    evidence = _sentence(finding.evidence[0]) if finding.evidence else "The detector's rows hold the numbers."
-    where = ""
-    if finding.where.python_lines:
-        where = f" The Python line is {finding.where.python_lines[0]}."
-    elif finding.where.ops:
-        where = f" The op involved is {finding.where.ops[0]}."
-    row = f"This is the catalog row {finding.catalog_row}: {_sentence(finding.signature) or 'see its header.'}"
-    confirm = f"To confirm, {_sentence(finding.confirming[:1].lower() + finding.confirming[1:])}" \
-        if finding.confirming else "Confirm it in the rows of the query below."
-    fix = f"Fix direction: {_sentence(finding.fix)}" if finding.fix else ""
-    return " ".join(part for part in (first, evidence + where, row, confirm, fix) if part)
+    return block(finding).plain()

@@ -1,4 +1,8 @@
-"""A diagnosis as one self-contained HTML file: verdict, findings and plotly plots, nothing fetched at view time."""
+"""A diagnosis as one self-contained HTML file, nothing fetched at view time: the verdict with its ledger
+plotted per step, the findings in the words of the Markdown report (rendered by markdown-it-py), the tables.
+
+A trace's section is its PARTS in order, each a function of the trace: a new part (a what-if section) is one
+more function in that tuple."""
 from __future__ import annotations
 
 import html
@@ -6,86 +10,28 @@ import importlib.resources
 from datetime import datetime, timezone
 from string import Template
 
-import plotly.graph_objects as go
-from plotly.offline import get_plotlyjs
+from markdown_it import MarkdownIt
 
 from kineto_sql import __version__
 from kineto_sql.diagnose.model import Diagnosis, TraceDiagnosis
-from kineto_sql.diagnose.narrate import ms, pct, share_of
+from kineto_sql.diagnose.narrate import COSTS_ADD_UP, ms, pct, reason, step_summary
+from kineto_sql.diagnose.render_svg import color, share_bars, stacked_bars
+from kineto_sql.diagnose.render_text import finding_markdown, findings_table, md, together_sentence
 
 _TEMPLATE = Template(importlib.resources.files("kineto_sql").joinpath("diagnose/report.html").read_text())
 CAPTURE_VALIDITY = "catalog.capture_validity"
 _COLORS = {"high": "#c62828", "medium": "#ef6c00", "low": "#f9a825", "info": "#607d8b"}
+# CommonMark with tables; raw HTML in the text is shown as text (every trace-controlled string is escaped)
+_MD = MarkdownIt("commonmark", {"html": False}).enable("table")
 
 
-def _div(fig: go.Figure) -> str:
-    fig.update_layout(margin=dict(l=40, r=20, t=40, b=40), height=320, template="plotly_white")
-    return fig.to_html(full_html=False, include_plotlyjs=False)
+def markdown_html(lines) -> str:
+    return _MD.render("\n".join(lines) if not isinstance(lines, str) else lines)
 
 
-def _step_plots(t: TraceDiagnosis) -> list[str]:
-    v = t.verdict
-    if not v.per_step:
-        return []
-    steps = [str(s.step) for s in v.per_step]
-    busy = go.Figure()
-    busy.add_bar(name="step time", x=steps, y=[s.dur_ns / 1e6 for s in v.per_step], marker_color="#b0bec5")
-    busy.add_bar(name="CPU busy", x=steps, y=[(s.cpu_busy_ns or 0) / 1e6 for s in v.per_step], marker_color="#1e88e5")
-    if v.has_gpu:
-        busy.add_bar(name="GPU busy", x=steps, y=[(s.gpu_busy_ns or 0) / 1e6 for s in v.per_step], marker_color="#43a047")
-    busy.update_layout(title="per step: CPU vs GPU busy (ms)", barmode="group", xaxis_title="step")
-    plots = [_div(busy)]
-    if v.has_gpu:
-        split = go.Figure()
-        gpu = [(s.gpu_busy_ns or 0) / 1e6 for s in v.per_step]
-        idle = [max(s.dur_ns / 1e6 - g, 0) for s, g in zip(v.per_step, gpu)]
-        split.add_bar(name="GPU busy", x=steps, y=gpu, marker_color="#43a047")
-        split.add_bar(name="GPU idle", x=steps, y=idle, marker_color="#e53935")
-        split.update_layout(title="per step: where the step time goes (ms)", barmode="stack", xaxis_title="step")
-        plots.append(_div(split))
-    return plots
-
-
-def _findings_plot(t: TraceDiagnosis) -> list[str]:
-    """Each finding's estimated cost on an axis that is the whole profiled step time (0-100%): a 0.1 ms
-    finding in a 400 ms step is a sliver, not a full-width bar."""
-    ranked = [f for f in t.findings if f.impact_ns > 0][:10]
-    if not ranked:
-        return []
-    scaled = all(f.impact_pct is not None for f in ranked)
-    labels = [f"{i}. {f.title.split(':')[0]}" for i, f in enumerate(ranked, 1)][::-1]
-    fig = go.Figure(go.Bar(
-        x=[(f.impact_pct if scaled else f.impact_ns / 1e6) for f in ranked][::-1], y=labels, orientation="h",
-        hovertext=[f"{f.title}: {ms(f.impact_ns)}" for f in ranked][::-1],
-        marker_color=[_COLORS[f.severity] for f in ranked][::-1]))
-    if scaled:
-        whole = "steps" if t.verdict.steps else "capture"
-        fig.update_layout(title=f"findings: cost, % of profiled {whole} (axis = all of it)",
-                          xaxis=dict(range=[0, 100], ticksuffix="%"))
-    else:
-        fig.update_layout(title="findings by estimated cost (ms)")
-    fig.update_layout(yaxis=dict(automargin=True))
-    return [_div(fig)]
-
-
-def _ops_plot(t: TraceDiagnosis) -> list[str]:
-    """Top ops, numbered: the plot's labels are the numbers of the table beside it, which holds the full names."""
-    if not t.top_ops:
-        return []
-    name_col = _name_col(t)
-    if name_col is None:
-        return []
-    fig = go.Figure()
-    numbers = [str(i) for i in range(1, len(t.top_ops) + 1)][::-1]
-    names = [str(r[name_col]) for r in t.top_ops][::-1]
-    for col, label, color in (("self_device_dur", "self device (ms)", "#43a047"), ("self_cpu_dur", "self CPU (ms)", "#1e88e5")):
-        if col in t.top_ops[0]:
-            fig.add_bar(name=label, y=numbers, x=[(r.get(col) or 0) / 1e6 for r in t.top_ops][::-1],
-                        hovertext=names, orientation="h", marker_color=color)
-    if not fig.data:
-        return []
-    fig.update_layout(title="top ops, whole-trace totals (ms; numbers as in the table)", barmode="group", height=400)
-    return [_div(fig)]
+def inline_html(text: str) -> str:
+    """Plain text (possibly trace-controlled) as inline HTML, through the Markdown escaping of the md report."""
+    return _MD.renderInline(md(text))
 
 
 def _name_col(t: TraceDiagnosis) -> str | None:
@@ -107,6 +53,7 @@ def _ops_table(t: TraceDiagnosis) -> str:
 
 
 def _steps_table(t: TraceDiagnosis) -> str:
+    """Step time, CPU and GPU busy per step; a column no step has a value for is left out, not shown as n/a."""
     v = t.verdict
     if not v.per_step:
         return "<p id='steps'>No ProfilerStep#N windows: findings are weighed against the whole capture.</p>"
@@ -114,13 +61,18 @@ def _steps_table(t: TraceDiagnosis) -> str:
     def cell(ns):
         return ms(ns) if ns is not None else "n/a"
 
-    rows = "".join(
-        f"<tr><td>{s.step}</td><td>{cell(s.dur_ns)}</td><td>{cell(s.cpu_busy_ns)}</td><td>{cell(s.gpu_busy_ns)}</td>"
-        f"<td>{f'{s.gpu_occupancy_pct:.0f}%' if s.gpu_occupancy_pct is not None else 'n/a'}</td></tr>"
-        for s in v.per_step)
-    return (f"<table class='steps' id='steps-{_anchor(t)}'><caption>Per step (step time, CPU and GPU busy time; "
-            "GPU occupancy = GPU busy / step)</caption><tr><th>step</th><th>step time</th><th>CPU busy</th>"
-            f"<th>GPU busy</th><th>GPU occupancy</th></tr>{rows}</table>")
+    columns = [("step", lambda s: str(s.step)), ("step time", lambda s: cell(s.dur_ns))]
+    if any(s.cpu_busy_ns is not None for s in v.per_step):
+        columns.append(("CPU busy", lambda s: cell(s.cpu_busy_ns)))
+    if any(s.gpu_busy_ns is not None for s in v.per_step):
+        columns.append(("GPU busy", lambda s: cell(s.gpu_busy_ns)))
+        columns.append(("GPU occupancy",
+                        lambda s: f"{s.gpu_occupancy_pct:.0f}%" if s.gpu_occupancy_pct is not None else "n/a"))
+    head = "".join(f"<th>{name}</th>" for name, _ in columns)
+    rows = "".join("<tr>" + "".join(f"<td>{get(s)}</td>" for _, get in columns) + "</tr>" for s in v.per_step)
+    occupancy = "; GPU occupancy = GPU busy / step" if len(columns) > 3 else ""
+    return (f"<table class='steps' id='steps-{_anchor(t)}'><caption>Per step (reading.step_table: step time, "
+            f"busy time{occupancy})</caption><tr>{head}</tr>{rows}</table>")
 
 
 def _loading_html(t: TraceDiagnosis) -> str:
@@ -159,36 +111,6 @@ def _anchor(t: TraceDiagnosis) -> str:
     return f"rank{t.rank}" if t.rank is not None else "trace"
 
 
-def _ranks_plot(d: Diagnosis) -> list[str]:
-    ranked = [t for t in d.traces if t.rank is not None and t.verdict.median_step_ns]
-    if len(ranked) < 2:
-        return []
-    fig = go.Figure()
-    fig.add_bar(name="median step (ms)", x=[str(t.rank) for t in ranked],
-                y=[t.verdict.median_step_ns / 1e6 for t in ranked], marker_color="#5e35b1")
-    fig.add_bar(name="findings cost (ms)", x=[str(t.rank) for t in ranked],
-                y=[sum(f.impact_ns for f in t.findings) / 1e6 for t in ranked], marker_color="#ef6c00")
-    fig.update_layout(title="per rank", barmode="group", xaxis_title="rank")
-    return [_div(fig)]
-
-
-def _findings_html(t: TraceDiagnosis) -> str:
-    if not t.findings:
-        return "<p>No detector fired.</p>"
-    cards = []
-    for i, f in enumerate(t.findings, 1):
-        share = f", {pct(f.impact_pct)} of the {share_of(f)}" if f.impact_pct is not None else ""
-        evidence = "".join(f"<li>{html.escape(e)}</li>" for e in f.evidence)
-        reproduce = "".join(f"<code>{html.escape(c)}</code><br>" for c in f.reproduce)
-        cards.append(
-            f'<div class="finding {f.severity}"><h3>{i}. {html.escape(f.title)} '
-            f'<span class="sev">{f.severity}</span> <span class="cost">{ms(f.impact_ns)}{share}</span></h3>'
-            f"<p>{html.escape(f.narration)}</p><ul>{evidence}</ul>"
-            f"<p><b>Catalog row:</b> {html.escape(f.catalog_row)}<br><b>Confirm:</b> {html.escape(f.confirming)}"
-            f"<br><b>Fix:</b> {html.escape(f.fix)}</p><p class='repro'>{reproduce}</p></div>")
-    return "\n".join(cards)
-
-
 def _header_html(d: Diagnosis) -> str:
     devices = sorted({dev for t in d.traces for dev in t.devices})
     engines = sorted({t.engine for t in d.traces if t.engine})
@@ -203,30 +125,124 @@ def _header_html(d: Diagnosis) -> str:
     return f"<table class='header' id='report-header'>{body}</table>"
 
 
+
+
+def analysed_windows(t: TraceDiagnosis):
+    """The ledger windows the verdict's ledger sums: the steady ones, or every one when they are too small a
+    sample (Verdict.steady_representative)."""
+    v = t.verdict
+    return [w for w in v.ledger_windows if v.steady_representative is False or not w.cold]
+
+
+def _window_label(w) -> str:
+    step = "capture" if w.step is None else str(w.step)
+    return f"{step} (cold)" if w.cold else step
+
+
+def _swatch(bucket: str) -> str:
+    return f"<span class='swatch' style='background:{color(bucket)}'></span>{html.escape(bucket)}"
+
+
+def _ledger_html(t: TraceDiagnosis) -> str:
+    """The verdict's ledger, per window: stacked buckets (time x devices), with the verdict's own shares in
+    the legend. The bars of the analysed windows sum, bucket by bucket, to the verdict's ledger."""
+    v = t.verdict
+    if not v.ledger_windows or not v.ledger:
+        return ""
+    order = [b.bucket for b in v.ledger]
+    columns = [(_window_label(w), dict(w.buckets), w.cold and v.steady_representative) for w in v.ledger_windows]
+    analysed = len(analysed_windows(t))
+    which = "steady" if v.steady_representative else "all"
+    title = f"Where each step's time goes (reading.step_ledger): {which} windows sum to the verdict's ledger"
+    chart = stacked_bars(columns, order, title, "ms (window x devices)")
+    legend = "".join(
+        f"<tr data-bucket='{html.escape(b.bucket, quote=True)}' data-ns='{b.dur_ns}'><td>{_swatch(b.bucket)}</td>"
+        f"<td>{pct(b.pct)}</td><td>{ms(round(b.dur_ns / analysed)) if analysed else ''}</td></tr>"
+        for b in v.ledger if b.dur_ns > 0)
+    cold = " Cold windows are drawn faded: one-time work, kept out of the shares." \
+        if v.steady_representative and any(w.cold for w in v.ledger_windows) else ""
+    return (f"<figure class='ledger'><figcaption>{html.escape(title, quote=False)}.{cold}</figcaption><div class='chartrow'>"
+            f"{chart}<table class='legend'><tr><th>bucket</th><th>share</th><th>per step</th></tr>{legend}</table>"
+            "</div></figure>")
+
+
+def _verdict_html(t: TraceDiagnosis) -> str:
+    v = t.verdict
+    steps = f"{step_summary(v)}. " if v.steps else ""
+    extra = f"<br>{inline_html(v.sample_sentence)}" if v.sample_sentence else ""
+    if t.critical_path:
+        extra += ("<br>Critical path (steady windows, reading.critical_path): " + html.escape(
+            ", ".join(f"{b['bucket']} {b['pct']:.0f}%" for b in t.critical_path[:6] if b["pct"] >= 0.5)))
+    return (f"<div class='verdict'><b>{html.escape(v.regime)}</b>: {steps}{inline_html(reason(v) + '.')}"
+            f"{extra}</div>")
+
+
+def _findings_html(t: TraceDiagnosis) -> str:
+    """The Markdown report's findings, rendered: the sentence on how costs add up, the table, a share chart,
+    then each finding's block in a card coloured by its severity."""
+    if not t.findings:
+        return "<p>No detector fired.</p>"
+    ranked = [f for f in t.findings if f.impact_ns > 0 and f.impact_pct is not None][:10]
+    whole = "steps" if t.verdict.steps else "capture"
+    title = f"Findings: cost, % of the profiled {whole} (the axis is all of it)"
+    chart = share_bars([(f"{i}. {f.title.split(':')[0]}", f.impact_pct, _COLORS[f.severity],
+                         f"{f.title}: {ms(f.impact_ns)}") for i, f in enumerate(ranked, 1)], title)
+    chart = f"<figure class='findings-chart'><figcaption>{html.escape(title, quote=False)}</figcaption>{chart}</figure>" \
+        if chart else ""
+    cards = "".join(f"<div class='finding {f.severity}' id='{_anchor(t)}-finding-{i}'>"
+                    f"{markdown_html(finding_markdown(i, f))}</div>" for i, f in enumerate(t.findings, 1))
+    together = markdown_html(md(together_sentence(t))) if together_sentence(t) else ""
+    return (f"<div class='findings'><h3>Findings</h3>{markdown_html(md(COSTS_ADD_UP))}"
+            f"{markdown_html(findings_table(t))}{chart}{cards}{together}</div>")
+
+
+def _details_html(t: TraceDiagnosis) -> str:
+    return (f"<details><summary>Loading, silent and skipped rules</summary>{_loading_html(t)}{_rules_html(t)}"
+            "</details>")
+
+
+def _title_html(t: TraceDiagnosis) -> str:
+    rank = f" (rank {t.rank})" if t.rank is not None else ""
+    return f"<h2>{html.escape(t.source)}{rank}</h2>"
+
+
+# One trace's section, top to bottom.
+PARTS = (_title_html, _capture_html, _verdict_html, _ledger_html, _steps_table, _findings_html, _ops_table,
+         _details_html)
+
+
+def _ranks_html(d: Diagnosis) -> str:
+    """Across ranks: the cross-rank reading, and each rank's ledger per step (its analysed windows' mean)."""
+    ranked = [t for t in d.traces if t.rank is not None and t.verdict.ledger]
+    narration = (d.ranks_summary or {}).get("narration", "")
+    if not narration and len(ranked) < 2:
+        return ""
+    chart = ""
+    if len(ranked) >= 2:
+        order = [b.bucket for b in max(ranked, key=lambda t: t.verdict.lane_ns or 0).verdict.ledger]
+        columns = []
+        for t in ranked:
+            n = max(len(analysed_windows(t)), 1)
+            columns.append((f"rank {t.rank}", {b.bucket: round(b.dur_ns / n) for b in t.verdict.ledger}, False))
+        title = "Per rank: the ledger of a mean step (reading.step_ledger)"
+        drawn = [b for b in order if any(c[1].get(b) for c in columns)]
+        drawn += sorted({b for c in columns for b, ns in c[1].items() if ns and b not in drawn})
+        legend = "".join(f"<tr><td>{_swatch(b)}</td></tr>" for b in drawn)
+        chart = (f"<figure class='ranks'><figcaption>{html.escape(title, quote=False)}</figcaption>"
+                 f"<div class='chartrow'>{stacked_bars(columns, order, title, 'ms per step (x devices)')}"
+                 f"<table class='legend'>{legend}</table></div></figure>")
+    links = " ".join(f"<a href='#{_anchor(t)}'>rank {t.rank}</a>" for t in ranked)
+    return (f"<section id='ranks'><h2>Across ranks</h2><p>{inline_html(narration)}</p>{chart}"
+            f"<p class='ranklinks'>{links}</p></section>")
+
+
 def render_html(d: Diagnosis) -> str:
-    sections = []
-    for t in d.traces:
-        v = t.verdict
-        rank = f" (rank {t.rank})" if t.rank is not None else ""
-        occ = f", GPU busy {v.gpu_occupancy_pct:.0f}%" if v.gpu_occupancy_pct is not None else ""
-        steps = f"{v.steps} steps, median step {ms(v.median_step_ns)}{occ}. " if v.steps else ""
-        head = (f"<h2>{html.escape(t.source)}{rank}</h2><div class='verdict'><b>{html.escape(v.regime)}</b>: "
-                f"{steps}{html.escape(v.regime_reason)}.</div>")
-        plots = "".join(f"<div class='plot'>{p}</div>" for p in _step_plots(t) + _findings_plot(t) + _ops_plot(t))
-        sections.append(f"<section id='{_anchor(t)}'>{head}{_capture_html(t)}{_loading_html(t)}{_steps_table(t)}"
-                        f"<div class='plots'>{plots}</div>{_ops_table(t)}{_findings_html(t)}{_rules_html(t)}</section>")
-    ranks = ""
-    rank_plots = _ranks_plot(d)
-    if d.ranks_summary or rank_plots:
-        narration = html.escape((d.ranks_summary or {}).get("narration", ""))
-        ranks = f"<section><h2>Across ranks</h2><p>{narration}</p>{''.join(rank_plots)}</section>"
+    sections = [f"<section id='{_anchor(t)}'>" + "".join(part(t) for part in PARTS) + "</section>" for t in d.traces]
+    ranks = _ranks_html(d)
     if d.failed_ranks:
         ranks += ("<section class='failed'><h2>Rank files not loaded</h2><ul>"
                   + "".join(f"<li>{html.escape(f)}</li>" for f in d.failed_ranks) + "</ul></section>")
-    return _TEMPLATE.substitute(
-        title=html.escape(f"kineto-sql diagnosis: {d.target}"),
-        plotlyjs=get_plotlyjs(),
-        header=_header_html(d),
-        body=ranks + "\n".join(sections) if d.names_straggler else "\n".join(sections) + ranks,
-        worst=d.worst_severity,
-    )
+    # the job's reading leads when it names a straggler (the answer first), else it closes the page
+    body = ranks + "\n".join(sections) if d.names_straggler else "\n".join(sections) + ranks
+    return _TEMPLATE.substitute(title=html.escape(f"kineto-sql diagnosis: {d.target}"), header=_header_html(d),
+                                body=body)

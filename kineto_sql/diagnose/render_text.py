@@ -5,7 +5,7 @@ import html
 import re
 
 from kineto_sql.diagnose.model import Diagnosis, Finding, TraceDiagnosis
-from kineto_sql.diagnose.narrate import ms, pct, share_of
+from kineto_sql.diagnose.narrate import COSTS_ADD_UP, REPRODUCE, block, ms, pct, reason, step_summary
 from kineto_sql.whatif.annotate import sentence as whatif_sentence
 
 TOP = 5
@@ -43,11 +43,10 @@ def _verdict_lines(t: TraceDiagnosis) -> list[str]:
     if t.loss:
         lines.append("DATA LOSS (loaded with --allow-loss): " + "; ".join(t.loss))
     if v.steps:
-        occ = f", GPU busy {v.gpu_occupancy_pct:.0f}%" if v.gpu_occupancy_pct is not None else ""
-        lines.append(f"verdict: {v.regime}: {v.steps} steps, median step {ms(v.median_step_ns)}{occ}.")
+        lines.append(f"verdict: {v.regime}: {step_summary(v)}.")
     else:
         lines.append(f"verdict: {v.regime}.")
-    lines.append(f"  {v.regime_reason}.")
+    lines.append(f"  {reason(v)}.")
     if v.sample_sentence:
         lines.append(f"  {v.sample_sentence}")
     if v.ledger:
@@ -60,46 +59,18 @@ def _verdict_lines(t: TraceDiagnosis) -> list[str]:
 
 
 def _finding_lines(i: int, f: Finding, markdown: bool) -> list[str]:
-    share = f", {pct(f.impact_pct)} of the {share_of(f)}" \
-        if f.impact_pct is not None else ""
-    head = f"{i}. [{f.severity}] {f.title}: {ms(f.impact_ns)}{share} ({f.count} rows, {f.id_version})"
+    """The finding's block (narrate.block: the words of every format), laid out for a terminal or Markdown."""
+    b = block(f)
     if markdown:
-        head = (f"### {i}. {md(f.title)}\n\n**{f.severity}**, estimated cost {ms(f.impact_ns)}{share}; {f.count} rows; "
-                f"{md_code(f.id_version)}")
-    where = []
-    if f.where.steps:
-        where.append("steps " + ", ".join(str(s) for s in f.where.steps[:10]))
-    if f.where.ts_ns is not None:
-        where.append(f"ts {f.where.ts_ns}..{f.where.end_ns} ns")
-    if f.where.ops:
-        where.append("ops " + ", ".join(f.where.ops[:3]))
-    if f.where.python_lines:
-        where.append("python " + f.where.python_lines[0])
-    bullet = "- " if markdown else "   "
-    text = md if markdown else str
-    lines = [head]
-    if markdown:
-        lines.append("")
-        lines.append(md(f.narration))
-        lines.append("")
-    for e in f.evidence:
-        lines.append(f"{bullet}evidence: {text(e)}")
-    lines.append(f"{bullet}catalog row: {text(f.catalog_row)}")
-    if f.confirming:
-        lines.append(f"{bullet}confirm: {text(f.confirming)}")
-    if f.fix:
-        lines.append(f"{bullet}fix: {text(f.fix)}")
-    if buys := whatif_sentence(f.prediction):
-        lines.append(f"{bullet}{buys}")
-    if where:
-        lines.append(f"{bullet}where: {text('; '.join(where))}")
-    if markdown:
-        lines.append(f"{bullet}reproduce (each line is one command):")
-        lines.append("")
-        lines.extend(_code_block(f.reproduce))
-    else:
-        lines.append(f"{bullet}reproduce (each line is one command):")
-        lines.extend(f"{bullet}  {c}" for c in f.reproduce)
+        lines = [f"### {i}. {md(b.title)}", "", f"**{b.severity}**: {md(b.cost)}", ""]
+        lines.extend(f"- **{label}:** {md(text)}" for label, text in b.lines)
+        lines.extend([f"- {REPRODUCE}:", ""])
+        lines.extend(_code_block(b.commands))
+        return lines
+    lines = [f"{i}. [{b.severity}] {b.title}", f"   cost: {b.cost}"]
+    lines.extend(f"   {label}: {text}" for label, text in b.lines)
+    lines.append(f"   {REPRODUCE}:")
+    lines.extend(f"     {c}" for c in b.commands)
     return lines
 
 
@@ -111,17 +82,11 @@ def render_text(d: Diagnosis, top: int = TOP) -> str:
     for t in d.traces:
         out.extend(_verdict_lines(t))
         if t.findings:
-            out.append(f"top findings (of {len(t.findings)}), ranked by estimated impact on step time "
-                       "(each claims step-ledger time no other finding claims):")
+            out.append(f"top findings (of {len(t.findings)}), ranked by cost per step. {COSTS_ADD_UP}")
             for i, f in enumerate(t.findings[:top], 1):
                 out.extend(_finding_lines(i, f, markdown=False))
-            if together := whatif_sentence(t.combined_prediction):
-                out.append("   top fixes together (" + ", ".join(t.combined_prediction["rules"]) + "): "
-                           + together.removeprefix("fixing this: "))
-            out.append("")
-            out.append("in plain words:")
-            for f in t.findings[:3]:
-                out.append(f"  {f.narration}")
+            if together := together_sentence(t):
+                out.append(together)
         else:
             out.append("no detector fired.")
         out.extend(_top_ops_lines(t))
@@ -161,6 +126,45 @@ def _tail(t: TraceDiagnosis) -> str:
     return "\n".join(parts)
 
 
+def together_sentence(t: TraceDiagnosis) -> str | None:
+    """What the top fixes buy together (one replay), or None."""
+    if together := whatif_sentence(t.combined_prediction):
+        return ("top fixes together (" + ", ".join(t.combined_prediction["rules"]) + "): "
+                + together.removeprefix("fixing this: "))
+    return None
+
+
+def findings_table(t: TraceDiagnosis) -> list[str]:
+    """Every finding of one trace in one Markdown table: cost per step (a one-time cost once), share, rows."""
+    out = ["| # | finding | severity | cost per step | share | rows |", "|---:|---|---|---:|---:|---:|"]
+    for i, f in enumerate(t.findings, 1):
+        share = pct(f.impact_pct) if f.impact_pct is not None else ""
+        if f.impact_ns <= 0:
+            per_step = "none"
+        elif f.per_step_ns is not None:
+            per_step = ms(f.per_step_ns)
+        else:
+            per_step = f"{ms(f.impact_ns)} {'once' if f.scope == 'cold' else 'in all'}"
+        out.append(f"| {i} | {md(f.title)} | {f.severity} | {per_step} | {share} | {f.count} |")
+    return out
+
+
+def finding_markdown(i: int, f: Finding) -> list[str]:
+    return _finding_lines(i, f, markdown=True)
+
+
+def findings_markdown(t: TraceDiagnosis, top: int = TOP) -> list[str]:
+    """The findings of one trace as Markdown: how the costs add up, the ranked table, the top blocks. The HTML
+    report renders these very pieces (markdown-it-py)."""
+    out = [md(COSTS_ADD_UP), "", *findings_table(t), ""]
+    for i, f in enumerate(t.findings[:top], 1):
+        out.extend(finding_markdown(i, f))
+        out.append("")
+    if together := together_sentence(t):
+        out.extend([md(together), ""])
+    return out
+
+
 def render_markdown(d: Diagnosis, top: int = TOP) -> str:
     out = [f"# kineto-sql diagnosis: {md_code(d.target)}", ""]
     if d.names_straggler:
@@ -175,7 +179,7 @@ def render_markdown(d: Diagnosis, top: int = TOP) -> str:
             out.append("**DATA LOSS** (loaded with --allow-loss): " + md("; ".join(t.loss)))
             out.append("")
         v = t.verdict
-        out.append(f"**Verdict: {md(v.regime)}.** {md(v.regime_reason)}.")
+        out.append(f"**Verdict: {md(v.regime)}.** {md(reason(v))}.")
         if v.steps:
             out.append("")
             out.append("| step | step time | CPU busy | GPU busy | GPU occupancy |")
@@ -186,17 +190,7 @@ def render_markdown(d: Diagnosis, top: int = TOP) -> str:
                            f"| {ms(s.gpu_busy_ns) if s.gpu_busy_ns is not None else 'n/a'} | {occ} |")
         out.append("")
         if t.findings:
-            out.append("Estimated costs can overlap (the same idle time may explain two findings): they rank, they do not add up.")
-            out.append("")
-            out.append("| rank | finding | severity | estimated cost | share | rows |")
-            out.append("|---:|---|---|---:|---:|---:|")
-            for i, f in enumerate(t.findings, 1):
-                share = pct(f.impact_pct) if f.impact_pct is not None else ""
-                out.append(f"| {i} | {md(f.title)} | {f.severity} | {ms(f.impact_ns)} | {share} | {f.count} |")
-            out.append("")
-            for i, f in enumerate(t.findings[:top], 1):
-                out.extend(_finding_lines(i, f, markdown=True))
-                out.append("")
+            out.extend(findings_markdown(t, top))
         else:
             out.append("No detector fired.")
             out.append("")

@@ -21,8 +21,8 @@ from typing import Callable
 
 from kineto_sql.catalog import spec as catalog
 from kineto_sql.diagnose.claims import COLD, resolve_window_claims, window_pools
-from kineto_sql.diagnose.model import (SEVERITIES, Diagnosis, Finding, LedgerBucket, Skipped, StepRow,
-                                       TraceDiagnosis, Verdict, Where, severity_rank)
+from kineto_sql.diagnose.model import (SEVERITIES, Diagnosis, Finding, LedgerBucket, LedgerWindow, Skipped,
+                                       StepRow, TraceDiagnosis, Verdict, Where, severity_rank)
 from kineto_sql.diagnose.narrate import narrate
 from kineto_sql.diagnose import verdict_notes
 from kineto_sql.engine.processor import EngineChoice
@@ -105,10 +105,11 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
     claimed = resolve_window_claims([(spec, _estimate_by_step(df)) for spec, df in fired], pools)
     findings = [_finding(spec, df, cold_denominator if spec.claims == (COLD,) else denominator, source,
                          claimed[spec.id], of_capture=not verdict.steady_representative,
-                         steady_windows=verdict.steps) for spec, df in fired]
+                         steady_windows=verdict.steps, cold_windows=verdict.cold_windows) for spec, df in fired]
     findings = rank_findings(findings, cold_apart=verdict.steady_representative)
     say(f"{Path(source).name}: what each fix buys")
     findings, combined = whatif_annotate(tp, findings, verdict.has_gpu)
+    findings = [_with_narration(f) for f in findings]  # the words name the prediction too
     path = critical_path_shares(tp)
     verdict = unreadable_capture(verdict, fired)
     fixes = tuple(f"{f.kind}: {f.count}" for f in tp.report.fixes)
@@ -272,7 +273,18 @@ def _verdict(tp, runs: dict[str, query_pool.Outcome]) -> tuple[Verdict, dict[str
         ledger=buckets,
         steady_representative=representative,
         sample_sentence=_plain(v.get("sample_sentence")),
+        ledger_windows=_ledger_windows(ledger),
     ), pools
+
+
+def _ledger_windows(ledger: list[dict]) -> tuple[LedgerWindow, ...]:
+    """reading.step_ledger's rows as one LedgerWindow per window (devices summed), in the rows' order."""
+    windows: dict = {}
+    for row in ledger:
+        step = None if missing(row["step"]) else int(row["step"])
+        _, buckets = windows.setdefault(row["window_id"], ((step, truthy(row["is_cold"])), {}))
+        buckets[str(row["bucket"])] = buckets.get(str(row["bucket"]), 0) + int(row["dur"])
+    return tuple(LedgerWindow(step, bool(cold), tuple(b.items())) for (step, cold), b in windows.values())
 
 
 
@@ -324,7 +336,8 @@ def _float(value):
 
 
 def _finding(spec, rows: Rows, denominator: int | None, source: str,
-             claimed: dict | None = None, of_capture: bool = False, steady_windows: int = 0) -> Finding:
+             claimed: dict | None = None, of_capture: bool = False, steady_windows: int = 0,
+             cold_windows: int = 0) -> Finding:
     """`claimed`: what claim resolution gave the finding, per (step, bucket)."""
     estimate = _estimate(rows)
     impact = estimate if claimed is None else sum(claimed.values())
@@ -387,8 +400,14 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
         estimate_ns=estimate,
         scope="cold" if cold else "steady",
         of_capture=of_capture and not cold,
+        per_step_ns=_per_window(impact, cold, steady_windows + (cold_windows if of_capture else 0)),
     )
     return _with_narration(finding)
+
+
+def _per_window(impact: int, cold: bool, windows: int) -> int | None:
+    """A steady cost per window it is drawn from; none for one-time (cold) work or without windows."""
+    return None if cold or windows <= 0 else round(impact / windows)
 
 
 OUTLIER_CAP = "medium"

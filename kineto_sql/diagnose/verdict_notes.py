@@ -52,7 +52,8 @@ STACK_CAVEAT = ("captured with with_stack=True, which slows the host 2-3x on Pyt
 
 
 def with_stack_caveat(verdict: Verdict, has_stacks: bool) -> Verdict:
-    """A host-bound verdict on a capture with Python stacks (seed 000, minor fault "with_stack overhead":
+    """A host-bound verdict on a capture with Python stacks ("torch.profiler & HTA: the Framework View", Fault
+    catalog, minor fault "with_stack overhead":
     fine for attribution runs, wrong for timing runs) says so: the host time it sizes is inflated."""
     if not has_stacks or verdict.regime != "host-bound":
         return verdict
