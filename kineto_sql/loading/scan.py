@@ -109,11 +109,14 @@ def fast_ns(value):
     return ns(value)
 
 
+_CORRELATION = msgspec.json.Decoder(_Correlation)  # (a Decoder: a third less per call than json.decode's type lookup)
+
+
 def correlation_of(args):
     """The `correlation` of an event's args (text or decoded), or None."""
     if type(args) is Raw:
         try:
-            return msgspec.json.decode(args, type=_Correlation).correlation
+            return _CORRELATION.decode(args).correlation
         except msgspec.ValidationError:
             return None
     return args.get("correlation") if type(args) is dict else None
