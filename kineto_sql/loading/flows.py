@@ -134,37 +134,32 @@ def _intended_and_at_risk(events: list, scan: TraceScan, moved: set[int]) -> tup
     """
     intended_of, at_risk = {}, []
     by_correlation, ts_ns = scan.by_correlation, scan.ts_ns
-    shared_found = []
-
-    def shared() -> set:
-        if not shared_found:
-            shared_found.append(scan.shared_begins())
-        return shared_found[0]
-
-    def one(j: int, track: int) -> None:
-        """The rule for flow event j on scanned thread `track`."""
+    begun = None  # (track, ts) -> how many slice-pushing events begin there (counted on first need)
+    for j, track in zip(scan.flow_indices, scan.flow_tracks):
         ts = ts_ns[j]
         if ts is None:
-            return
+            continue
         e = events[j]
         flow_id = e.id
         candidates = by_correlation.get((track, flow_id if flow_id.__class__ is int else _as_int(flow_id)))
         if candidates is None:
-            return
+            continue
         if candidates.__class__ is int and ts_ns[candidates] == ts:
             intended, starts_here = candidates, True  # the common case: one slice, flow at its start
         else:
             intended = _intended_slice(events, [candidates] if candidates.__class__ is int else candidates, ts)
             if intended is None:
-                return
-            starts_here = ns(events[intended].get("ts")) == ts
+                continue
+            starts_here = ts_ns[intended] == ts
         intended_of[j] = intended
-        if (not starts_here or intended in shared() or intended in moved
-                or not (e.ph != "f" or e.bp == "e")):
+        if not starts_here:
             at_risk.append(j)
-
-    for j, track in zip(scan.flow_indices, scan.flow_tracks):
-        one(j, track)
+            continue
+        if begun is None:
+            begun = scan.begin_counts()
+        # (the intended slice is on the flow's thread, at the flow's ts: starts_here)
+        if begun[(track, ts)] > 1 or intended in moved or not (e.ph != "f" or e.bp == "e"):
+            at_risk.append(j)
     return intended_of, at_risk
 
 
@@ -187,7 +182,8 @@ def _arrows(events: list, flow_indices: list[int], ts_ns: list) -> dict[tuple, l
     for j in flow_indices:
         if ts_ns[j] is None:
             continue
-        key = arrow_key(events[j])
+        e = events[j]
+        key = (e.id, e.cat, e.name)  # (arrow_key, inlined: it runs for every flow event)
         members = pairs.get(key)
         if members is None:
             pairs[key] = [j]
