@@ -131,7 +131,8 @@ class ScanParts:
         self.keys: dict = {}
         self.ts_ns: list = []  # per kept event
         self.p_index, self.p_key, self.p_ts, self.p_negdur, self.p_placed = [], [], [], [], []
-        self.with_args: list = []  # (index, key number) of the X events with args
+        self.with_args: list = []  # the X events with args: index
+        self.with_args_keys: list = []  # and key number
         self.flow_indices, self.flow_keys = [], []
 
     def finish(self, events: list, final_key=None) -> TraceScan:
@@ -161,13 +162,13 @@ class ScanParts:
         ts_ns = self.ts_ns
         if len(ts_ns) < len(events):  # (events the fixes appended: metadata, never scanned)
             ts_ns = ts_ns + [None] * (len(events) - len(ts_ns))
-        by_correlation = _correlations(events, [(i, track_of_key[k]) for i, k in self.with_args]) \
+        by_correlation = _correlations(events, zip(self.with_args, [track_of_key[k] for k in self.with_args_keys])) \
             if self.flow_indices else {}
         return TraceScan(tracks, track_of, ts_ns, self.p_index, push_track, self.p_ts, self.p_negdur,
                          self.p_placed, by_correlation, self.flow_indices, flow_tracks)
 
 
-def _correlations(events: list, with_args: list) -> dict:
+def _correlations(events: list, with_args) -> dict:
     """(track number, correlation) -> the X event index with that int `correlation` arg, or the list of them;
     `with_args`: (index, track number) of the X events with args."""
     by_correlation: dict = {}

@@ -97,12 +97,13 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
     kept events too (Survey.scan, scan.ScanParts: in this loop, rather than in a second one)."""
     parts = ScanParts() if scan else None
     if parts is not None:
-        keys, ts_all, with_args = parts.keys, parts.ts_ns, parts.with_args
+        keys, ts_all, with_args, with_args_keys = parts.keys, parts.ts_ns, parts.with_args, parts.with_args_keys
         p_index, p_key, p_ts, p_negdur, p_placed = parts.p_index, parts.p_key, parts.p_ts, parts.p_negdur, parts.p_placed
         flow_indices, flow_keys = parts.flow_indices, parts.flow_keys
     drops: dict[str, list[int]] = defaultdict(list)
     fixes: dict[str, list[int]] = defaultdict(list)
     kept, bad_metadata = [], []
+    shared = {}.setdefault
     phases, pids, tids, zero_tid_pids, metadata_at, odd_ids = {}, {}, {}, set(), [], []
     for index, e in enumerate(entries):
         if type(e) is not Event:
@@ -144,11 +145,20 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
         if type(tid) not in _ID_TYPES:
             e.tid = tid = text_of(tid)
             fixes["id_coerced_to_text"].append(index)
-        if type(e.name) not in _TEXT_TYPES:
-            e.name = text_of(e.name)
+        # One string object per distinct ph / name / cat (the decoder makes one per event: ~30 MB of copies
+        # on a 35 MB trace, alive beside the text until the events are written)
+        e.ph = shared(ph, ph)
+        name = e.name
+        if name.__class__ is str:
+            e.name = shared(name, name)
+        elif type(name) not in _TEXT_TYPES:
+            e.name = text_of(name)
             fixes["name_or_cat_coerced_to_text"].append(index)
-        if type(e.cat) not in _TEXT_TYPES:
-            e.cat = text_of(e.cat)
+        cat = e.cat
+        if cat.__class__ is str:
+            e.cat = shared(cat, cat)
+        elif type(cat) not in _TEXT_TYPES:
+            e.cat = text_of(cat)
             fixes["name_or_cat_coerced_to_text"].append(index)
         args = e.args
         if odd_args and type(args) is Raw and bytes(memoryview(args)[:1]) not in b"{n":  # (an object, or null)
@@ -157,7 +167,9 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
         if ph != "X" and (e.s is not UNSET or e.bp is not UNSET):
             for key in _OPTIONAL_TEXT:
                 value = getattr(e, key)
-                if value is not UNSET and type(value) is not str:
+                if value.__class__ is str:
+                    setattr(e, key, shared(value, value))
+                elif value is not UNSET:
                     setattr(e, key, UNSET)
                     fixes["bad_scope_removed"].append(index)
         if ph == "M":
@@ -197,7 +209,8 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
             negdur, placed = 0, False
             if ph == "X":
                 if e.args is not UNSET:
-                    with_args.append((k, number))
+                    with_args.append(k)
+                    with_args_keys.append(number)
                 if ts is None:
                     continue
                 dur = e.dur
