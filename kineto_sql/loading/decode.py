@@ -177,8 +177,9 @@ def _split_top(raw: bytes):
     where it ends (a quarter of the events' own decode). Here the list is cut out by its text: from its
     key to a closing bracket, tried from the end of the file back. The cut is right when what is left,
     with a placeholder where the list was, decodes as the trace's top level with that placeholder as its
-    traceEvents (the cut is then a whole JSON value of the top object: the list); anything else is left
-    to the whole decode (None), which also says what is wrong with a bad file."""
+    traceEvents, and the cut decodes as one JSON value (the events' decode, in decode_trace: on any error
+    there the whole decode is used). Anything else is left to the whole decode (None), which also says
+    what is wrong with a bad file."""
     found = _EVENTS_KEY.search(raw)
     if found is None:
         return None
