@@ -48,7 +48,7 @@ def ends(owner, name, stage):
     setattr(owner, name, stamped)
 
 for name, stage in (("decode_trace", "decoded"), ("rebase", "rebased"), ("validate_and_survey", "validated"),
-                    ("remap_ids", "ids remapped"), ("scan_events", "scanned"),
+                    ("remap_ids", "ids remapped"), ("split_tid_zero", "tid 0 split"),
                     ("split_overlaps", "overlaps split"), ("bind_flows", "flows bound"), ("fix_args", "args fixed")):
     ends(prepare, name, stage)
 stamp("loader child forks")

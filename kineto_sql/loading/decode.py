@@ -131,6 +131,12 @@ def decode_trace(raw: bytes, path: Path) -> Decoded:
     """The document as typed events; one sentence for a text that is not a trace."""
     try:
         start = raw.lstrip()[:1]
+        split = _split_top(raw) if start == b"{" else None
+        if split is not None:
+            try:
+                return _decode_events(raw, *split)
+            except msgspec.DecodeError:
+                pass  # (the whole decode below finds it again, and says where in the file)
         if start == b"[":
             events_text, metadata = raw, {}
         elif start == b"{":
@@ -144,16 +150,54 @@ def decode_trace(raw: bytes, path: Path) -> Decoded:
             msgspec.json.decode(raw)  # (raises the parse's own error for a text that is not JSON)
             raise TraceInputError(f"{path} is JSON but not a Kineto / Chrome trace (no traceEvents list); "
                                   "pass the file torch.profiler exported")
-        try:
-            events = msgspec.json.decode(events_text, type=list[Event])
-            return Decoded(events, metadata, events_text, odd_args=_ODD_ARGS.search(raw) is not None)
-        except msgspec.ValidationError:
-            return _decode_each(events_text, metadata)
+        return _decode_events(raw, events_text, metadata)
     except msgspec.DecodeError as exc:
         raise TraceInputError(_not_json(raw, path, str(exc))) from None
     except RecursionError:
         raise TraceInputError(f"{path} is not valid JSON as read here: it nests deeper than a JSON reader goes; "
                               "re-export the trace from torch.profiler") from None
+
+
+def _decode_events(raw: bytes, events_text, metadata: dict) -> Decoded:
+    try:
+        events = msgspec.json.decode(events_text, type=list[Event])
+        return Decoded(events, metadata, events_text, odd_args=_ODD_ARGS.search(raw) is not None)
+    except msgspec.ValidationError:
+        return _decode_each(events_text, metadata)
+
+
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_TRIES = 64
+
+
+def _split_top(raw: bytes):
+    """(the traceEvents array's text, the other top-level fields decoded), or None.
+
+    Decoding the top level as a dict of raw values walks the whole event list once more only to find
+    where it ends (a quarter of the events' own decode). Here the list is cut out by its text: from its
+    key to a closing bracket, tried from the end of the file back. The cut is right when what is left,
+    with a placeholder where the list was, decodes as the trace's top level with that placeholder as its
+    traceEvents, and the cut decodes as one JSON value (the events' decode, in decode_trace: on any error
+    there the whole decode is used). Anything else is left to the whole decode (None), which also says
+    what is wrong with a bad file."""
+    found = _EVENTS_KEY.search(raw)
+    if found is None:
+        return None
+    begin = found.end() - 1
+    placeholder = b'"kineto-sql: the traceEvents list at byte %d"' % begin
+    end = len(raw)
+    for _ in range(_TRIES):
+        end = raw.rfind(b"]", begin, end)
+        if end < 0:
+            return None
+        try:
+            top = msgspec.json.decode(raw[:begin] + placeholder + raw[end + 1:], type=_TOP)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            continue
+        if bytes(top.pop("traceEvents", b"")) != placeholder:
+            return None
+        return memoryview(raw)[begin:end + 1], {key: msgspec.json.decode(value) for key, value in top.items()}
+    return None
 
 
 def _decode_each(events_text, metadata: dict) -> Decoded:

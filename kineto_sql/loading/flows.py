@@ -77,7 +77,7 @@ def bind_flows(events: list, scan: TraceScan, moved_to_lanes: set[int], report: 
     # (stat flow_end_without_start, severity info only). Equal-time events that are not X keep file
     # order, so moving the end to the end of the file fixes it without touching any timestamp.
     # Only the pairs with a member to rebind are built, in the order of the file (the explicit ids follow it).
-    keys = {(events[j]["id"], events[j].get("cat"), events[j].get("name")) for j in to_rebind}
+    keys = {arrow_key(events[j]) for j in to_rebind}
     halves, reorder, pairs = _arrow_summary(events, flow_indices, ts_ns, {key[0] for key in keys})
     report.add("flow_half_arrow", halves,
                "flow events whose other half is not in the file (a start without an end or the reverse): "
@@ -134,37 +134,32 @@ def _intended_and_at_risk(events: list, scan: TraceScan, moved: set[int]) -> tup
     """
     intended_of, at_risk = {}, []
     by_correlation, ts_ns = scan.by_correlation, scan.ts_ns
-    shared_found = []
-
-    def shared() -> set:
-        if not shared_found:
-            shared_found.append(scan.shared_begins())
-        return shared_found[0]
-
-    def one(j: int, track: int) -> None:
-        """The rule for flow event j on scanned thread `track`."""
+    begun = None  # (track, ts) -> how many slice-pushing events begin there (counted on first need)
+    for j, track in zip(scan.flow_indices, scan.flow_tracks):
         ts = ts_ns[j]
         if ts is None:
-            return
+            continue
         e = events[j]
-        flow_id = e["id"]
+        flow_id = e.id
         candidates = by_correlation.get((track, flow_id if flow_id.__class__ is int else _as_int(flow_id)))
         if candidates is None:
-            return
+            continue
         if candidates.__class__ is int and ts_ns[candidates] == ts:
             intended, starts_here = candidates, True  # the common case: one slice, flow at its start
         else:
             intended = _intended_slice(events, [candidates] if candidates.__class__ is int else candidates, ts)
             if intended is None:
-                return
-            starts_here = ns(events[intended].get("ts")) == ts
+                continue
+            starts_here = ts_ns[intended] == ts
         intended_of[j] = intended
-        if (not starts_here or intended in shared() or intended in moved
-                or not (e["ph"] != "f" or e.get("bp") == "e")):
+        if not starts_here:
             at_risk.append(j)
-
-    for j, track in zip(scan.flow_indices, scan.flow_tracks):
-        one(j, track)
+            continue
+        if begun is None:
+            begun = scan.begin_counts()
+        # (the intended slice is on the flow's thread, at the flow's ts: starts_here)
+        if begun[(track, ts)] > 1 or intended in moved or not (e.ph != "f" or e.bp == "e"):
+            at_risk.append(j)
     return intended_of, at_risk
 
 
@@ -175,6 +170,11 @@ def _arrow_summary(events: list, flow_indices: list[int], ts_ns: list, ids: set)
     return halves, reorder, {key: members for key, members in pairs.items() if key[0] in ids}
 
 
+def arrow_key(e) -> tuple:
+    """What the events of one arrow share: id, cat and name (UNSET where the event has none)."""
+    return (e.id, e.cat, e.name)
+
+
 def _arrows(events: list, flow_indices: list[int], ts_ns: list) -> dict[tuple, list[int]]:
     """The flow events with a timestamp by arrow, in file order: an arrow's events share id, cat and name
     (after validate_events an id is an int or a str)."""
@@ -183,7 +183,7 @@ def _arrows(events: list, flow_indices: list[int], ts_ns: list) -> dict[tuple, l
         if ts_ns[j] is None:
             continue
         e = events[j]
-        key = (e["id"], e.get("cat"), e.get("name"))
+        key = (e.id, e.cat, e.name)  # (arrow_key, inlined: it runs for every flow event)
         members = pairs.get(key)
         if members is None:
             pairs[key] = [j]
@@ -201,14 +201,14 @@ def _halves_and_reorder(events: list, pairs: dict[tuple, list[int]], ts_ns: list
             continue
         if len(members) == 2:
             a, b = members
-            phases = events[a]["ph"] + events[b]["ph"]
+            phases = events[a].ph + events[b].ph
             if phases == "sf" or phases == "fs":  # the common case: one start, one end
                 start, end = (a, b) if phases == "sf" else (b, a)
                 if (ts_ns[end], end) < (ts_ns[start], start):
                     reorder.add(end)
                 continue
-        starts = [j for j in members if events[j]["ph"] == "s"]
-        ends = [j for j in members if events[j]["ph"] == "f"]
+        starts = [j for j in members if events[j].ph == "s"]
+        ends = [j for j in members if events[j].ph == "f"]
         if len(starts) == 1 and len(ends) == 1 and (ts_ns[ends[0]], ends[0]) < (ts_ns[starts[0]], starts[0]):
             reorder.add(ends[0])
         if not starts or not ends:

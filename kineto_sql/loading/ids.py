@@ -104,20 +104,21 @@ def zero_tid_pids(survey: Survey, maps: dict | None) -> set | None:
     return pids
 
 
-def split_tid_zero(events: list[Event], report: IngestReport, zero_pids: set | None = None) -> bool:
+def split_tid_zero(events: list[Event], report: IngestReport, zero_pids: set | None = None) -> dict:
     """The importer gives tid 0 the thread `tid := pid`, merging it with the process's main thread when
     that thread also has events (Kineto writes other python threads' frames with tid 0): give it its own.
-    `zero_pids`: the pids of the X / i / I / s / t / f events with tid 0, when already known."""
+    `zero_pids`: the pids of the X / i / I / s / t / f events with tid 0, when already known. Returns
+    {pid: the fresh tid its tid 0 events got} (empty: nothing changed)."""
     if zero_pids is None:
         zero_pids = {e.get("pid") for e in events if e.get("tid") == 0 and e.get("ph") in ("X", "i", "I", "s", "t", "f")}
         zero_pids.discard(0)
         zero_pids.discard(None)
     if not zero_pids:
-        return False
+        return {}
     clash = {e.get("pid") for e in events if e.get("pid") in zero_pids and e.get("tid") == e.get("pid")
              and e.get("ph") != "M"}
     if not clash:
-        return False
+        return {}
     fresh = {pid: TID_ZERO_BASE + i for i, pid in enumerate(sorted(clash, key=repr))}
     moved = 0
     for e in events:
@@ -130,4 +131,25 @@ def split_tid_zero(events: list[Event], report: IngestReport, zero_pids: set | N
                "events written with tid 0 would land on the process's main thread (the importer reads tid 0 as "
                f"tid = pid) and merge with it; they keep their own thread (tid {TID_ZERO_BASE}+, named 'tid 0')",
                examples=[f"pid {pid}" for pid in fresh])
-    return True
+    return fresh
+
+
+def final_ids(maps: dict | None, tid_zero: dict):
+    """`(pid, tid) -> (pid, tid)`: the ids an X / i / I / s / t / f event written with these (as validated,
+    UNSET where missing) has after remap_ids (`maps`) and split_tid_zero (`tid_zero`); None when neither
+    changed any (scan.ScanParts.finish)."""
+    if maps is None and not tid_zero:
+        return None
+    pid_map, tid_map = (maps["pid"], maps["tid"]) if maps is not None else ({}, {})
+
+    def final(pid, tid):
+        hit = pid_map.get(pid)
+        tid_hit = tid_map.get(tid)
+        if hit is not None:
+            pid = hit[0]
+        if tid_hit is not None:
+            tid = tid_hit[0]
+        if tid == 0 and tid.__class__ is int and pid in tid_zero:
+            tid = tid_zero[pid]
+        return pid, tid
+    return final

@@ -27,11 +27,10 @@ from kineto_sql.loading import engine_quirks
 from kineto_sql.loading.arg_values import fix_args
 from kineto_sql.loading.decode import Decoded, decode_trace, encode_events
 from kineto_sql.loading.flows import bind_flows
-from kineto_sql.loading.ids import remap_ids, split_tid_zero, zero_tid_pids
+from kineto_sql.loading.ids import final_ids, remap_ids, split_tid_zero, zero_tid_pids
 from kineto_sql.loading.overlaps import split_overlaps
 from kineto_sql.loading.rebase import rebase
 from kineto_sql.loading.report import IngestReport
-from kineto_sql.loading.scan import scan_events
 from kineto_sql.loading.source import read_bytes
 from kineto_sql.loading.validate import validate_and_survey, validate_metadata
 
@@ -128,7 +127,8 @@ def _prepare(raw: bytes, path: Path) -> PreparedTrace:
     if not events:
         raise TraceInputError(f"{path} has an empty event list; the profiler recorded nothing (check its schedule)")
 
-    events, survey = validate_and_survey(events, report, decoded.odd_args)
+    scanning = engine_quirks.drops_overlapping_slices()
+    events, survey = validate_and_survey(events, report, decoded.odd_args, scan=scanning)
     report.events_by_phase = survey.phases
     if not any(ph in report.events_by_phase for ph in ("X", "i", "I", "B", "C")):
         if report.dropped:
@@ -140,9 +140,11 @@ def _prepare(raw: bytes, path: Path) -> PreparedTrace:
     validated, metadata_events = len(events), survey.metadata_at
     maps = remap_ids(events, report, survey)
     changed |= maps is not None
-    changed |= split_tid_zero(events, report, zero_tid_pids(survey, maps))
-    if engine_quirks.drops_overlapping_slices():
-        scan = scan_events(events)
+    tid_zero = split_tid_zero(events, report, zero_tid_pids(survey, maps))
+    changed |= bool(tid_zero)
+    if scanning:
+        scan = survey.scan.finish(events, final_ids(maps, tid_zero))
+        survey.scan = None
         moved_to_lanes = split_overlaps(events, scan, report, metadata_events + list(range(validated, len(events))))
         changed |= bool(moved_to_lanes)
         changed |= bind_flows(events, scan, moved_to_lanes, report)

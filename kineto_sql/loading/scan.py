@@ -2,10 +2,12 @@
 
 The overlap split needs every X event per thread in time order; the flow binding needs, for every flow
 event, its thread and nanosecond time, the slice that carries its correlation, and whether another slice
-begins on that thread at that slice's instant. This pass reads each event's fields once into flat lists
+begins on that thread at that slice's instant. The scan reads each event's fields once into flat lists
 (with the nanosecond conversion inlined for the int/float timestamps Kineto writes).
 
-It runs after the pid/tid fixes (ids.py), so the threads it records are the importer's threads.
+It is gathered inside validate's loop (`ScanParts`: a loop of its own over every event cost as much as
+validate's), by the ids as validated, and numbered by thread once the pid/tid fixes (ids.py) are done
+(`ScanParts.finish`), so the threads it records are the importer's threads.
 """
 from __future__ import annotations
 
@@ -77,11 +79,9 @@ class TraceScan:
         return [(i, track, ts) for i, track, ts in zip(self.push_index, self.push_track, self.push_ts)
                 if (track, ts) in points]
 
-    def shared_begins(self) -> set:
-        """Indices of slice-pushing events that begin on the same thread at the same ns as another one."""
-        counts = Counter(zip(self.push_track, self.push_ts))
-        return {i for i, track, ts in zip(self.push_index, self.push_track, self.push_ts)
-                if counts[(track, ts)] > 1}
+    def begin_counts(self) -> Counter:
+        """(track number, ts ns) -> how many slice-pushing events begin there."""
+        return Counter(zip(self.push_track, self.push_ts))
 
 
 def nests(starts: list, ends: list, first: int, stop: int) -> bool:
@@ -109,84 +109,78 @@ def fast_ns(value):
     return ns(value)
 
 
+_CORRELATION = msgspec.json.Decoder(_Correlation)  # (a Decoder: a third less per call than json.decode's type lookup)
+
+
 def correlation_of(args):
     """The `correlation` of an event's args (text or decoded), or None."""
     if type(args) is Raw:
         try:
-            return msgspec.json.decode(args, type=_Correlation).correlation
+            return _CORRELATION.decode(args).correlation
         except msgspec.ValidationError:
             return None
     return args.get("correlation") if type(args) is dict else None
 
 
-def scan_events(events: list) -> TraceScan:
-    tracks: list = []
-    numbers: dict = {}  # (pid, engine tid) -> track number
-    track_of: dict = {}
-    ts_ns = [None] * len(events)
-    p_index, p_track, p_ts, p_negdur, p_placed = [], [], [], [], []
-    with_args = []  # (index, track) of the X events with args
-    flow_indices, flow_tracks = [], []
-    for i, e in enumerate(events):
-        ph = e.ph
-        if ph == "X":
-            is_x = True
-        elif ph in FLOW_PHASES:
-            is_x = False
-        elif (ph == "i" or ph == "I") and (e.s is UNSET or e.s == "t"):
-            is_x = False
-        else:
-            continue
-        pid, tid = e.pid, e.tid
-        if pid is UNSET:
-            pid = None
-        if tid is UNSET:
-            tid = None
-        raw_key = (pid, tid)
-        track = track_of.get(raw_key)
-        if track is None:
-            key = (pid, pid if (not tid and pid) else tid)
-            track = numbers.get(key)
+class ScanParts:
+    """scan_events's lists, filled by validate.validate_and_survey's loop for each event it keeps (the
+    code there is this function's loop, on the validated fields); the threads are recorded by their ids as
+    validated (`keys`: (pid, tid) -> key number, UNSET kept apart from null) and resolved by `finish`."""
+
+    def __init__(self):
+        self.keys: dict = {}
+        self.ts_ns: list = []  # per kept event
+        self.p_index, self.p_key, self.p_ts, self.p_negdur, self.p_placed = [], [], [], [], []
+        self.with_args: list = []  # the X events with args: index
+        self.with_args_keys: list = []  # and key number
+        self.flow_indices, self.flow_keys = [], []
+
+    def finish(self, events: list, final_key=None) -> TraceScan:
+        """The TraceScan of `events` (the kept ones, with what the fixes appended). `final_key(pid, tid)`:
+        the ids an event written with these (validated) ids has now, when the id fixes changed any."""
+        tracks: list = []
+        numbers: dict = {}  # (pid, engine tid) -> track number
+        track_of: dict = {}
+        track_of_key = []
+        for pid, tid in self.keys:  # (in order of first appearance: tracks are numbered as scan_events does)
+            if final_key is not None:
+                pid, tid = final_key(pid, tid)
+            if pid is UNSET:
+                pid = None
+            if tid is UNSET:
+                tid = None
+            engine = (pid, pid if (not tid and pid) else tid)
+            track = numbers.get(engine)
             if track is None:
-                track = numbers[key] = len(tracks)
-                tracks.append(key)
-            track_of[raw_key] = track
-        ts = e.ts
-        ts = ts * 1000 if ts.__class__ is int else (None if ts is UNSET else fast_ns(ts))
-        ts_ns[i] = ts
-        if not is_x and ph in FLOW_PHASES:
-            flow_indices.append(i)
-            flow_tracks.append(track)
-            continue
-        negdur, placed = 0, False
-        if is_x:
-            if e.args is not UNSET:
-                with_args.append((i, track))
-            if ts is None:
-                continue
-            dur = e.dur
-            dur = dur * 1000 if dur.__class__ is int else (None if dur is UNSET else fast_ns(dur))
-            if dur is not None:
-                negdur, placed = -dur, True
-        elif ts is None:
-            continue
-        p_index.append(i)
-        p_track.append(track)
-        p_ts.append(ts)
-        p_negdur.append(negdur)
-        p_placed.append(placed)
+                track = numbers[engine] = len(tracks)
+                tracks.append(engine)
+            track_of.setdefault((pid, tid), track)
+            track_of_key.append(track)
+        same = track_of_key == list(range(len(track_of_key)))
+        push_track = self.p_key if same else [track_of_key[k] for k in self.p_key]
+        flow_tracks = self.flow_keys if same else [track_of_key[k] for k in self.flow_keys]
+        ts_ns = self.ts_ns
+        if len(ts_ns) < len(events):  # (events the fixes appended: metadata, never scanned)
+            ts_ns = ts_ns + [None] * (len(events) - len(ts_ns))
+        by_correlation = _correlations(events, zip(self.with_args, [track_of_key[k] for k in self.with_args_keys])) \
+            if self.flow_indices else {}
+        return TraceScan(tracks, track_of, ts_ns, self.p_index, push_track, self.p_ts, self.p_negdur,
+                         self.p_placed, by_correlation, self.flow_indices, flow_tracks)
+
+
+def _correlations(events: list, with_args) -> dict:
+    """(track number, correlation) -> the X event index with that int `correlation` arg, or the list of them;
+    `with_args`: (index, track number) of the X events with args."""
     by_correlation: dict = {}
-    if flow_indices:  # (the args are read only where a flow may need them)
-        for i, track in with_args:
-            corr = correlation_of(events[i].args)
-            if isinstance(corr, int):
-                point = (track, corr)
-                have = by_correlation.get(point)
-                if have is None:
-                    by_correlation[point] = i
-                elif have.__class__ is list:
-                    have.append(i)
-                else:
-                    by_correlation[point] = [have, i]
-    return TraceScan(tracks, track_of, ts_ns, p_index, p_track, p_ts, p_negdur, p_placed, by_correlation,
-                     flow_indices, flow_tracks)
+    for i, track in with_args:
+        corr = correlation_of(events[i].args)
+        if isinstance(corr, int):
+            point = (track, corr)
+            have = by_correlation.get(point)
+            if have is None:
+                by_correlation[point] = i
+            elif have.__class__ is list:
+                have.append(i)
+            else:
+                by_correlation[point] = [have, i]
+    return by_correlation

@@ -49,6 +49,7 @@ import orjson
 
 from kineto_sql.loading.decode import UNSET, Event, Outlier, Raw
 from kineto_sql.loading.report import IngestReport
+from kineto_sql.loading.scan import ScanParts, fast_ns
 
 # A Kineto trace nests args two or three levels deep; 32 leaves room for any real producer, and stays far
 # from the recursion limits of a JSON writer (orjson: 255) and of the engine's own JSON reader.
@@ -75,6 +76,7 @@ class Survey:
     # indices (in the kept events) of the events with a pid or tid that is not an int of 0..2^32-1: the only
     # ones the id remap can change (ids.remap_ids)
     odd_ids: list
+    scan: ScanParts | None = None  # the scan of the kept events, when asked for
 
 
 _ZERO_TID_PHASES = frozenset(("X", "i", "I", "s", "t", "f"))
@@ -88,12 +90,20 @@ def validate_events(entries: list, report: IngestReport) -> list[Event]:
     return validate_and_survey(entries, report)[0]
 
 
-def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = True) -> tuple[list[Event], Survey]:
+def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = True,
+                        scan: bool = False) -> tuple[list[Event], Survey]:
     """validate_events, and the Survey of what it kept. `odd_args` False: no event's args can be other than
-    a JSON object or null (decode.Decoded.odd_args), so they need no look."""
+    a JSON object or null (decode.Decoded.odd_args), so they need no look. `scan`: gather the scan of the
+    kept events too (Survey.scan, scan.ScanParts: in this loop, rather than in a second one)."""
+    parts = ScanParts() if scan else None
+    if parts is not None:
+        keys, ts_all, with_args, with_args_keys = parts.keys, parts.ts_ns, parts.with_args, parts.with_args_keys
+        p_index, p_key, p_ts, p_negdur, p_placed = parts.p_index, parts.p_key, parts.p_ts, parts.p_negdur, parts.p_placed
+        flow_indices, flow_keys = parts.flow_indices, parts.flow_keys
     drops: dict[str, list[int]] = defaultdict(list)
     fixes: dict[str, list[int]] = defaultdict(list)
     kept, bad_metadata = [], []
+    shared = {}.setdefault
     phases, pids, tids, zero_tid_pids, metadata_at, odd_ids = {}, {}, {}, set(), [], []
     for index, e in enumerate(entries):
         if type(e) is not Event:
@@ -135,11 +145,20 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
         if type(tid) not in _ID_TYPES:
             e.tid = tid = text_of(tid)
             fixes["id_coerced_to_text"].append(index)
-        if type(e.name) not in _TEXT_TYPES:
-            e.name = text_of(e.name)
+        # One string object per distinct ph / name / cat (the decoder makes one per event: ~30 MB of copies
+        # on a 35 MB trace, alive beside the text until the events are written)
+        e.ph = shared(ph, ph)
+        name = e.name
+        if name.__class__ is str:
+            e.name = shared(name, name)
+        elif type(name) not in _TEXT_TYPES:
+            e.name = text_of(name)
             fixes["name_or_cat_coerced_to_text"].append(index)
-        if type(e.cat) not in _TEXT_TYPES:
-            e.cat = text_of(e.cat)
+        cat = e.cat
+        if cat.__class__ is str:
+            e.cat = shared(cat, cat)
+        elif type(cat) not in _TEXT_TYPES:
+            e.cat = text_of(cat)
             fixes["name_or_cat_coerced_to_text"].append(index)
         args = e.args
         if odd_args and type(args) is Raw and bytes(memoryview(args)[:1]) not in b"{n":  # (an object, or null)
@@ -148,7 +167,9 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
         if ph != "X" and (e.s is not UNSET or e.bp is not UNSET):
             for key in _OPTIONAL_TEXT:
                 value = getattr(e, key)
-                if value is not UNSET and type(value) is not str:
+                if value.__class__ is str:
+                    setattr(e, key, shared(value, value))
+                elif value is not UNSET:
                     setattr(e, key, UNSET)
                     fixes["bad_scope_removed"].append(index)
         if ph == "M":
@@ -170,6 +191,41 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
         if (pid is not UNSET and not (pid.__class__ is int and 0 <= pid <= UINT32_MAX)) or (
                 tid is not UNSET and not (tid.__class__ is int and 0 <= tid <= UINT32_MAX)):
             odd_ids.append(len(kept) - 1)
+        if parts is None:
+            continue
+        # -- scan.scan_events's loop, for this event (its fields as validated) --
+        if ph == "X" or ph in _FLOW or ((ph == "i" or ph == "I") and (e.s is UNSET or e.s == "t")):
+            key = (pid, tid)
+            number = keys.get(key)
+            if number is None:
+                number = keys[key] = len(keys)
+            ts = ts * 1000 if ts.__class__ is int else (None if ts is None else fast_ns(ts))
+            ts_all.append(ts)
+            k = len(kept) - 1
+            if ph != "X" and ph in _FLOW:
+                flow_indices.append(k)
+                flow_keys.append(number)
+                continue
+            negdur, placed = 0, False
+            if ph == "X":
+                if e.args is not UNSET:
+                    with_args.append(k)
+                    with_args_keys.append(number)
+                if ts is None:
+                    continue
+                dur = e.dur
+                dur = dur * 1000 if dur.__class__ is int else (None if dur is UNSET else fast_ns(dur))
+                if dur is not None:
+                    negdur, placed = -dur, True
+            elif ts is None:
+                continue
+            p_index.append(k)
+            p_key.append(number)
+            p_ts.append(ts)
+            p_negdur.append(negdur)
+            p_placed.append(placed)
+        else:
+            ts_all.append(None)
 
     for reason, indices in drops.items():
         report.drop(reason, indices)
@@ -180,7 +236,7 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
                "a metadata event (ph M: a process or thread name) with a ts or dur that is not a number makes the "
                "engine refuse the whole file; the field is left out (the name needs no time)",
                examples=bad_metadata[:EXAMPLES])
-    return kept, Survey(phases, pids, tids, zero_tid_pids, metadata_at, odd_ids)
+    return kept, Survey(phases, pids, tids, zero_tid_pids, metadata_at, odd_ids, parts)
 
 
 FIX_WHY = {
