@@ -17,7 +17,7 @@ from kineto_sql.cli.ranks_cmd import _progress
 @click.command("diff")
 @click.argument("before", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("after", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@format_option
+@format_option("text", "json", "csv")
 @click.option("--device", type=click.Choice(["all", "cpu", "gpu"]), default="all", show_default=True,
               help="CPU ops / annotations, GPU kernels, or both.")
 @click.option("--median-step", is_flag=True, help="Compare the median-width step of each trace (default: the mean "
