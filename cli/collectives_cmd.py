@@ -7,7 +7,7 @@ import click
 import pandas as pd
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options, jobs_option, jobs_or_default
-from kineto_sql.cli.output import (done, emit_frame, emit_result, format_option, frame_records, friendly_errors,
+from kineto_sql.cli.output import (finish, emit_frame, emit_result, format_option, frame_records, friendly_errors,
                                    rank_failures)
 
 
@@ -67,10 +67,10 @@ def command(directory: Path, fmt: str, jobs: int | None, slow_pct: float, slow_m
         emit_result({"ranks": report.ranks, "headline": headline, "clock": frame_records(report.clock),
                      "calls": frame_records(calls), "findings": frame_records(findings),
                      "failed_ranks": [{"path": f.path, "error": f.reason} for f in failures]}, code, reason)
-        return done(code, reason)
+        return finish(code, reason)
     if fmt == "csv":
         emit_frame(calls, fmt)
-        return done(code, reason)
+        return finish(code, reason)
     click.echo(headline)
     shown = _compact(calls if limit <= 0 else calls.head(limit))
     emit_frame(shown, fmt, title=f"Collective calls across {len(report.ranks)} ranks "
@@ -80,7 +80,7 @@ def command(directory: Path, fmt: str, jobs: int | None, slow_pct: float, slow_m
         click.echo("No collective is far below the link bandwidth, and no rank makes the others wait.")
     for f in findings.itertuples(index=False):
         click.echo(f"- [{f.rule}] {f.evidence} (about {f.impact_us / 1e3:.2f} ms)")
-    done(code, reason)
+    finish(code, reason)
 
 
 def _compact(calls: pd.DataFrame) -> pd.DataFrame:

@@ -7,7 +7,7 @@ import click
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options, jobs_option, jobs_or_default
 from kineto_sql.cli.fleet_cmd import executor_options
-from kineto_sql.cli.output import done, format_option, friendly_errors, rank_failures, render_result
+from kineto_sql.cli.output import finish, format_option, friendly_errors, rank_failures, render_result
 from kineto_sql.cli.rules_option import rules_option
 from kineto_sql.cli.progress import set_quiet, spinner
 from kineto_sql.diagnose.model import SEVERITIES, severity_rank
@@ -82,7 +82,7 @@ def command(target: Path, fmt: str, output: Path | None, fail_on: str | None, jo
         click.echo(f"wrote {shown(output)}", err=True)
     else:
         click.echo(text, nl=False)
-    done(code, reason)
+    finish(code, reason)
 
 
 def _gate_reason(diagnosis, fail_on: str) -> str:

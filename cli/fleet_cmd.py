@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options, jobs_option, jobs_or_default
-from kineto_sql.cli.output import (done, emit_frame, emit_result, format_option, frame_records, friendly_errors,
+from kineto_sql.cli.output import (finish, emit_frame, emit_result, format_option, frame_records, friendly_errors,
                                    rank_failures)
 from kineto_sql.cli.progress import stage
 from kineto_sql.errors import KinetoSqlError
@@ -114,7 +114,7 @@ def command(target: str, out: Path | None, jobs: int | None, executor: str, addr
         emit_result(_json(report, run, out), code, reason)
     else:
         _text(report, run, out, fmt)
-    done(code, reason)
+    finish(code, reason)
 
 
 def _json(report, run, out) -> dict:

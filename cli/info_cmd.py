@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options, jobs_option, jobs_or_default
 from kineto_sql.cli.output import console as output_console
-from kineto_sql.cli.output import done, emit_frame, emit_result, format_option, friendly_errors, rank_failures
+from kineto_sql.cli.output import finish, emit_frame, emit_result, format_option, friendly_errors, rank_failures
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.fleet.executors import RankFailure
 from kineto_sql.fleet.run import all_failed
@@ -73,7 +73,7 @@ def command(trace: Path, fmt: str, jobs: int | None, engine_kind: str, tp_shell:
     else:
         for info in infos:
             _render(info)
-    done(code, reason)
+    finish(code, reason)
 
 
 def _flat(info: TraceInfo) -> dict:

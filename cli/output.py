@@ -202,7 +202,7 @@ def command_name() -> str:
 
 
 def emit_result(result, exit_code: int = 0, reason: str | None = None) -> None:
-    """The command's answer as the JSON envelope on stdout; a non-zero exit (then `done`) is said in it too."""
+    """The command's answer as the JSON envelope on stdout; a non-zero exit (then `finish`) is said in it too."""
     click.echo(envelope.dumps(envelope.ok(command_name(), result, exit_code, reason)))
 
 
@@ -211,7 +211,7 @@ def render_result(result, exit_code: int = 0, reason: str | None = None) -> str:
     return envelope.dumps(envelope.ok(command_name(), result, exit_code, reason)) + "\n"
 
 
-def done(exit_code: int = 0, reason: str | None = None) -> None:
+def finish(exit_code: int = 0, reason: str | None = None) -> None:
     """Ends a command that answered: with a non-zero status, one line on stderr saying why."""
     if exit_code:
         click.echo(f"error: {reason}", err=True)

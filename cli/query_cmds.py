@@ -9,7 +9,7 @@ import pandas as pd
 from kineto_sql.catalog.spec import KINDS, load_catalog
 from kineto_sql.cli.engine_options import engine_choice, engine_options, jobs_option, jobs_or_default
 from kineto_sql.cli.progress import spinner
-from kineto_sql.cli.output import (done, emit_frame, emit_not_applicable, emit_result, format_option, frame_records,
+from kineto_sql.cli.output import (finish, emit_frame, emit_not_applicable, emit_result, format_option, frame_records,
                                    friendly_errors)
 from kineto_sql.cli.rules_option import rules_option
 from kineto_sql.loading.load import open_trace
@@ -179,7 +179,7 @@ def lint_command(ids: tuple[str, ...], update_lock: bool, force: bool, fmt: str)
             else:
                 for issue in refused:
                     click.echo(str(issue))
-            done(1, reason)
+            finish(1, reason)
         from kineto_sql.catalog import user_rules
         from kineto_sql.devtools.page import write_reference
 
@@ -195,7 +195,7 @@ def lint_command(ids: tuple[str, ...], update_lock: bool, force: bool, fmt: str)
     else:
         for problem in problems:
             click.echo(str(problem))
-    done(1 if problems else 0, reason)
+    finish(1 if problems else 0, reason)
     if fmt != "json":
         click.echo("lint: clean", err=True)
 

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options, jobs_option, jobs_or_default
-from kineto_sql.cli.output import (done, emit_frame, emit_result, format_option, frame_records, friendly_errors,
+from kineto_sql.cli.output import (finish, emit_frame, emit_result, format_option, frame_records, friendly_errors,
                                    rank_failures)
 from kineto_sql.cli.progress import stage
 
@@ -84,11 +84,11 @@ def command(directory: Path, fmt: str, jobs: int | None, hta_compat: bool, thres
             "narration": verdict.narration,
             "failed_ranks": [{"path": f.path, "error": f.reason} for f in failures],
         }, code, reason)
-        return done(code, reason)
+        return finish(code, reason)
     if fmt == "csv":
         long = _long_frame(report)
         click.echo(long.to_csv(index=False), nl=False)
-        return done(code, reason)
+        return finish(code, reason)
     for key, _qid, title in ANALYSES:
         emit_frame(_rounded(report.tables[key]), fmt, title=title)
     emit_frame(_rounded(report.clock), fmt, title="Clock offset of each rank against the lowest (us, from collective ends)")
@@ -97,7 +97,7 @@ def command(directory: Path, fmt: str, jobs: int | None, hta_compat: bool, thres
                title="Distribution across ranks")
     click.echo("")
     click.echo(verdict.narration)
-    done(code, reason)
+    finish(code, reason)
 
 
 def _rounded(df: pd.DataFrame) -> pd.DataFrame:

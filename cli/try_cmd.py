@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options
-from kineto_sql.cli.output import done, emit_frame, emit_result, format_option, friendly_errors
+from kineto_sql.cli.output import finish, emit_frame, emit_result, format_option, friendly_errors
 from kineto_sql.cli.rules_option import rules_option
 from kineto_sql.run.runner import resolve_params, resolve_spec
 
@@ -76,4 +76,4 @@ def command(query_id: str, traces: tuple[Path, ...], params, fires_when: str | N
         import pandas as pd
 
         emit_frame(pd.DataFrame(rows, columns=["trace", "name", "outcome", "count", "top"]), fmt)
-    done(code, reason)
+    finish(code, reason)
