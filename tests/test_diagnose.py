@@ -170,7 +170,7 @@ def test_diagnose_json_on_a_corpus_trace_follows_the_schema(tmp_path):
 def test_fail_on_sets_the_exit_status(loaded):
     path = CORPUS / "hta_critical_path_cuda_event_sync.json.gz"
     result = CliRunner().invoke(cli, ["diagnose", str(path), "--format", "json", "--fail-on", "info"])
-    doc = json.loads(result.stdout)
+    doc = json.loads(result.stdout)["result"]
     has_findings = any(t["findings"] for t in doc["traces"])
     assert result.exit_code == (1 if has_findings else 0)
 

@@ -230,7 +230,7 @@ def test_gate_exit_codes_and_reason(tmp_path):
     # json: stdout stays one document; the gate is in it and its line on stderr
     as_json = run(p["base"], p["slow"], "--fail-on-regression", "10", "--format", "json")
     assert as_json.exit_code == 1
-    out = json.loads(as_json.stdout)
+    out = json.loads(as_json.stdout)["result"]
     assert out["gate"] == {"failed": True, "judged": True, "line": _gate_line(as_json)}
     assert out["verdict"]["step_change_pct"]["low"] == pytest.approx(s.low)
     assert out["verdict"]["buckets"]["idle.dataloader"]["point"] == 0.0
@@ -267,7 +267,7 @@ def test_baseline_store_reuse_and_errors(tmp_path):
     body["summary"]["method"] = "reading.step_ledger@0 lib.ledger@1"
     (store / "old.json").write_text(json.dumps(body))
     old = run(p["slow"], "--baseline", "old", "--format", "json")
-    flagged = [c for c in json.loads(old.stdout)["verdict"]["checks"] if c["name"] == "method"]
+    flagged = [c for c in json.loads(old.stdout)["result"]["verdict"]["checks"] if c["name"] == "method"]
     assert len(flagged) == 1 and not flagged[0]["blocking"]
     assert flagged[0]["sentence"].startswith("BEFORE's and AFTER's numbers come from different query versions "
                                              "(reading.step_ledger@0 lib.ledger@1 against reading.step_ledger@1 lib.")

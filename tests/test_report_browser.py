@@ -39,7 +39,7 @@ def report(tmp_path_factory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("report") / "report.html"
     result = CliRunner().invoke(cli, ["diagnose", str(TRACE), "--format", "html", "-o", str(out), "-q"])
     assert result.exit_code == 0, result.output
-    data = json.loads(CliRunner().invoke(cli, ["diagnose", str(TRACE), "--format", "json", "-q"]).stdout)
+    data = json.loads(CliRunner().invoke(cli, ["diagnose", str(TRACE), "--format", "json", "-q"]).stdout)["result"]
     return out, data["traces"][0]
 
 
