@@ -67,13 +67,14 @@ def show_command(query_id: str, paste: bool, params: tuple[tuple[str, str], ...]
         script = paste_bundle(spec, dict(params))
         return emit_result({"id": spec.id, "version": spec.version, "script": script}) if fmt == "json" else \
             click.echo(script, nl=False)
+    from kineto_sql.catalog.user_rules import shown
     from kineto_sql.devtools.page import render_markdown, render_text
 
     if fmt == "json":
         emit_result({"id": spec.id, "version": spec.version, "kind": spec.kind, "title": spec.title,
-                     "path": str(spec.path), "page": render_text(spec), "sql": Path(spec.path).read_text()})
+                     "path": str(Path(spec.path).resolve()), "page": shown(render_text(spec)), "sql": Path(spec.path).read_text()})
     else:
-        click.echo(render_markdown(spec) if fmt == "markdown" else render_text(spec), nl=False)
+        click.echo(shown(render_markdown(spec) if fmt == "markdown" else render_text(spec)), nl=False)
 
 
 @click.command("run")
@@ -169,32 +170,33 @@ def lint_command(ids: tuple[str, ...], update_lock: bool, force: bool, fmt: str)
     from kineto_sql.devtools import lint
     from kineto_sql.catalog import lock as versions
 
+    from kineto_sql.catalog import user_rules
+
     locked = None
     if update_lock:
         refused = versions.update_lock(ids=list(ids) or None, force=force)
         if refused:
             reason = f"the lock was not updated: {len(refused)} refusal(s)"
             if fmt == "json":
-                emit_result({"problems": [str(i) for i in refused], "locked": None}, 1, reason)
+                emit_result({"problems": [user_rules.shown(str(i)) for i in refused], "locked": None}, 1, reason)
             else:
                 for issue in refused:
-                    click.echo(str(issue))
+                    click.echo(user_rules.shown(str(issue)))
             finish(1, reason)
-        from kineto_sql.catalog import user_rules
         from kineto_sql.devtools.page import write_reference
 
-        user_rules.save_lock()
-        locked = f"locked {', '.join(ids) if ids else 'every query and lib module'} in {versions.lock_path()}; " \
-                 f"wrote {write_reference()}"
+        mine = user_rules.save_lock()
+        where = ", ".join(map(str, mine)) if mine else f"{versions.lock_path()}; wrote {write_reference()}"
+        locked = f"locked {', '.join(ids) if ids else 'every query and lib module'} in {where}"
         if fmt != "json":
             click.echo(locked)
-    problems = lint.lint()
+    problems = [user_rules.shown(str(p)) for p in lint.lint()]
     reason = f"lint: {len(problems)} problem(s)" if problems else None
     if fmt == "json":
-        emit_result({"problems": [str(p) for p in problems], "locked": locked}, 1 if problems else 0, reason)
+        emit_result({"problems": problems, "locked": locked}, 1 if problems else 0, reason)
     else:
         for problem in problems:
-            click.echo(str(problem))
+            click.echo(problem)
     finish(1 if problems else 0, reason)
     if fmt != "json":
         click.echo("lint: clean", err=True)

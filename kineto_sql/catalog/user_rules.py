@@ -135,3 +135,13 @@ def save_lock() -> list[Path]:
                                       + tomli_w.dumps({k: entries[k] for k in sorted(entries)}))
         written.append(root / LOCK_NAME)
     return written
+
+
+def shown(text: str) -> str:
+    """A path (or a sentence naming one) in the combined tree, as the user's own file."""
+    merged = _active.get("merged")
+    if merged is None:
+        return text
+    for rel, path in (_active.get("owners") or {}).items():
+        text = text.replace(str(Path(merged) / PACKAGE / rel), str(path))
+    return text
