@@ -86,10 +86,24 @@ def activate(dirs: list[Path]) -> Path | None:
             lock.update(tomllib.loads((d / LOCK_NAME).read_text()))
     (merged / LOCK_NAME).unlink(missing_ok=True)
     (merged / LOCK_NAME).write_text(tomli_w.dumps(lock))
+    _active.setdefault("previous", os.environ.get(QUERIES_ENV))
     _active.update(key=key, builtin=str(builtin), merged=merged, owners=owners)
     os.environ[QUERIES_ENV] = str(merged)
     _forget_cached_catalog()
     return merged
+
+
+def deactivate() -> None:
+    """Back to the built-in rules only (a long-lived process, a test)."""
+    if "merged" not in _active:
+        return
+    previous = _active.get("previous")
+    if previous is None:
+        os.environ.pop(QUERIES_ENV, None)
+    else:
+        os.environ[QUERIES_ENV] = previous
+    _active.clear()
+    _forget_cached_catalog()
 
 
 def _link_tree(source: Path, dest: Path) -> None:
