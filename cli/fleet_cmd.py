@@ -108,8 +108,8 @@ def command(target: str, out: Path | None, jobs: int | None, executor: str, addr
         report = run.report
     code, reason = 0, None
     if report.failures:
-        code, reason = 1, (f"{len(report.failures)} of {len(report.ranks) + len(report.failures)} rank files failed, "
-                           f"the report covers the others: {rank_failures(s for _, s in report.failures)}")
+        code, reason = 1, (f"{rank_failures(s for _, s in report.failures)} ({len(report.failures)} of "
+                           f"{len(report.ranks) + len(report.failures)} rank files; the report covers the others)")
     if fmt == "json":
         emit_result(_json(report, run, out), code, reason)
     else:
