@@ -103,6 +103,9 @@ def test_help_works_and_format_is_one_option(command):
     result = CliRunner().invoke(cli, [command, "--help"])
     assert result.exit_code == 0, result.output
     assert f"kineto-sql {command}" in result.output
+    if command in ("diagnose", "ranks", "collectives", "fleet"):  # which of the four to use when, in each
+        which = result.output.split("Which command for a job of several ranks:")[1].splitlines()[1:5]
+        assert [line.split()[0] for line in which] == ["diagnose", "ranks", "collectives", "fleet"]
     option = next((p for p in _command(command).params if p.name == "fmt"), None)
     if command == "mcp":
         assert option is None  # a server, no output format
