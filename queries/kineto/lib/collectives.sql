@@ -102,24 +102,45 @@ CREATE OR REPLACE PERFETTO TABLE kineto_collectives(
   collective STRING
 ) AS
 WITH
-  gpu AS (
-    SELECT k.id, k.ts, k.dur, k.name, 'kernel' AS source, k.device, l.step,
-      coalesce(
-        kineto_collective_kind(k.name),
-        (
-          SELECT a.collective
-          FROM _kineto_collectives_stream_annotations AS a
-          WHERE
-            a.device = k.device AND a.stream = k.stream AND k.ts >= a.ts AND k.ts < a.ts + a.dur
-          ORDER BY a.ts DESC
-          LIMIT 1
-        )
-      ) AS collective
+  comm AS (
+    SELECT k.id, k.ts, k.dur, k.name, k.device, k.stream, k.correlation
     FROM kineto_kernels AS k
-    LEFT JOIN kineto_launches AS l
-      ON l.correlation = k.correlation
     WHERE
       k.class = 'communication'
+  ),
+  -- the latest stream annotation started at or before each kernel on its stream: one sort of both, not a
+  -- search of every annotation per kernel (an RCCL trace has one of each per call)
+  marks AS (
+    SELECT device, stream, ts, 0 AS is_kernel, NULL AS id FROM _kineto_collectives_stream_annotations
+    UNION ALL
+    SELECT device, stream, ts, 1, id FROM comm
+  ),
+  latest AS (
+    SELECT id,
+      max(IIF(is_kernel = 0, ts, NULL)) OVER (
+        PARTITION BY device, stream ORDER BY ts, is_kernel ROWS UNBOUNDED PRECEDING
+      ) AS ann_ts
+    FROM marks
+  ),
+  held AS (
+    SELECT l.id, max(a.collective) AS collective
+    FROM latest AS l
+    JOIN comm AS k
+      USING (id)
+    JOIN _kineto_collectives_stream_annotations AS a
+      ON a.device = k.device AND a.stream = k.stream AND a.ts = l.ann_ts AND k.ts < a.ts + a.dur
+    WHERE
+      l.id IS NOT NULL
+    GROUP BY l.id
+  ),
+  gpu AS (
+    SELECT k.id, k.ts, k.dur, k.name, 'kernel' AS source, k.device, l.step,
+      coalesce(kineto_collective_kind(k.name), h.collective) AS collective
+    FROM comm AS k
+    LEFT JOIN kineto_launches AS l
+      ON l.correlation = k.correlation
+    LEFT JOIN held AS h
+      USING (id)
   ),
   gloo AS (
     SELECT o.id, o.ts, o.dur, o.name, 'cpu' AS source, NULL AS device, o.step
