@@ -52,6 +52,9 @@ class LazyGroup(click.Group):
             sys.exit(stop.exit_code)
         except click.Abort:
             _click_failure(argv, "aborted", "interrupted", 1)
+        except click.exceptions.NoArgsIsHelpError as exc:  # `kineto-sql` alone: the help, as --help prints it
+            click.echo(exc.ctx.get_help())
+            sys.exit(0)
         except click.ClickException as exc:
             hint = ""
             if isinstance(exc, click.UsageError) and exc.ctx is not None:

@@ -208,3 +208,11 @@ def test_old_spellings_still_work():
     assert "table" not in _formats("list")
     quiet = CliRunner().invoke(cli, ["diagnose", str(TRACE), "--no-progress"])
     assert quiet.exit_code == 0 and "kineto-sql: [" not in quiet.stderr
+
+
+def test_no_command_prints_the_help_and_an_unknown_one_is_one_line():
+    bare = CliRunner().invoke(cli, [])
+    assert bare.exit_code == 0 and bare.stdout.startswith("Usage: ") and "Start here:" in bare.stdout
+    unknown = CliRunner().invoke(cli, ["diagnoze"])
+    assert unknown.exit_code == 2 and unknown.stdout == ""
+    assert unknown.stderr.splitlines() == ["error: No such command 'diagnoze'. (see `kineto-sql --help`)"]
