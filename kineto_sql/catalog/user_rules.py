@@ -119,9 +119,15 @@ def _link_tree(source: Path, dest: Path) -> None:
 
 
 def _forget_cached_catalog() -> None:
+    """The catalog, and what diagnose plans from it, are read once per process: read them again."""
+    import sys
+
     from kineto_sql.catalog import spec
 
     spec._load_default.cache_clear()
+    diagnose_run = sys.modules.get("kineto_sql.diagnose.run")  # imported only by a process that diagnoses
+    if diagnose_run is not None:
+        diagnose_run.query_plan.cache_clear()
 
 
 def user_rule_ids() -> dict[str, Path]:
