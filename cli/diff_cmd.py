@@ -18,7 +18,7 @@ from kineto_sql.cli.ranks_cmd import _progress
 
 @click.command("diff", context_settings={"ignore_unknown_options": True})
 @click.argument("traces", nargs=-1, type=click.UNPROCESSED, metavar="BEFORE... [--vs] AFTER...")
-@format_option
+@format_option("text", "json", "csv")
 @click.option("--device", type=click.Choice(["all", "cpu", "gpu"]), default="all", show_default=True,
               help="CPU ops / annotations, GPU kernels, or both.")
 @click.option("--median-step", is_flag=True, help="Compare the median-width step of each trace (default: the mean "

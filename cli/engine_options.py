@@ -34,3 +34,18 @@ def allow_loss() -> bool:
 
 def engine_choice(engine_kind: str, tp_shell: str | None) -> EngineChoice:
     return EngineChoice(engine_kind, tp_shell, allow_loss=allow_loss())
+
+
+JOBS_HELP = ("Processes at once: a rank directory's ranks (one engine each), or one trace's load beside its "
+             "queries. Default: 2 on a machine with 2 or more cores, else 1.")
+
+
+def jobs_option(func):
+    """The one -j/--jobs of every trace-reading command, with one default (kineto_sql.run.pool.default_jobs)."""
+    return click.option("-j", "--jobs", type=click.IntRange(1), default=None, help=JOBS_HELP)(func)
+
+
+def jobs_or_default(jobs: int | None) -> int:
+    from kineto_sql.run.pool import default_jobs
+
+    return jobs or default_jobs()

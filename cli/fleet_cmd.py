@@ -2,13 +2,13 @@
 tables as a Parquet dataset, the cross-rank reading in DuckDB SQL."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from kineto_sql.cli.engine_options import engine_choice, engine_options
-from kineto_sql.cli.output import emit_frame, emit_json, frame_records, friendly_errors
+from kineto_sql.cli.engine_options import engine_choice, engine_options, jobs_option, jobs_or_default
+from kineto_sql.cli.output import (finish, emit_frame, emit_result, format_option, frame_records, friendly_errors,
+                                   rank_failures)
 from kineto_sql.cli.progress import stage
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.fleet.task import PARTS, is_url
@@ -49,17 +49,16 @@ def _parts(text: str) -> tuple[str, ...]:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write the per-rank tables here as Parquet (one file per table per rank); rerunning resumes: "
                    "ranks whose file is unchanged (content hash) are not read again.")
-@click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True,
-              help="Local worker processes (each holds one engine at a time).")
+@jobs_option
 @executor_options
 @click.option("--parts", default=",".join(PARTS), show_default=True,
               help="What each rank task computes (hta is needed; diagnose is the most expensive).")
 @click.option("--threshold-pct", type=float, default=10.0, show_default=True,
               help="Name a straggler only when it costs the others this % of the median step or more.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@format_option("text", "markdown", "json")
 @engine_options
 @friendly_errors
-def command(target: str, out: Path | None, jobs: int, executor: str, address: str | None, parts: str,
+def command(target: str, out: Path | None, jobs: int | None, executor: str, address: str | None, parts: str,
             threshold_pct: float, fmt: str, engine_kind: str, tp_shell: str | None):
     """The fleet report of a job: TARGET is a directory (or fsspec URL) of rank traces, or a dataset that an
     earlier `--out` wrote (then only its Parquet files are read, no trace).
@@ -74,6 +73,13 @@ def command(target: str, out: Path | None, jobs: int, executor: str, address: st
       kineto-sql fleet ./tb_logs/ --jobs 4 --out ./fleet/
       kineto-sql fleet ./fleet/                      # the report again, from Parquet only
       kineto-sql fleet s3://bucket/job/ --executor dask --address tcp://scheduler:8786 --out ./fleet/
+
+    \b
+    Which command for a job of several ranks:
+      diagnose DIR     start here: the job's verdict, the ranks that matter, then each rank's findings
+      ranks DIR        HTA's per-rank analyses side by side and the straggler, when you compare ranks
+      collectives DIR  each collective call matched across ranks (bandwidth, skew), for a slow all_reduce
+      fleet DIR        the same reading over hundreds of ranks or a cluster (dask), kept as Parquet
     """
     from kineto_sql.fleet import dataset
     from kineto_sql.fleet.executors import executor_for
@@ -88,7 +94,7 @@ def command(target: str, out: Path | None, jobs: int, executor: str, address: st
     else:
         if not is_url(target) and not Path(target).is_dir():
             raise KinetoSqlError(f"{target}: no such directory; pass a directory of rank traces, a URL, or a dataset")
-        runner = executor_for(executor, jobs, address, TASKS_PER_WORKER)
+        runner = executor_for(executor, jobs_or_default(jobs), address, TASKS_PER_WORKER)
         with rank_progress() as progress:
             task = progress.add_task("ranks", total=None)
 
@@ -100,16 +106,15 @@ def command(target: str, out: Path | None, jobs: int, executor: str, address: st
             run = run_fleet(target, chosen, runner, out, engine_choice(engine_kind, tp_shell), on_done=done,
                             threshold_pct=threshold_pct)
         report = run.report
-    if fmt == "json":
-        emit_json(_json(report, run, out))
-    else:
-        _text(report, run, out)
-    for path, sentence in report.failures:
-        click.echo(f"error: rank file not loaded: {sentence}", err=True)
+    code, reason = 0, None
     if report.failures:
-        click.echo(f"error: {len(report.failures)} of {len(report.ranks) + len(report.failures)} rank files "
-                   "failed (named above); the report covers the others", err=True)
-        sys.exit(1)
+        code, reason = 1, (f"{rank_failures(s for _, s in report.failures)} ({len(report.failures)} of "
+                           f"{len(report.ranks) + len(report.failures)} rank files; the report covers the others)")
+    if fmt == "json":
+        emit_result(_json(report, run, out), code, reason)
+    else:
+        _text(report, run, out, fmt)
+    finish(code, reason)
 
 
 def _json(report, run, out) -> dict:
@@ -127,25 +132,25 @@ def _json(report, run, out) -> dict:
     }
 
 
-def _text(report, run, out) -> None:
+def _text(report, run, out, fmt: str = "text") -> None:
     n = len(report.ranks)
     how = f"{run.read} read, {report.skipped} unchanged since the last run" if run else "from the dataset"
     click.echo(f"fleet: {n} ranks ({how}){f'; dataset {out}' if out else ''}")
     dist = report.distribution.drop(columns=["direction", "ord"]).round(2)
-    emit_frame(dist, "text", title="Distribution across ranks (us)")
+    emit_frame(dist, fmt, title="Distribution across ranks (us)")
     worst = list(dict.fromkeys(int(r) for r in report.distribution["worst_rank"]))
     rows = report.summary if n <= 16 else report.summary[report.summary["rank"].isin(worst)]
     title = "Per-rank quantities (us)" if n <= 16 else f"The worst ranks' quantities (us; {n} ranks in fleet_rank_summary)"
-    emit_frame(rows.round(2), "text", title=title)
+    emit_frame(rows.round(2), fmt, title=title)
     if report.collective_skew is not None:
         clock = report.clock if n <= 16 else report.clock[report.clock["rank"].isin(worst)]
-        emit_frame(clock.round(2), "text", title="Clock offset of each rank against the lowest (us, from collective ends)")
+        emit_frame(clock.round(2), fmt, title="Clock offset of each rank against the lowest (us, from collective ends)")
     click.echo("")
     click.echo(report.verdict.narration)
     if report.collective_skew is not None and not report.collective_skew.empty:
         skew = report.collective_skew.sort_values("start_skew_us", ascending=False).head(TOP)
-        emit_frame(skew.round(1), "text", title=f"Collective calls with the largest start skew "
+        emit_frame(skew.round(1), fmt, title=f"Collective calls with the largest start skew "
                                                 f"(top {len(skew)} of {len(report.collective_skew)})")
         late = report.rank_lateness.sort_values(["wait_caused_us", "rank"], ascending=[False, True]).head(TOP)
-        emit_frame(late.round(1), "text", title="Ranks the others waited for at collectives")
+        emit_frame(late.round(1), fmt, title="Ranks the others waited for at collectives")
 

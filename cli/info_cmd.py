@@ -9,14 +9,13 @@ from rich.table import Table
 
 from dataclasses import replace
 
-from kineto_sql.cli.engine_options import engine_choice, engine_options
+from kineto_sql.cli.engine_options import engine_choice, engine_options, jobs_option, jobs_or_default
 from kineto_sql.cli.output import console as output_console
-from kineto_sql.cli.output import emit_frame, emit_json, format_option, friendly_errors
+from kineto_sql.cli.output import finish, emit_frame, emit_result, format_option, friendly_errors, rank_failures
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.fleet.executors import RankFailure
 from kineto_sql.fleet.run import all_failed
 from kineto_sql.inputs import rank_dir_entries
-from kineto_sql.run.pool import default_jobs
 from kineto_sql.cli.progress import spinner
 from kineto_sql.loading.load import open_rank_dir, open_trace
 from kineto_sql.trace_info import TraceInfo, describe
@@ -24,14 +23,17 @@ from kineto_sql.trace_info import TraceInfo, describe
 
 @click.command("info")
 @click.argument("trace", type=click.Path(path_type=Path))
-@format_option
+@format_option("text", "json", "csv")
+@jobs_option
 @engine_options
 @friendly_errors
-def command(trace: Path, fmt: str, engine_kind: str, tp_shell: str | None):
+def command(trace: Path, fmt: str, jobs: int | None, engine_kind: str, tp_shell: str | None):
     """What was loaded from TRACE (a .json / .json.gz file, or a directory of rank traces).
 
     Ranks, devices, steps, threads, streams, event and slice counts, flows, and every change the loader
     made so that nothing is lost (overlapping slices moved to lanes, timestamps rebased, ids remapped).
+    A file and a directory give the same shape: json's result is {"traces": [one object per trace]},
+    csv one row per trace.
 
     \b
     Examples:
@@ -48,7 +50,7 @@ def command(trace: Path, fmt: str, engine_kind: str, tp_shell: str | None):
                 say(f"rank file {k} of {len(targets)}: {path.name}")
             try:
                 with open_trace(path, replace(choice, allow_loss=True), rank_from_name=rank,
-                                jobs=default_jobs()) as tp:
+                                jobs=jobs_or_default(jobs)) as tp:
                     infos.append(describe(tp))
             except KinetoSqlError as exc:
                 if not trace.is_dir():
@@ -56,22 +58,22 @@ def command(trace: Path, fmt: str, engine_kind: str, tp_shell: str | None):
                 failures.append(RankFailure(str(path), str(exc)))  # a bad rank: the others are still described
     if not infos:
         raise all_failed(failures)
+    lossy = [i for i in infos if not i.conserved]
+    code, reason = 0, None
+    if failures:
+        code, reason = 1, rank_failures(sorted(f.sentence() for f in failures))
+    elif lossy and not choice.allow_loss:
+        code, reason = 2, (f"{lossy[0].source}: loading it loses data ({'; '.join(lossy[0].loss_sentences()[:3])}); "
+                           "pass --allow-loss to accept it")
     if fmt == "json":
-        emit_json(infos[0].to_json() if not trace.is_dir() else [i.to_json() for i in infos])
+        emit_result({"traces": [i.to_json() for i in infos],
+                     "failed_ranks": [{"path": f.path, "error": f.reason} for f in sorted(failures)]}, code, reason)
     elif fmt == "csv":
         emit_frame(pd.DataFrame([_flat(i) for i in infos]), "csv")
     else:
         for info in infos:
             _render(info)
-    lossy = [i for i in infos if not i.conserved]
-    for failure in sorted(failures):
-        click.echo(f"error: rank file not loaded: {failure.sentence()}", err=True)
-    if failures:
-        raise SystemExit(1)
-    if lossy and not choice.allow_loss:
-        click.echo(f"error: {lossy[0].source}: loading it loses data ({'; '.join(lossy[0].loss_sentences()[:3])}); "
-                   "pass --allow-loss to accept it", err=True)
-        raise SystemExit(2)
+    finish(code, reason)
 
 
 def _flat(info: TraceInfo) -> dict:

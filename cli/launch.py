@@ -24,8 +24,8 @@ def early_trace(args: list[str]) -> Path | None:
     if not args or args[0] not in EARLY_COMMANDS or (os.cpu_count() or 1) < 2 or not hasattr(os, "fork"):
         return None
     rest = args[1:]
-    if any(a in ("-h", "--help") or a == "--jobs=1" for a in rest) or any(
-            a == "--jobs" and b == "1" for a, b in zip(rest, rest[1:])):
+    if any(a in ("-h", "--help", "--jobs=1", "-j1") for a in rest) or any(
+            a in ("--jobs", "-j") and b == "1" for a, b in zip(rest, rest[1:])):
         return None
     if not rest or rest[0].startswith("-"):
         return None

@@ -39,11 +39,41 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx):
         return sorted(set(self.lazy) | set(super().list_commands(ctx)))
 
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """click's own errors (an unknown option, a bad value, a missing argument) as every other error:
+        one `error: ...` line on stderr (a hint to --help instead of the usage block), the error envelope
+        on stdout when --format json was asked, exit status 2."""
+        import sys
+
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            return super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.Exit as stop:
+            sys.exit(stop.exit_code)
+        except click.Abort:
+            _click_failure(argv, "aborted", "interrupted", 1)
+        except click.exceptions.NoArgsIsHelpError as exc:  # `kineto-sql` alone: the help, as --help prints it
+            click.echo(exc.ctx.get_help())
+            sys.exit(0)
+        except click.ClickException as exc:
+            hint = ""
+            if isinstance(exc, click.UsageError) and exc.ctx is not None:
+                hint = f" (see `{exc.ctx.command_path} --help`)"
+            _click_failure(argv, exc.format_message() + hint, "usage", exc.exit_code)
+
     def get_command(self, ctx, name):
         if name in self.lazy and name not in self.commands:
             module, attr = self.lazy[name].split(":")
             self.add_command(getattr(importlib.import_module(module), attr), name)
         return super().get_command(ctx, name)
+
+
+def _click_failure(argv: list[str], message: str, kind: str, code: int) -> None:
+    from kineto_sql.cli.output import fail
+
+    wants_json = "--format=json" in argv or any(a == "--format" and b == "json" for a, b in zip(argv, argv[1:]))
+    command = next((a for a in argv if a in COMMANDS), "kineto-sql")
+    fail(" ".join(message.split()), kind, code, as_json=wants_json, command=command)
 
 
 @click.group(cls=LazyGroup, lazy=COMMANDS,

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import importlib.util
-import sys
 
 import click
 
@@ -11,8 +10,9 @@ import click
 def command():
     """Serve the trace tools to a coding agent over MCP (stdio; nothing listens on the network).
 
-    Tools: load_trace, list_rules, show_rule, run_rule, sql, diagnose; each answers
-    {"schema_version": N, "result": ...} or {"schema_version": N, "error": "..."}.
+    Tools: load_trace, list_rules, show_rule, run_rule, sql, diagnose; each answers the envelope of
+    `--format json`: {"schema_version": N, "command": TOOL, "result": ...} or {..., "error": {"kind",
+    "message"}} (README: Machine output).
 
     \b
     Examples:
@@ -20,8 +20,9 @@ def command():
       claude mcp add kineto-sql -- kineto-sql mcp
     """
     if importlib.util.find_spec("mcp") is None:
-        click.echo("error: `kineto-sql mcp` needs the mcp package: pip install 'kineto-sql[mcp]'", err=True)
-        sys.exit(2)
+        from kineto_sql.cli.output import fail
+
+        fail("`kineto-sql mcp` needs the mcp package: pip install 'kineto-sql[mcp]'", "bad_input", as_json=False)
     from kineto_sql.api.agent import serve
 
     serve()

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options
-from kineto_sql.cli.output import emit_json, friendly_errors
+from kineto_sql.cli.output import emit_result, format_option, friendly_errors
 
 
 @click.command("open")
@@ -25,8 +25,7 @@ from kineto_sql.cli.output import emit_json, friendly_errors
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default="any free port",
               help="Port on 127.0.0.1 (never 9001: the UI probes it for a native trace_processor).")
 @click.option("--no-browser", is_flag=True, help="Only print the URL; do not open a browser.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="json prints one object with the URLs (for scripts), then serves as usual.")
+@format_option("text", "json")
 @engine_options
 @friendly_errors
 def command(trace: Path, query_id: str | None, finding_id: str | None, params, port: int, no_browser: bool,
@@ -42,6 +41,7 @@ def command(trace: Path, query_id: str | None, finding_id: str | None, params, p
       kineto-sql open trace.json.gz
       kineto-sql open trace.json.gz --query reading.step_table
       kineto-sql open trace.json.gz --finding catalog.sync_forcing_op
+    With --format json the URLs come as one envelope (for scripts), then it serves as usual.
     Using ui.perfetto.dev instead? `kineto-sql show ID --paste` prints a script for its query page.
     """
     from kineto_sql.ui.session import plan_open, serve
@@ -87,7 +87,7 @@ def _report(session, fmt: str) -> None:
     plan = session.plan
     finding = plan.finding
     if fmt == "json":
-        emit_json({
+        emit_result({
             "url": session.launch_url, "viewer_url": session.viewer_url, "trace_url": session.trace_url,
             "port": session.server.port, "trace": str(plan.trace_path), "ui_version": session.web_dist.ui_version,
             "query": plan.query_id,

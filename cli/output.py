@@ -1,4 +1,5 @@
-"""Printing rows: `--format table|csv|json` for every command, and the one way errors reach the user."""
+"""Printing: the one `--format` family of every command, the JSON envelope (kineto_sql/envelope.py), and the
+one way errors reach the user (one `error: ...` line on stderr; the error envelope too under --format json)."""
 from __future__ import annotations
 
 import errno
@@ -10,18 +11,31 @@ import re
 import sys
 
 import click
-import orjson
 from rich.console import Console
 from rich.table import Table
 
-from kineto_sql.errors import KinetoSqlError, TraceInputError
+from kineto_sql import envelope
+from kineto_sql.errors import DataLossError, KinetoSqlError, TraceInputError
 from kineto_sql.inputs import check_input, name_problem, one_line
 
-FORMATS = ("table", "csv", "json")
+FORMATS = ("text", "markdown", "json", "csv", "html")
+TABLE_FORMATS = ("text", "markdown", "json", "csv")
+# The same words on every command; click lists the formats each one has.
+FORMAT_HELP = ("text for people; markdown; json: one envelope {schema_version, command, result} or {..., error} "
+               "(README: Machine output); csv: the rows; html: a page. Each command offers those that apply.")
 
-format_option = click.option(
-    "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-    help="table for people, csv or json (stable keys) for machines.")
+
+class FormatChoice(click.Choice):
+    """The command's formats; `table` (the old name of text) is still accepted, and not listed."""
+
+    def convert(self, value, param, ctx):
+        return super().convert("text" if value == "table" else value, param, ctx)
+
+
+def format_option(*choices: str):
+    choices = choices or TABLE_FORMATS
+    return click.option("--format", "fmt", type=FormatChoice(choices), default="text", show_default=True,
+                        help=FORMAT_HELP)
 
 
 # Units of a column, from its name (the queries' convention: ts / dur / *_dur in ns, *_us, *_pct...).
@@ -45,13 +59,20 @@ def console(stderr: bool = False) -> Console:
 
 
 def emit_frame(df: pd.DataFrame, fmt: str, title: str | None = None) -> None:
-    """csv and json keep every value exact; the table is for people: durations, percentages and bytes in
-    their units, every number whole. Where the columns do not fit the width, the table continues below
-    with the first text column repeated (as pandas prints a wide frame); long names fold."""
+    """csv and json keep every value exact (json: the rows as the envelope's result); text and markdown are
+    for people: durations, percentages and bytes in their units. Where a text table does not fit the width,
+    it continues below with the first text column repeated (as pandas prints a wide frame); long names fold."""
     if fmt == "csv":
         click.echo(df.to_csv(index=False), nl=False)
     elif fmt == "json":
-        click.echo(orjson.dumps(frame_records(df), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode())
+        emit_result(frame_records(df))
+    elif fmt == "markdown":
+        people = df.copy()
+        for column in people.columns:
+            people[column] = [human(str(column), v) for v in df[column]]
+        align = ["right" if _is_numeric(df[c]) else "left" for c in df.columns]
+        click.echo((f"**{title}**\n\n" if title else "")
+                   + people.to_markdown(index=False, disable_numparse=True, colalign=align) + "\n")
     else:
         out = console()
         for table in people_tables(df, title, out.width):
@@ -162,10 +183,9 @@ def _is_number(value) -> bool:
 
 
 def emit_not_applicable(reason: str, fmt: str) -> None:
-    """A query the trace cannot answer: JSON stays JSON, csv gets no rows (the reason goes to stderr)."""
-    if fmt == "json":
-        emit_json({"not_applicable": reason})
-    elif fmt == "csv":
+    """A query the trace cannot answer, in text, markdown and csv (csv gets no rows; the reason goes to
+    stderr). In json it is part of the run's result (query_cmds)."""
+    if fmt == "csv":
         click.echo(f"not applicable: {reason}", err=True)
     else:
         click.echo(f"not applicable: {reason}")
@@ -175,9 +195,50 @@ def frame_records(df: pd.DataFrame) -> list[dict]:
     return [{k: (None if _missing(v) else v) for k, v in row.items()} for row in df.to_dict(orient="records")]
 
 
+def command_name() -> str:
+    """The running command's name (`run`, `info`...), as the envelope gives it."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.command.name if ctx and ctx.command.name else "kineto-sql"
+
+
+def emit_result(result, exit_code: int = 0, reason: str | None = None) -> None:
+    """The command's answer as the JSON envelope on stdout; a non-zero exit (then `finish`) is said in it too."""
+    click.echo(envelope.dumps(envelope.ok(command_name(), result, exit_code, reason)))
+
+
+def render_result(result, exit_code: int = 0, reason: str | None = None) -> str:
+    """The envelope as text, for a command that writes it to a file (-o)."""
+    return envelope.dumps(envelope.ok(command_name(), result, exit_code, reason)) + "\n"
+
+
+def finish(exit_code: int = 0, reason: str | None = None) -> None:
+    """Ends a command that answered: with a non-zero status, one line on stderr saying why."""
+    if exit_code:
+        click.echo(f"error: {reason}", err=True)
+        sys.exit(exit_code)
+
+
+def rank_failures(sentences) -> str:
+    """One line for every rank file that did not load (the command reports the others)."""
+    return "; ".join(f"rank file not loaded: {s}" for s in sentences)
+
+
+def fail(message: str, kind: str = "bad_input", exit_code: int = 2, as_json: bool | None = None,
+         command: str | None = None) -> None:
+    """The one way a command fails: `error: <sentence>` on stderr and, when json was asked, the error
+    envelope on stdout (a program reading stdout gets JSON either way)."""
+    if as_json is None:
+        ctx = click.get_current_context(silent=True)
+        as_json = bool(ctx and ctx.params.get("fmt") == "json")
+    if as_json:
+        click.echo(envelope.dumps(envelope.error(command or command_name(), message, kind)))
+    click.echo(f"error: {message}", err=True)
+    sys.exit(exit_code)
+
+
 def emit_json(obj) -> None:
-    click.echo(orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS,
-                            default=str).decode())
+    """The envelope around obj (kept for the commands that build their result as one object)."""
+    emit_result(obj)
 
 
 def _missing(value) -> bool:
@@ -212,27 +273,25 @@ def friendly_errors(func):
                 if problem:
                     raise TraceInputError(problem)
             return func(*args, **kwargs)
+        except DataLossError as exc:
+            fail(one_line(exc), "data_loss")
         except KinetoSqlError as exc:
-            click.echo(f"error: {one_line(exc)}", err=True)
-            sys.exit(2)
+            fail(one_line(exc), "bad_input")
         except OSError as exc:
             if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
                 raise
             from kineto_sql.outputs import write_error
 
-            click.echo(f"error: {write_error('the output', exc, atomic=False)}", err=True)
-            sys.exit(2)
+            fail(write_error('the output', exc, atomic=False), "no_space")
         except KeyboardInterrupt:
             from kineto_sql.cli import interrupt
 
             interrupt.handled()
-            click.echo("error: interrupted (Ctrl-C)", err=True)
-            sys.exit(130)
+            fail("interrupted (Ctrl-C)", "interrupted", 130)
         except MemoryError:
             from kineto_sql.engine.memory import address_space_cap
             cap = address_space_cap()
             where = f" (this process is capped at {cap / 2**30:.1f} GiB of address space: ulimit -v)" if cap else ""
-            click.echo(f"error: out of memory while loading{where}; free memory, raise the cap, or load a shorter "
-                       "capture", err=True)
-            sys.exit(2)
+            fail(f"out of memory while loading{where}; free memory, raise the cap, or load a shorter capture",
+                 "out_of_memory")
     return wrapper

@@ -58,6 +58,14 @@ def _set_quiet(ctx: click.Context, _param, value: bool) -> None:
     configure(value)
 
 
+def set_quiet() -> None:
+    """What --quiet does, for its deprecated alias --no-progress."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.meta[_QUIET] = True
+    configure(True)
+
+
 def quiet_option(func):
     return click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_set_quiet, is_eager=True,
                         help="No progress on stderr (by default: a spinner on a terminal, plain log lines "

@@ -9,8 +9,9 @@ import pandas as pd
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kineto_sql.cli.engine_options import engine_choice, engine_options
-from kineto_sql.cli.output import emit_frame, emit_json, format_option, frame_records, friendly_errors
+from kineto_sql.cli.engine_options import engine_choice, engine_options, jobs_option, jobs_or_default
+from kineto_sql.cli.output import (finish, emit_frame, emit_result, format_option, frame_records, friendly_errors,
+                                   rank_failures)
 from kineto_sql.cli.progress import stage
 
 
@@ -21,15 +22,14 @@ def _progress() -> Progress:
 
 @click.command("ranks")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@format_option
-@click.option("--jobs", "-j", type=click.IntRange(1), default=1, show_default=True,
-              help="Ranks loaded at once, each in its own process (memory: at most N engines resident).")
+@format_option()
+@jobs_option
 @click.option("--hta-compat", is_flag=True, help="HTA 0.5.0's definitions (last step dropped, stream != -1, its name rules).")
 @click.option("--threshold-pct", type=float, default=10.0, show_default=True,
               help="Name a straggler only when it costs the others this % of the median step or more.")
 @engine_options
 @friendly_errors
-def command(directory: Path, fmt: str, jobs: int, hta_compat: bool, threshold_pct: float,
+def command(directory: Path, fmt: str, jobs: int | None, hta_compat: bool, threshold_pct: float,
             engine_kind: str, tp_shell: str | None):
     """Every rank of a job in DIRECTORY: HTA's analyses per rank, their spread, and the straggler if any.
 
@@ -39,6 +39,13 @@ def command(directory: Path, fmt: str, jobs: int, hta_compat: bool, threshold_pc
     matter across ranks (median, spread, robust z-score of the worst rank) and a five-sentence verdict
     naming the straggler, or saying plainly that there is none. The reading is the fleet's (the same
     tables and SQL as `kineto-sql fleet`).
+
+    \b
+    Which command for a job of several ranks:
+      diagnose DIR     start here: the job's verdict, the ranks that matter, then each rank's findings
+      ranks DIR        HTA's per-rank analyses side by side and the straggler, when you compare ranks
+      collectives DIR  each collective call matched across ranks (bandwidth, skew), for a slow all_reduce
+      fleet DIR        the same reading over hundreds of ranks or a cluster (dask), kept as Parquet
 
     \b
     Examples:
@@ -57,12 +64,13 @@ def command(directory: Path, fmt: str, jobs: int, hta_compat: bool, threshold_pc
             progress.update(task, completed=finished, total=total)
             stage(f"ranks: {finished} of {total} loaded")
 
-        run = run_fleet(directory, ("hta", "collectives"), LocalExecutor(jobs), engine=engine_choice(engine_kind, tp_shell),
+        run = run_fleet(directory, ("hta", "collectives"), LocalExecutor(jobs_or_default(jobs)), engine=engine_choice(engine_kind, tp_shell),
                         on_done=done, threshold_pct=threshold_pct, hta_compat=hta_compat, per_rank_tables=True)
     report, failures = run.report, run.failures
     verdict = report.verdict
+    code, reason = (1, rank_failures(f.sentence() for f in failures)) if failures else (0, None)
     if fmt == "json":
-        emit_json({
+        emit_result({
             "ranks": report.ranks,
             "hta_compat": hta_compat,
             "tables": {k: frame_records(v) for k, v in report.tables.items()},
@@ -75,14 +83,12 @@ def command(directory: Path, fmt: str, jobs: int, hta_compat: bool, threshold_pc
             "straggler_cause": verdict.cause,
             "narration": verdict.narration,
             "failed_ranks": [{"path": f.path, "error": f.reason} for f in failures],
-        })
-        _fail_on(failures)
-        return
+        }, code, reason)
+        return finish(code, reason)
     if fmt == "csv":
         long = _long_frame(report)
         click.echo(long.to_csv(index=False), nl=False)
-        _fail_on(failures)
-        return
+        return finish(code, reason)
     for key, _qid, title in ANALYSES:
         emit_frame(_rounded(report.tables[key]), fmt, title=title)
     emit_frame(_rounded(report.clock), fmt, title="Clock offset of each rank against the lowest (us, from collective ends)")
@@ -91,15 +97,7 @@ def command(directory: Path, fmt: str, jobs: int, hta_compat: bool, threshold_pc
                title="Distribution across ranks")
     click.echo("")
     click.echo(verdict.narration)
-    _fail_on(failures)
-
-
-def _fail_on(failures) -> None:
-    """The good ranks are printed; each bad one is named on stderr and the command exits 1."""
-    for failure in failures:
-        click.echo(f"error: rank file not loaded: {failure.sentence()}", err=True)
-    if failures:
-        sys.exit(1)
+    finish(code, reason)
 
 
 def _rounded(df: pd.DataFrame) -> pd.DataFrame:

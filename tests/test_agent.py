@@ -46,6 +46,7 @@ def test_tools_listed_and_a_session_diagnoses_a_trace():
     ])
     assert set(names) == {"load_trace", "list_rules", "show_rule", "run_rule", "sql", "diagnose"}
     assert all(a["schema_version"] == SCHEMA_VERSION and "result" in a for a in answers), answers
+    assert [a["command"] for a in answers] == ["load_trace", "diagnose", "run_rule", "sql", "list_rules", "show_rule"]
     loaded, diagnosis, ops, rows, rules, page = (a["result"] for a in answers)
     assert loaded["slices"] > 1000
     top = diagnosis["findings"][0]
@@ -63,9 +64,12 @@ def test_errors_are_one_sentence_in_the_envelope(tmp_path):
         ("show_rule", {"rule_id": "catalog.nope"}),
         ("sql", {"path": TRACE, "query": "SELECT nope FROM slice"}),
     ])
-    assert [sorted(a) for a in answers] == [["error", "schema_version"]] * 3
-    assert "no such file" in answers[0]["error"] and "no query 'catalog.nope'" in answers[1]["error"]
-    assert "nope" in answers[2]["error"]
+    # the envelope of the CLI's --format json: the tool's name, the error's kind and its one sentence
+    assert [sorted(a) for a in answers] == [["command", "error", "schema_version"]] * 3
+    assert [(a["command"], a["error"]["kind"]) for a in answers] == [
+        ("load_trace", "bad_input"), ("show_rule", "bad_input"), ("sql", "bad_input")]
+    messages = [a["error"]["message"] for a in answers]
+    assert "no such file" in messages[0] and "no query 'catalog.nope'" in messages[1] and "nope" in messages[2]
 
 
 def test_the_command_serves_over_stdio():

@@ -124,7 +124,7 @@ def test_cli_sql_and_info_json(tmp_path):
     assert out.stdout.splitlines() == ["name,n", "cudaLaunchKernel,2", "k1,1", "k2,1"]
     info = runner.invoke(cli, ["info", str(path), "--format", "json"])
     assert info.exit_code == 0, info.output
-    doc = json.loads(info.stdout)
+    doc = json.loads(info.stdout)["result"]["traces"][0]
     assert doc["conserved"] is True and doc["counts"]["slices"] == 4 and doc["expected_slices"] == 4
     assert {f["kind"] for f in doc["fixes"]} >= {"overlap_lane"}
     assert set(doc) >= {"source", "rank", "devices", "steps", "streams", "processes", "fixes", "events_by_phase"}
@@ -134,7 +134,7 @@ def test_cli_sql_and_info_json(tmp_path):
 def test_cli_info_on_a_rank_directory_reads_ranks_from_distributed_info():
     result = CliRunner().invoke(cli, ["info", str(CORPUS / "hta_sampled_2rank"), "--format", "json"])
     assert result.exit_code == 0, result.output
-    ranks = json.loads(result.stdout)
+    ranks = json.loads(result.stdout)["result"]["traces"]
     assert [r["rank"] for r in ranks] == [0, 1]
     assert all(r["conserved"] for r in ranks)
 

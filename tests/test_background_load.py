@@ -182,6 +182,6 @@ def test_the_console_script_diagnoses_and_fails_as_before(tmp_path):
     run = [sys.executable, "-c", "import sys; from kineto_sql.cli.launch import main; sys.argv[0] = 'kineto-sql'; main()"]
     done = subprocess.run(run + ["diagnose", str(_overlapping(tmp_path)), "--format", "json"], capture_output=True,
                           text=True)
-    assert done.returncode == 0 and json.loads(done.stdout)["traces"][0]["verdict"]["steps"] == 1
+    assert done.returncode == 0 and json.loads(done.stdout)["result"]["traces"][0]["verdict"]["steps"] == 1
     done = subprocess.run(run + ["diagnose", str(tmp_path / "missing.json")], capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.strip().endswith("no such file; check the path")

@@ -285,3 +285,27 @@ def test_rccl_kernel_without_launch_finds_its_annotation_on_the_stream(load_trac
     df = run_query(load_trace(trace), "reading.collective_calls").df
     assert [tuple(r) for r in df[["collective", "dur", "in_bytes", "dtype"]].itertuples(index=False)] == [
         ("all_reduce", 200_000, 2873320 * 2, "c10::BFloat16")]
+
+
+def test_lib_names_an_rccl_generic_kernel_by_its_stream_annotation(load_trace):
+    """kineto.lib.collectives names the collective once for every reader: RCCL's ncclDevKernel_Generic says
+    nothing, the nccl:all_reduce copied onto its stream does (as on tl_mi300_resnet_act_checkpoint); a
+    generic kernel no annotation holds (launched before the capture) stays unnamed, and exposed
+    communication's evidence reads the same names (all_reduce, not `other collective`)."""
+    generic = "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"
+    trace = KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("nccl:all_reduce", ts_us=10, dur_us=40, cat="user_annotation", external_id=5,
+              args={"Input Dims": [[2873320]], "Input type": ["c10::BFloat16"]}),
+        CpuOp("nccl:all_reduce", ts_us=100, dur_us=300, pid=0, tid=9, cat="gpu_user_annotation", external_id=5),
+        Kernel(correlation=77, ts_us=110, dur_us=200, name=generic, stream=9),
+        Kernel(correlation=78, ts_us=500, dur_us=50, name=generic, stream=9),  # outside the annotation
+    ])
+    tp = load_trace(trace)
+    rows = tp.df("INCLUDE PERFETTO MODULE kineto.lib.collectives; "
+                 "SELECT ts, dur, collective FROM kineto_collectives ORDER BY ts")
+    assert [(r.ts, r.dur, r.collective if isinstance(r.collective, str) else None)
+            for r in rows.itertuples(index=False)] == [(110_000, 200_000, "all_reduce"), (500_000, 50_000, None)]
+    kinds = tp.df("INCLUDE PERFETTO MODULE kineto.catalog.exposed_communication; "
+                  "SELECT kinds FROM _kineto_catalog_exposed_communication_kinds")
+    assert kinds["kinds"].tolist() == ["all_reduce 0.200 ms, other collective 0.050 ms"]

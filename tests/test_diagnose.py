@@ -177,7 +177,9 @@ def test_diagnose_json_on_a_corpus_trace_follows_the_schema(tmp_path):
     result = CliRunner().invoke(cli, ["diagnose", str(CORPUS / "hta_trace_diff_control.json.gz"),
                                       "--format", "json", "-o", str(out)])
     assert result.exit_code == 0, result.output
-    doc = json.loads(out.read_text())
+    envelope = json.loads(out.read_text())  # -o writes the envelope, as stdout would
+    assert envelope["command"] == "diagnose" and envelope["schema_version"] == 1
+    doc = envelope["result"]
     jsonschema.validate(doc, SCHEMA)
     verdict = doc["traces"][0]["verdict"]
     # GPU busy 77-88% (the manifest's reading), but ~19% of the step is all_to_all with nothing under it
@@ -192,7 +194,7 @@ def test_diagnose_json_on_a_corpus_trace_follows_the_schema(tmp_path):
 def test_fail_on_sets_the_exit_status(loaded):
     path = CORPUS / "hta_critical_path_cuda_event_sync.json.gz"
     result = CliRunner().invoke(cli, ["diagnose", str(path), "--format", "json", "--fail-on", "info"])
-    doc = json.loads(result.stdout)
+    doc = json.loads(result.stdout)["result"]
     has_findings = any(t["findings"] for t in doc["traces"])
     assert result.exit_code == (1 if has_findings else 0)
 

@@ -244,7 +244,7 @@ def test_gate_one_capture_a_side_needs_a_noise_floor(tmp_path):
     # json: stdout stays one document; the gate is in it and its line on stderr
     as_json = run(p["base"], p["slow"], "--fail-on-regression", "10", "--noise-floor", "0", "--format", "json")
     assert as_json.exit_code == 1
-    out = json.loads(as_json.stdout)
+    out = json.loads(as_json.stdout)["result"]
     assert out["gate"] == {"failed": True, "judged": True, "line": _gate_line(as_json)}
     assert out["verdict"]["step_change_pct"]["low"] == pytest.approx(s.low)
     assert out["verdict"]["buckets"]["idle.dataloader"]["point"] == 0.0
@@ -285,7 +285,7 @@ def test_baseline_store_reuse_and_errors(tmp_path):
     body["captures"][0]["summary"]["method"] = "reading.step_ledger@0 lib.ledger@1"
     (store / "old.json").write_text(json.dumps(body))
     old = run(p["slow"], "--baseline", "old", "--format", "json")
-    flagged = [c for c in json.loads(old.stdout)["verdict"]["checks"] if c["name"] == "method"]
+    flagged = [c for c in json.loads(old.stdout)["result"]["verdict"]["checks"] if c["name"] == "method"]
     assert len(flagged) == 1 and not flagged[0]["blocking"]
     assert flagged[0]["sentence"].startswith("BEFORE's and AFTER's numbers come from different query versions "
                                              "(reading.step_ledger@0 lib.ledger@1 against reading.step_ledger@1 lib.")
@@ -509,7 +509,7 @@ def test_cli_sides_of_several_captures(tmp_path):
 
     by_dir = run(tmp_path / "main", tmp_path / "pr", "--fail-on-regression", "5", "--format", "json")
     assert by_dir.exit_code == 1, by_dir.output
-    out = json.loads(by_dir.stdout)
+    out = json.loads(by_dir.stdout)["result"]
     assert out["before_captures"] == [str(p) for p in before] and out["after_captures"] == [str(p) for p in slower]
     assert out["verdict"]["before_captures"] == 3 and out["verdict"]["run_to_run"] is True
     step = out["verdict"]["step_change_pct"]
@@ -517,14 +517,14 @@ def test_cli_sides_of_several_captures(tmp_path):
     assert out["headline"].startswith(f"AFTER is slower by {step['point']:.1f}% (95% CI {step['low']:.1f}-")
     assert _gate_line(by_dir).startswith(f"regression gate: FAILED: the median step changed {step['point']:+.1f}% (95% CI +")
     by_vs = run(*before, "--vs", *slower, "--fail-on-regression", "5", "--format", "json")
-    assert by_vs.exit_code == 1 and json.loads(by_vs.stdout)["verdict"] == out["verdict"]
+    assert by_vs.exit_code == 1 and json.loads(by_vs.stdout)["result"]["verdict"] == out["verdict"]
     store = tmp_path / "store"
     stored = run(tmp_path / "main", "--baseline", "main", "--update-baseline", "--baseline-dir", store)
     assert stored.exit_code == 0, stored.output
     assert [c["trace"] for c in json.loads((store / "main.json").read_text())["captures"]] == [str(p) for p in before]
     reused = run(tmp_path / "pr", "--baseline", "main", "--baseline-dir", store, "--fail-on-regression", "5",
                  "--format", "json")
-    assert reused.exit_code == 1 and json.loads(reused.stdout)["verdict"] == out["verdict"]
+    assert reused.exit_code == 1 and json.loads(reused.stdout)["result"]["verdict"] == out["verdict"]
 
 
 @pytest.mark.parametrize(("args", "says"), [

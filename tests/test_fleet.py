@@ -65,7 +65,7 @@ def two_runs(fleet32, cluster, tmp_path_factory):
                                  "--format", "json", "-q"])
     assert a.exit_code == 0, a.output
     assert b.exit_code == 0, b.output
-    return local, json.loads(a.stdout), remote, json.loads(b.stdout)
+    return local, json.loads(a.stdout)["result"], remote, json.loads(b.stdout)["result"]
 
 
 def _table(directory: Path, name: str) -> pd.DataFrame:
@@ -143,10 +143,10 @@ def test_a_corrupt_rank_is_named_and_the_others_finish(bad_set, cluster, tmp_pat
     result = CliRunner().invoke(cli, ["fleet", str(bad_set), "--parts", "hta", "--out", str(out), "--format",
                                       "json", "-q"])
     assert result.exit_code == 1
-    assert json.loads(result.stdout)["ranks"] == [0, 1]
-    assert json.loads(result.stdout)["failed_ranks"] == [{"path": bad, "error": sentence}]
-    assert result.stderr.splitlines() == [f"error: rank file not loaded: {sentence}",
-                                          "error: 1 of 3 rank files failed (named above); the report covers the others"]
+    assert json.loads(result.stdout)["result"]["ranks"] == [0, 1]
+    assert json.loads(result.stdout)["result"]["failed_ranks"] == [{"path": bad, "error": sentence}]
+    assert result.stderr.splitlines() == [f"error: rank file not loaded: {sentence} (1 of 3 rank files; the report "
+                                          "covers the others)"]
     assert dataset.read_failures(out) == [(bad, sentence)]
     assert sorted(p.name for p in (out / "load").iterdir()) == ["rank=0.parquet", "rank=1.parquet"]
     with distributed.Client(cluster) as client:

@@ -100,7 +100,7 @@ def _invoke(args) -> object:
 def _check_document(path: Path, doc: dict) -> None:
     result = _invoke(["info", str(path), "--format", "json"])
     if result.exit_code == 0:
-        info = json.loads(result.stdout)
+        info = json.loads(result.stdout)["result"]["traces"][0]
         assert info["conserved"] is True
         assert info["counts"]["slices"] == info["expected_slices"]
         assert info["data_loss"] == [] and info["dropped"] == []
@@ -108,7 +108,7 @@ def _check_document(path: Path, doc: dict) -> None:
     lossy = _invoke(["info", str(path), "--format", "json", "--allow-loss"])
     if lossy.exit_code == 0:
         # The account is exact: every entry of traceEvents is an event loaded, dropped, or an ignored {}.
-        info = json.loads(lossy.stdout)
+        info = json.loads(lossy.stdout)["result"]["traces"][0]
         entries = doc["traceEvents"] if isinstance(doc, dict) else doc
         ignored = sum(f["count"] for f in info["fixes"] if f["kind"] == "empty_entry_ignored")
         dropped = sum(d["count"] for d in info["dropped"])

@@ -145,7 +145,7 @@ def test_fleet_out_on_a_full_disk_is_one_sentence_and_every_file_is_whole(tmp_pa
     again = CliRunner().invoke(cli, ["fleet", str(ranks), "--out", str(out), "--parts", "hta", "--quiet",
                                      "--format", "json"])
     assert again.exit_code == 0, again.output
-    assert json.loads(again.stdout)["read"] == 2
+    assert json.loads(again.stdout)["result"]["read"] == 2
 
 
 @pytest.mark.parametrize("url, needle", [
@@ -348,7 +348,7 @@ def test_info_sql_and_diagnose_agree_on_b_events(tmp_path, events):
         "info": ["info", str(path)], "sql": ["sql", str(path), "SELECT count(*) FROM slice"],
         "diagnose": ["diagnose", str(path), "--jobs", "1"]}.items()}
     assert codes == {"info": 0, "sql": 0, "diagnose": 0}
-    doc = json.loads(run_cli("info", str(path), "--format", "json").stdout)
+    doc = json.loads(run_cli("info", str(path), "--format", "json").stdout)["result"]["traces"][0]
     assert doc["conserved"] is True and doc["counts"]["slices"] == doc["expected_slices"] == 2
 
 
@@ -388,12 +388,12 @@ def test_fleet_resume_is_the_same_dataset_however_the_directory_is_spelled(tmp_p
     out = tmp_path / "fleet"
     first = CliRunner().invoke(cli, ["fleet", "ranks", "--out", str(out), "--parts", "hta", "--format", "json", "--quiet"])
     assert first.exit_code == 0, first.output
-    assert json.loads(first.stdout)["read"] == 2
+    assert json.loads(first.stdout)["result"]["read"] == 2
     for spelled in ("./ranks/", str(ranks), "ranks"):
         again = CliRunner().invoke(cli, ["fleet", spelled, "--out", str(out), "--parts", "hta", "--format", "json",
                                          "--quiet"])
         assert again.exit_code == 0, again.output
-        doc = json.loads(again.stdout)
+        doc = json.loads(again.stdout)["result"]
         assert (doc["read"], doc["resumed"]) == (0, 2), (spelled, doc["read"], doc["resumed"])
 
 

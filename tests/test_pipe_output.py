@@ -29,7 +29,7 @@ def _run(*args):
 
 
 def test_tables_in_a_pipe_never_wrap_ids_and_carry_units():
-    rows = json.loads(_run("run", "reading.op_table", TRACE, "--format", "json").stdout)
+    rows = json.loads(_run("run", "reading.op_table", TRACE, "--format", "json").stdout)["result"]["queries"][0]["rows"]
     table = _run("run", "reading.op_table", TRACE, "-q")
     assert table.exit_code == 0
     lines = table.stdout.splitlines()
@@ -86,7 +86,8 @@ def test_every_json_format_parses(args):
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     if args[0] == "run" and args[1] in ("catalog.straggler_rank", "catalog.compile_graph_breaks"):
-        assert list(data) == ["not_applicable"] and "needs" in data["not_applicable"]
+        (query,) = data["result"]["queries"]
+        assert query["rows"] == [] and "needs" in query["not_applicable"]
 
 
 def test_not_applicable_in_csv_keeps_stdout_empty():
@@ -120,7 +121,7 @@ def test_text_report_says_loss_when_loaded_with_allow_loss(tmp_path):
     assert result.exit_code == 0
     assert "DATA LOSS (loaded with --allow-loss): 1 event(s) dropped: ts is missing (event index 2)" in result.stdout
     assert "every event kept" not in result.stdout
-    data = json.loads(_run("diagnose", path, "-q", "--allow-loss", "--format", "json").stdout)
+    data = json.loads(_run("diagnose", path, "-q", "--allow-loss", "--format", "json").stdout)["result"]
     assert data["traces"][0]["loss"] == ["1 event(s) dropped: ts is missing (event index 2)"]
 
 
@@ -169,7 +170,8 @@ KERNEL_SQL = ("SELECT name, count(*) AS n, sum(dur) AS total_dur FROM slice WHER
 def test_narrow_tables_keep_every_number(args, columns):
     """At 80 and 200 columns long names fold; every number of every numeric column stays whole on a line."""
     as_json = [*args[:-1], "--format", "json"]
-    rows = json.loads(_run(*as_json).stdout)
+    result = json.loads(_run(*as_json).stdout)["result"]
+    rows = result if args[0] == "sql" else result["queries"][0]["rows"]
     assert isinstance(rows, list) and rows, rows
     result = CliRunner(env={"COLUMNS": columns}).invoke(cli, [str(a) for a in args])
     assert result.exit_code == 0, result.output

@@ -34,7 +34,7 @@ def test_help_has_an_example(command):
 
 
 def test_list_json_has_the_reading_queries():
-    rows = json.loads(invoke("list", "--kind", "reading", "--format", "json").stdout)
+    rows = json.loads(invoke("list", "--kind", "reading", "--format", "json").stdout)["result"]
     by_id = {r["id"]: r for r in rows}
     assert by_id["reading.step_table"]["params"] == "sparse_below_pct=50.0 cold_start_factor=1.5"
     assert {r["kind"] for r in rows} == {"reading"}
@@ -174,12 +174,12 @@ def test_run_several_queries_from_one_load(trace_path, monkeypatch):
                     "-p", "top_n", "1", "--format", "json")
     assert result.exit_code == 0
     assert loads == [trace_path]
-    out = json.loads(result.stdout)
+    out = {q["id"]: q["rows"] for q in json.loads(result.stdout)["result"]["queries"]}
     assert list(out) == ["reading.op_table", "reading.step_table", "hta.kernel_breakdown"]
     assert [r["name"] for r in out["reading.op_table"]] == ["aten::mm"]  # top_n went to the query that declares it
     assert len(out["reading.step_table"]) > 0
     single = json.loads(invoke("run", "reading.op_table", str(trace_path), "-p", "top_n", "1",
-                               "--format", "json").stdout)
+                               "--format", "json").stdout)["result"]["queries"][0]["rows"]
     assert single == out["reading.op_table"]
 
 

@@ -30,7 +30,7 @@ def _errors(result) -> list[str]:
 def test_ranks_command_reports_the_good_ranks_and_names_the_bad_one(rank_dir):
     result = CliRunner().invoke(cli, ["ranks", str(rank_dir), "--format", "json", "-q"])
     assert result.exit_code == 1
-    out = json.loads(result.stdout)
+    out = json.loads(result.stdout)["result"]
     assert out["ranks"] == [0, 1]
     assert [f["path"] for f in out["failed_ranks"]] == [str(rank_dir / "rank2.json.gz")]
     assert _errors(result) == [f"error: rank file not loaded: {rank_dir / 'rank2.json.gz'} is a corrupt or "
@@ -43,7 +43,7 @@ def test_ranks_command_reports_the_good_ranks_and_names_the_bad_one(rank_dir):
 def test_diagnose_directory_with_a_bad_rank(rank_dir):
     result = CliRunner().invoke(cli, ["diagnose", str(rank_dir), "--format", "json", "-q"])
     assert result.exit_code == 1
-    out = json.loads(result.stdout)
+    out = json.loads(result.stdout)["result"]
     assert [t["rank"] for t in out["traces"]] == [0, 1]
     assert len(out["failed_ranks"]) == 1 and "rank2.json.gz is a corrupt or truncated gzip" in out["failed_ranks"][0]
     assert len(_errors(result)) == 1
@@ -54,7 +54,7 @@ def test_diagnose_directory_with_a_bad_rank(rank_dir):
 def test_info_directory_with_a_bad_rank(rank_dir):
     result = CliRunner().invoke(cli, ["info", str(rank_dir), "--format", "json", "-q"])
     assert result.exit_code == 1
-    assert [i["rank"] for i in json.loads(result.stdout)] == [0, 1]
+    assert [i["rank"] for i in json.loads(result.stdout)["result"]["traces"]] == [0, 1]
     assert len(_errors(result)) == 1 and "rank2.json.gz" in _errors(result)[0]
 
 
@@ -71,6 +71,6 @@ def test_every_rank_bad_is_one_sentence_and_exit_2(tmp_path):
 def test_collectives_directory_with_a_bad_rank(rank_dir):
     result = CliRunner().invoke(cli, ["collectives", str(rank_dir), "--format", "json", "-q"])
     assert result.exit_code == 1
-    out = json.loads(result.stdout)
+    out = json.loads(result.stdout)["result"]
     assert out["ranks"] == [0, 1] and len(out["failed_ranks"]) == 1
     assert len(_errors(result)) == 1 and "rank2.json.gz" in _errors(result)[0]

@@ -80,7 +80,7 @@ def test_a_start_lag_inside_the_clock_band_costs_nothing():
 def test_ranks_dlrm_names_rank_7_json():
     result = CliRunner().invoke(cli, ["ranks", str(CORPUS / "dlrm_8rank"), "--jobs", "2", "--format", "json"])
     assert result.exit_code == 0, result.output
-    out = json.loads(result.stdout)
+    out = json.loads(result.stdout)["result"]
     assert out["ranks"] == list(range(8))
     # Rank 7 starts its step 7.5 ms after rank 1 and spends least time in NCCL: the others wait for it.
     assert out["straggler"] == 7
@@ -107,7 +107,7 @@ def test_ranks_hta_compat_matches_hta_temporal_breakdown():
     result = CliRunner().invoke(cli, ["ranks", str(CORPUS / "hta_sampled_2rank"), "--jobs", "2", "--hta-compat",
                                       "--format", "json"])
     assert result.exit_code == 0, result.output
-    got = pd.DataFrame(json.loads(result.stdout)["tables"]["temporal"]).set_index("rank")
+    got = pd.DataFrame(json.loads(result.stdout)["result"]["tables"]["temporal"]).set_index("rank")
     want = pd.read_csv(HTA / "sampled_2rank" / "temporal_breakdown.csv").set_index("rank")
     for r in (0, 1):
         assert got.loc[r, "idle_us"] == want.loc[r, "idle_time(us)"]
@@ -157,10 +157,10 @@ def test_diff_cli_on_the_tiny_compare_pair():
     base, test = CORPUS / "hta_trace_compare_base.json.gz", CORPUS / "hta_trace_compare_test.json.gz"
     result = CliRunner().invoke(cli, ["diff", str(base), str(test), "--all-steps", "--format", "json"])
     assert result.exit_code == 0, result.output
-    out = json.loads(result.stdout)
+    out = json.loads(result.stdout)["result"]
     assert sum(out["status_counts"].values()) == len(out["rows"]) > 0
     same = CliRunner().invoke(cli, ["diff", str(base), str(base), "--all-steps", "--format", "json"])
-    counts = json.loads(same.stdout)["status_counts"]
+    counts = json.loads(same.stdout)["result"]["status_counts"]
     assert counts["unchanged"] > 0 and counts["appeared"] == counts["disappeared"] == 0
 
 

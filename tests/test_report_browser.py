@@ -52,7 +52,7 @@ def reports(tmp_path_factory):
             out = tmp_path_factory.mktemp(name) / "report.html"
             result = CliRunner().invoke(cli, ["diagnose", str(target), "--format", "html", "-o", str(out), "-q"])
             assert result.exit_code in (0, 1), result.output
-            doc = json.loads(CliRunner().invoke(cli, ["diagnose", str(target), "--format", "json", "-q"]).stdout)
+            doc = json.loads(CliRunner().invoke(cli, ["diagnose", str(target), "--format", "json", "-q"]).stdout)["result"]
             made[name] = out, doc
         return made[name]
 

@@ -119,7 +119,7 @@ def test_cli_fail_on_regression_and_json(tmp_path):
         "(2 windows); 3 are needed for an interval.")
     ok = CliRunner().invoke(cli, ["diff", str(slow), str(fast), "--fail-on-regression", "10", "--format", "json"])
     assert ok.exit_code == 3, ok.output
-    out = json.loads(ok.stdout)
+    out = json.loads(ok.stdout)["result"]
     assert out["step_change_pct"] == pytest.approx(-40.0) and out["before_steps"] == [1, 2]
     assert sum(out["status_counts"].values()) == len(out["rows"])
     for line in CliRunner().invoke(cli, ["diff", str(slow), str(fast)]).output.splitlines():

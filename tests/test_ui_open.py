@@ -225,7 +225,7 @@ def test_cli_json_output():
         while not lines or lines[-1] != "}\n":
             lines.append(proc.stdout.readline())
             assert lines[-1], proc.stderr.read()
-        info = json.loads("".join(lines))
+        info = json.loads("".join(lines))["result"]
         assert info["url"].endswith("/open") and info["trace"] == str(SMALL) and info["finding"] is None
         assert parse_viewer_url(info["viewer_url"])["url"] == info["trace_url"]
         proc.send_signal(signal.SIGTERM)

@@ -42,7 +42,7 @@ def _one_error_line(result) -> str:
 
 def _sql(path, query, *flags):
     result = CliRunner().invoke(cli, ["sql", str(path), query, "--format", "json", *flags])
-    return result, (json.loads(result.stdout) if result.exit_code == 0 else None)
+    return result, (json.loads(result.stdout)["result"] if result.exit_code == 0 else None)
 
 
 def test_negative_dur_is_clamped_to_zero_and_reported(tmp_path):
@@ -72,7 +72,7 @@ def test_allow_loss_loads_the_rest_and_reports_exactly(tmp_path):
     assert result.exit_code == 0 and rows == [{"name": "a"}, {"name": "c"}]
     info = CliRunner().invoke(cli, ["info", str(path), "--format", "json", "--allow-loss"])
     assert info.exit_code == 0
-    data = json.loads(info.stdout)
+    data = json.loads(info.stdout)["result"]["traces"][0]
     assert data["conserved"] is False
     assert data["dropped"] == [{"reason": "ts is missing", "count": 1, "indices": [1]}]
     with open_trace(path, EngineChoice(allow_loss=True)) as tp:
@@ -138,7 +138,7 @@ def test_args_nested_500_deep_reach_the_engine_whole(tmp_path):
                     '"ts": 1, "dur": 2}]}')
     result = CliRunner().invoke(cli, ["info", str(path), "--format", "json"])
     assert result.exit_code == 0, result.output
-    assert "args_too_deep_cut" not in {f["kind"] for f in json.loads(result.stdout)["fixes"]}
+    assert "args_too_deep_cut" not in {f["kind"] for f in json.loads(result.stdout)["result"]["traces"][0]["fixes"]}
     result, rows = _sql(path, "SELECT key, int_value FROM args WHERE key GLOB 'args.d.*'")
     assert rows == [{"key": "args" + ".d" * 500, "int_value": 1}]
 
@@ -203,7 +203,7 @@ def test_top_level_fields_of_the_wrong_shape_are_left_out(tmp_path):
                                 "distributedInfo": {"rank": "zero", "world_size": 2}, "deep": _nested(300)}))
     result = CliRunner().invoke(cli, ["info", str(path), "--format", "json"])
     assert result.exit_code == 0, result.output
-    fixes = {f["kind"]: f for f in json.loads(result.stdout)["fixes"]}
+    fixes = {f["kind"]: f for f in json.loads(result.stdout)["result"]["traces"][0]["fixes"]}
     assert fixes["metadata_field_ignored"]["examples"] == [
         "deviceProperties: a boolean", "distributedInfo.rank: a str",
         "deep: stored as text (not writable as JSON: too deep or an integer beyond 64 bits)"]
@@ -227,7 +227,7 @@ def test_an_engine_data_loss_stat_refuses_unless_allowed(tmp_path):
         assert "loading it loses data (the engine lost data: stat flow_duplicate_id = 1)" in _one_error_line(result)
     allowed = CliRunner().invoke(cli, ["info", str(path), "--format", "json", "--allow-loss"])
     assert allowed.exit_code == 0
-    assert [(r["name"], r["value"]) for r in json.loads(allowed.stdout)["data_loss"]] == [("flow_duplicate_id", 1)]
+    assert [(r["name"], r["value"]) for r in json.loads(allowed.stdout)["result"]["traces"][0]["data_loss"]] == [("flow_duplicate_id", 1)]
 
 
 @pytest.mark.parametrize("wild, reason", [
@@ -253,7 +253,7 @@ def test_a_metadata_event_with_a_time_that_is_not_a_number_keeps_its_name(tmp_pa
                              _x("b", ts=5)])  # (a metadata ts that is a number stays)
     result = CliRunner().invoke(cli, ["info", str(path), "--format", "json"])
     assert result.exit_code == 0, result.output
-    (fix,) = [f for f in json.loads(result.stdout)["fixes"] if f["kind"] == "metadata_time_removed"]
+    (fix,) = [f for f in json.loads(result.stdout)["result"]["traces"][0]["fixes"] if f["kind"] == "metadata_time_removed"]
     assert fix["count"] == 4
     assert fix["examples"] == ["event 0: ts 'abc'", "event 1: ts False", "event 1: dur ''", "event 2: ts []"]
     result, rows = _sql(path, "SELECT s.name, t.name AS thread, p.name AS process FROM slice s JOIN thread_track tt "

@@ -1,7 +1,7 @@
 """`kineto-sql mcp`: the tools a coding agent reads a trace with, over MCP's stdio transport (no network).
 
-Every tool answers one JSON envelope: `{"schema_version": N, "result": ...}` or `{"schema_version": N,
-"error": "one sentence"}`. Traces stay loaded between calls (the last few, by path), so an agent that
+Every tool answers the JSON envelope of the CLI's `--format json` (kineto_sql/envelope.py):
+`{"schema_version": N, "command": TOOL, "result": ...}` or `{..., "error": {"kind": ..., "message": ...}}`. Traces stay loaded between calls (the last few, by path), so an agent that
 asks several questions of one trace pays for one load. Needs the optional `mcp` package
 (`pip install 'kineto-sql[mcp]'`)."""
 from __future__ import annotations
@@ -11,9 +11,10 @@ import json
 from collections import OrderedDict
 from pathlib import Path
 
-from kineto_sql.errors import KinetoSqlError
+from kineto_sql import envelope as envelopes
+from kineto_sql.errors import DataLossError, KinetoSqlError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = envelopes.SCHEMA_VERSION
 ROW_LIMIT = 200
 OPEN_TRACES = 2
 
@@ -23,10 +24,12 @@ def envelope(call):
     @functools.wraps(call)
     def wrapper(*args, **kwargs) -> str:
         try:
-            body = {"result": call(*args, **kwargs)}
+            body = envelopes.ok(call.__name__, call(*args, **kwargs))
+        except DataLossError as exc:
+            body = envelopes.error(call.__name__, str(exc), "data_loss")
         except KinetoSqlError as exc:
-            body = {"error": str(exc)}
-        return json.dumps({"schema_version": SCHEMA_VERSION, **body}, default=str)
+            body = envelopes.error(call.__name__, str(exc), "bad_input")
+        return envelopes.dumps(body, indent=False)
     return wrapper
 
 

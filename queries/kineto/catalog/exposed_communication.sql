@@ -1,5 +1,5 @@
 -- id: catalog.exposed_communication
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Exposed communication: collectives (all_reduce, all_to_all, all_gather, reduce_scatter, send/recv, gloo) that nothing hides
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Unoverlapped DDP
@@ -37,18 +37,9 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_exposed_communication_kinds(
 ) AS
 WITH
   named AS (
+    -- the collective as kineto.lib.collectives names it (RCCL's generic kernel by its stream annotation)
     SELECT
-      CASE
-        WHEN lower(name) GLOB '*alltoall*' OR lower(name) GLOB '*all_to_all*' THEN 'all_to_all'
-        WHEN lower(name) GLOB '*sendrecv*' OR lower(name) GLOB '*send*' OR lower(name) GLOB '*recv*'
-          THEN 'send/recv'
-        WHEN lower(name) GLOB '*allgather*' OR lower(name) GLOB '*all_gather*' THEN 'all_gather'
-        WHEN lower(name) GLOB '*reducescatter*' OR lower(name) GLOB '*reduce_scatter*' THEN 'reduce_scatter'
-        WHEN lower(name) GLOB '*allreduce*' OR lower(name) GLOB '*all_reduce*' THEN 'all_reduce'
-        WHEN lower(name) GLOB '*broadcast*' THEN 'broadcast'
-        WHEN lower(name) GLOB '*barrier*' THEN 'barrier'
-        ELSE 'other collective'
-      END AS kind,
+      coalesce(replace(collective, 'send_recv', 'send/recv'), 'other collective') AS kind,
       dur
     FROM kineto_collectives
   ),

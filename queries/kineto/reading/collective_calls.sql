@@ -1,5 +1,5 @@
 -- id: reading.collective_calls
--- version: 4
+-- version: 5
 -- kind: reading
 -- title: Collective calls of one rank: collective, process group, sequence number, time and message sizes
 -- references: nccl-tests PERFORMANCE.md (https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md)
@@ -24,38 +24,12 @@
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.collectives;
+INCLUDE PERFETTO MODULE kineto.lib.collective_kind;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
 INCLUDE PERFETTO MODULE kineto.lib.dtypes;
 INCLUDE PERFETTO MODULE kineto.lib.device_specs;
 INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;
-
--- Canonical collective names: GLOB over the lower-cased name with underscores removed (nccl:all_reduce,
--- allreduce, _allgather_base, ncclDevKernel_AllGather_RING_LL, ncclKernel_SendRecv...), lowest first.
-CREATE OR REPLACE PERFETTO TABLE _kineto_reading_collective_calls_names(
-  -- GLOB pattern.
-  pattern STRING,
-  -- all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send_recv, barrier, gather, scatter.
-  collective STRING,
-  -- Lower wins.
-  priority LONG
-) AS
-WITH r(pattern, collective, priority) AS (
-  VALUES
-    ('*allreduce*', 'all_reduce', 1),
-    ('*allgather*', 'all_gather', 1),
-    ('*reducescatter*', 'reduce_scatter', 1),
-    ('*alltoall*', 'all_to_all', 1),
-    ('*broadcast*', 'broadcast', 2),
-    ('*sendrecv*', 'send_recv', 2),
-    ('*barrier*', 'barrier', 2),
-    ('*reduce*', 'reduce', 3),
-    ('*send*', 'send_recv', 3),
-    ('*recv*', 'send_recv', 3),
-    ('*gather*', 'gather', 4),
-    ('*scatter*', 'scatter', 4)
-)
-SELECT pattern, collective, priority FROM r;
 
 -- One row per collective call of this rank.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_collective_calls(
@@ -151,15 +125,6 @@ WITH
   -- Kernels no launch links to (ROCm's RCCL kernels carry no launch correlation): the nccl: annotation
   -- Kineto copies onto the kernel's stream (gpu_user_annotation) holds the kernel, and its External id
   -- is the host nccl: annotation's.
-  gpu_annotations AS (
-    SELECT s.ts, s.dur, p.pid AS device, s.tid AS stream, extract_arg(s.arg_set_id, 'args.External id') AS ext
-    FROM kineto_thread_track_slices AS s
-    LEFT JOIN process AS p
-      USING (upid)
-    WHERE
-      s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'gpu_annotation')
-      AND s.name GLOB 'nccl:*'
-  ),
   host_annotations AS (
     SELECT s.id, s.arg_set_id, extract_arg(s.arg_set_id, 'args.External id') AS ext
     FROM slice AS s
@@ -172,7 +137,7 @@ WITH
   by_stream AS (
     SELECT k.id AS kernel_id, h.id, h.arg_set_id
     FROM comm_kernels AS k
-    JOIN gpu_annotations AS g
+    JOIN _kineto_collectives_stream_annotations AS g
       ON g.device = k.device AND g.stream = k.stream AND k.ts >= g.ts AND k.ts < g.ts + g.dur
     JOIN host_annotations AS h
       ON h.ext = g.ext
@@ -274,14 +239,7 @@ WITH
     SELECT
       c.*,
       coalesce(c.arg_dtype, extract_arg(c.ann_args, 'args.Input type[0]')) AS dtype,
-      (
-        SELECT r.collective
-        FROM _kineto_reading_collective_calls_names AS r
-        WHERE
-          replace(lower(c.coll_text), '_', '') GLOB r.pattern
-        ORDER BY r.priority
-        LIMIT 1
-      ) AS collective,
+      kineto_collective_kind(c.coll_text) AS collective,
       -- The annotation's first tensor (Input Dims[0], or [0][0] for a TensorList), as elements.
       coalesce(
         extract_arg(c.ann_args, 'args.Input Dims[0][0]'),
