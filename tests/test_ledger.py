@@ -3,12 +3,15 @@ vocabulary (kineto.lib.runtime_calls) and the verdict (reading.verdict): exact r
 and on every golden and corpus trace the buckets of each window sum to the window exactly."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from kineto_sql.catalog.cases import load_rule_tests
 from kineto_sql.run.runner import run_query
 from kineto_sql.sql.literals import bind
 from tests.conftest import corpus_id, corpus_traces, needs_corpus
-from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep, PythonFrame
+from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep, PythonFrame, from_case
 from tests.query_support import golden_trace_paths, load_trace  # noqa: F401  (fixture)
 
 US = 1_000
@@ -265,3 +268,14 @@ def test_an_annotation_that_is_no_compiled_wrapper_stays_host_compute(load_trace
     assert got[(4, "idle.launch")] == 925 * US + 10 * US + 10 * US  # the two launch calls, 1610-1620 and 1900-1910
     assert got[(4, "idle.host_compute")] == 75 * US + 500 * US + 15 * US + 255 * US + 60 * US
     assert sum(got.values()) == 2000 * US
+
+
+def test_kernel_mix_busy_share_is_the_verdicts_compute_share(load_trace):
+    """One number per quantity: the device rule's busy share is the verdict's compute share (both read
+    kineto.lib.device_compute), here 1000 us of kernels in a 1250 us step."""
+    sql = Path(__file__).parents[1] / "queries/kineto/catalog/kernel_mix.sql"
+    case = load_rule_tests("catalog.kernel_mix", sql).case("busy_share_is_the_verdicts")
+    tp = load_trace(from_case(list(case.events)))
+    mix = run_query(tp, "catalog.kernel_mix").df
+    assert list(mix.busy_pct) == [80.0]
+    assert verdict(tp)["compute_pct"] == 80.0
