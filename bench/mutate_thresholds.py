@@ -4,14 +4,16 @@ rule whose cases all pass with its threshold moved 4x has no case at its boundar
 after its run (also on Ctrl-C).
 
     python bench/mutate_thresholds.py .      # from the repository root, with the editable install in .venv
+    python bench/mutate_thresholds.py . catalog.small_op_storm guide.cold_start   # only these rules
 """
 import re, subprocess, sys
 from pathlib import Path
 repo = Path(sys.argv[1])
 py = repo / ".venv/bin/python"
+only = set(sys.argv[2:])
 rows = []
 for sql in sorted((repo / "queries/kineto").glob("*/*.sql")):
-    if sql.parent.name == "lib":
+    if sql.parent.name == "lib" or (only and f"{sql.parent.name}.{sql.stem}" not in only):
         continue
     text = sql.read_text()
     m = re.search(r"^-- default (\w+): ([0-9.]+)(\w*)$", text, re.M)

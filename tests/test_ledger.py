@@ -3,12 +3,15 @@ vocabulary (kineto.lib.runtime_calls) and the verdict (reading.verdict): exact r
 and on every golden and corpus trace the buckets of each window sum to the window exactly."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from kineto_sql.catalog.cases import load_rule_tests
 from kineto_sql.run.runner import run_query
 from kineto_sql.sql.literals import bind
 from tests.conftest import corpus_id, corpus_traces, needs_corpus
-from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
+from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep, PythonFrame, from_case
 from tests.query_support import golden_trace_paths, load_trace  # noqa: F401  (fixture)
 
 US = 1_000
@@ -212,3 +215,67 @@ def test_a_gc_pause_in_the_first_step_is_gc_not_a_cold_start(load_trace):
     v = verdict(tp)
     assert v["cold_windows"] == 0 and v["windows"] == 4
     assert v["top_cause"] == "host.gc"
+
+
+def launch_overhead_and_host_compute(wrapper: str) -> KinetoTrace:
+    """Three device idle gaps in one 2 ms step: 0-925 us inside aten::linear, whose aten::addmm launches
+    only at 910 us (the outer op goes on to launch); 1025-1625 us with a preprocessing frame and a CPU
+    aten::cat on the stack (nothing there launches); 1650-1915 us inside a compiled region's wrapper,
+    between its two launches."""
+    if wrapper.endswith(": call"):
+        frame = PythonFrame(wrapper, ts_us=1600, dur_us=350)
+    else:
+        frame = CpuOp(wrapper, ts_us=1600, dur_us=350, cat="user_annotation")
+    return KinetoTrace([
+        ProfilerStep(4, ts_us=0, dur_us=2000),
+        CpuOp("aten::linear", ts_us=0, dur_us=1000),
+        CpuOp("aten::t", ts_us=10, dur_us=20),
+        CpuOp("aten::addmm", ts_us=900, dur_us=80), Launch(1, ts_us=910, dur_us=10),
+        Kernel(1, ts_us=925, dur_us=100, name=GEMM),
+        PythonFrame("train.py(40): preprocess", ts_us=1100, dur_us=500),
+        CpuOp("aten::cat", ts_us=1150, dur_us=350),
+        frame,
+        Launch(2, ts_us=1610, dur_us=10, name="cuLaunchKernel"), Kernel(2, ts_us=1625, dur_us=25, name=ELEMENTWISE),
+        Launch(3, ts_us=1900, dur_us=10, name="cuLaunchKernel"), Kernel(3, ts_us=1915, dur_us=25, name=ELEMENTWISE),
+    ])
+
+
+@pytest.mark.parametrize("wrapper", [
+    "## Call CompiledFxGraph fabc123 ##",
+    "/tmp/torchinductor_user/ab/cabc123.py(48): call",
+    "Torch-Compiled Region: 0/0",
+    "CompiledFunction",
+])
+def test_launch_overhead_is_not_host_compute(load_trace, wrapper):
+    """A gap with a launching op on the host stack (an op with a launch anywhere beneath it, or a compiled
+    region's wrapper between its launches) is launch overhead; host compute is what has no launching op
+    on the stack."""
+    got = ledger(load_trace(launch_overhead_and_host_compute(wrapper)))
+    assert got == {
+        (4, "busy.gemm"): 100 * US,
+        (4, "busy.elementwise"): 50 * US,
+        # 0-925 under aten::linear; 1600-1625, 1650-1915 and 1940-1950 under the wrapper
+        (4, "idle.launch"): 925 * US + 25 * US + 265 * US + 10 * US,
+        # 1025-1100 (only the step open), 1100-1600 (preprocessing), 1950-2000 (only the step)
+        (4, "idle.host_compute"): 75 * US + 500 * US + 50 * US,
+    }
+
+
+def test_an_annotation_that_is_no_compiled_wrapper_stays_host_compute(load_trace):
+    """The same gap between two launches under an ordinary record_function range: nothing on the stack
+    is a launching op, so all but the launch calls themselves is host compute."""
+    got = ledger(load_trace(launch_overhead_and_host_compute("## my_region ##")))
+    assert got[(4, "idle.launch")] == 925 * US + 10 * US + 10 * US  # the two launch calls, 1610-1620 and 1900-1910
+    assert got[(4, "idle.host_compute")] == 75 * US + 500 * US + 15 * US + 255 * US + 60 * US
+    assert sum(got.values()) == 2000 * US
+
+
+def test_kernel_mix_busy_share_is_the_verdicts_compute_share(load_trace):
+    """One number per quantity: the device rule's busy share is the verdict's compute share (both read
+    kineto.lib.device_compute), here 1000 us of kernels in a 1250 us step."""
+    sql = Path(__file__).parents[1] / "queries/kineto/catalog/kernel_mix.sql"
+    case = load_rule_tests("catalog.kernel_mix", sql).case("busy_share_is_the_verdicts")
+    tp = load_trace(from_case(list(case.events)))
+    mix = run_query(tp, "catalog.kernel_mix").df
+    assert list(mix.busy_pct) == [80.0]
+    assert verdict(tp)["compute_pct"] == 80.0

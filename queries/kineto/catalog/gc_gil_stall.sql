@@ -1,5 +1,5 @@
 -- id: catalog.gc_gil_stall
--- version: 7
+-- version: 8
 -- kind: detector
 -- title: GC / GIL stall: Python garbage collection pausing every thread inside steps
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "GC / GIL stall"
@@ -13,7 +13,7 @@
 -- example: at_threshold_1
 -- use_instead: gc.disable() / gc.freeze() around the training loop (collect between steps or every N steps), fewer
 --   cyclic temporaries; move logging and bookkeeping off the training thread.
--- needs: steps, cpu_ops
+-- needs: cpu_ops
 -- claims: idle.gc, host.gc
 -- status: stable
 -- catalog_row: major.gc_gil_stall, major.gc_stall
@@ -24,7 +24,8 @@
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
 INCLUDE PERFETTO MODULE kineto.lib.python_gc;
-INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.window_of;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
 
 -- All-thread gaps of each process: the stretches between its host activity intervals, where a thread
 -- is doing framework work (ATen ops and runtime calls of any thread; annotations and python frames
@@ -78,7 +79,8 @@ RETURNS TableOrSubquery AS
     ts > prev_end
 );
 
--- One row per step with GC stalls (or, with gaps_without_gc, long all-thread gaps).
+-- One row per iteration window (kineto.lib.iterations: ProfilerStep#N, else inferred iterations, else the
+-- capture) with GC stalls (or, with gaps_without_gc, long all-thread gaps).
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_gc_gil_stall(
   -- GC time per step that fires.
   min_gc DURATION,
@@ -111,15 +113,22 @@ RETURNS TABLE(
   gap_max_dur DURATION
 ) AS
 WITH
-  -- GC passes (kineto.lib.python_gc) with their step
+  -- the windows: every iteration window of the ledger, whatever its source
+  windows AS (
+    SELECT window_id, step, noun, window_dur
+    FROM kineto_ledger_claim('idle.gc, host.gc')
+  ),
+  -- GC passes (kineto.lib.python_gc) with their window
   gc_in_step AS (
-    SELECT g.ts, g.dur, g.step
+    SELECT g.ts, g.dur, w.window_id
     FROM kineto_python_gc AS g
+    JOIN kineto_window_of!((SELECT id, upid, ts FROM kineto_python_gc)) AS w
+      USING (id)
   ),
   gc_step AS (
-    SELECT step, count(*) AS n, sum(dur) AS d, max(dur) AS mx, min(ts) AS first_ts
+    SELECT window_id, count(*) AS n, sum(dur) AS d, max(dur) AS mx, min(ts) AS first_ts
     FROM gc_in_step
-    GROUP BY step
+    GROUP BY window_id
   ),
   -- The gaps only matter to a step that fires: one with at least min_gc of GC time, or any step with
   -- gaps_without_gc. On a trace without a GC event (most: record_python_gc_info is off by default) and a
@@ -131,31 +140,33 @@ WITH
     ) AS g
   ),
   gap_steps AS (
-    SELECT id, step FROM _kineto_steps_of!(gaps_numbered)
+    SELECT id, window_id FROM kineto_window_of!(gaps_numbered)
   ),
   gaps AS (
-    SELECT g.ts, g.dur, gs.step
+    SELECT g.ts, g.dur, gs.window_id
     FROM gaps_numbered AS g
-    LEFT JOIN gap_steps AS gs
+    JOIN gap_steps AS gs
       USING (id)
   ),
   gap_step AS (
     SELECT
-      step,
+      window_id,
       sum(dur >= $min_gap) AS n,
       max(dur) AS mx,
       sum(CASE WHEN dur >= $min_gap THEN dur ELSE 0 END) AS total
     FROM gaps
-    GROUP BY step
+    GROUP BY window_id
   ),
   gap_first AS (
-    SELECT step, ts, dur, row_number() OVER (PARTITION BY step ORDER BY dur DESC) AS rn
+    SELECT window_id, ts, dur, row_number() OVER (PARTITION BY window_id ORDER BY dur DESC) AS rn
     FROM gaps
   ),
   rows AS (
     SELECT
+      st.window_id,
       st.step,
-      st.dur AS step_dur,
+      st.noun,
+      st.window_dur AS step_dur,
       coalesce(g.n, 0) AS gc_count,
       coalesce(g.d, 0) AS gc_dur,
       g.mx AS gc_max_dur,
@@ -164,13 +175,13 @@ WITH
       p.mx AS gap_max_dur,
       p.total AS gap_total,
       f.ts AS gap_ts
-    FROM kineto_steps AS st
+    FROM windows AS st
     LEFT JOIN gc_step AS g
-      USING (step)
+      USING (window_id)
     LEFT JOIN gap_step AS p
-      USING (step)
+      USING (window_id)
     LEFT JOIN gap_first AS f
-      ON f.step = st.step
+      ON f.window_id = st.window_id
       AND f.rn = 1
   )
 SELECT
@@ -180,16 +191,19 @@ SELECT
   r.step,
   CASE
     WHEN r.gc_dur >= $min_gc THEN printf(
-      'Step %d: %d Python GC pauses, %.3f ms (%.1f%% of the step, longest %.3f ms); longest all-thread gap with no op or CUDA API activity %.3f ms.',
+      '%s %d: %d Python GC pauses, %.3f ms (%.1f%% of the %s, longest %.3f ms); longest all-thread gap with no op or CUDA API activity %.3f ms.',
+      r.noun,
       r.step,
       r.gc_count,
       r.gc_dur / 1e6,
       100.0 * r.gc_dur / max(r.step_dur, 1),
+      lower(r.noun),
       r.gc_max_dur / 1e6,
       coalesce(r.gap_max_dur, 0) / 1e6
     )
     ELSE printf(
-      'Step %d: %d all-thread gaps of at least %.1f ms with no op or CUDA API activity (longest %.3f ms) and no GC events recorded: GC or GIL contention is one candidate; record_python_gc_info=True or py-spy confirms.',
+      '%s %d: %d all-thread gaps of at least %.1f ms with no op or CUDA API activity (longest %.3f ms) and no GC events recorded: GC or GIL contention is one candidate; record_python_gc_info=True or py-spy confirms.',
+      r.noun,
       r.step,
       r.gap_count,
       $min_gap / 1e6,
@@ -205,4 +219,4 @@ FROM rows AS r
 WHERE
   r.gc_dur >= $min_gc
   OR ($gaps_without_gc AND r.gap_count > 0)
-ORDER BY r.step;
+ORDER BY r.window_id;

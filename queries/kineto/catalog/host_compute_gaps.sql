@@ -1,23 +1,29 @@
 -- id: catalog.host_compute_gaps
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Host compute gaps: the GPU idles while the host runs Python, preprocessing or ATen CPU work
 -- references: "torch.profiler & HTA: the Framework View", Reading order, step 3 (gap attribution)
 -- what: device idle stretches longer than a launch (over 100 us) with the host inside Python frames,
---   CPU ATen ops or the step itself, and no sync, copy, DataLoader, GC or launch to explain them; often the
---   stretch from the start of the step to its first kernel (preprocessing before the model runs).
+--   CPU ATen ops or the step itself, no launching op on the host stack, and no sync, copy, DataLoader, GC
+--   or launch to explain them; often the stretch from the start of the step to its first kernel
+--   (preprocessing before the model runs).
 -- confirming: the ledger's idle.host_compute per steady iteration, how much of it comes before the
 --   iteration's first device activity, and what the host ran meanwhile (reading.step_ledger, the trace).
 -- why: the device has nothing queued while the host computes something that launches no kernel, so that
 --   time is added to the step. impact_dur is the ledger's idle.host_compute (reading.step_ledger); the gap
---   before the first kernel of the iteration is part of it.
+--   before the first kernel of the iteration is part of it. A gap whose host stack holds an op that goes on
+--   to launch (aten::linear before its addmm's launch), or a compiled region's wrapper between its
+--   launches (torch.compile's Torch-Compiled Region, AOTAutograd's CompiledFunction, Inductor's
+--   CompiledFxGraph call), is the cost of issuing kernels: the ledger puts it in idle.launch
+--   (catalog.small_op_storm, catalog.unexplained_time), whose fix is fusion and CUDA graphs, not this one.
 -- known_problems: a capture whose host spans are sparse (no with_stack, few ops) puts Python time here
---   that is really framework overhead between launches; a deliberate host phase (evaluation, logging,
---   checkpointing) inside a step is real but may be out of scope.
+--   that is really framework overhead between launches (Python between two ops, with no op open, is
+--   counted as host compute); a deliberate host phase (evaluation, logging, checkpointing) inside a step is
+--   real but may be out of scope.
 -- example: preprocessing_before_the_first_kernel
--- use_instead: move per-batch preprocessing off the step (DataLoader workers, GPU-side transforms), keep tensors on
---   the device (no CPU tensor math in the loop), overlap host work with device work (prefetch the next
---   batch, CUDA streams), and remove Python overhead with torch.compile or CUDA graphs.
+-- use_instead: move per-batch preprocessing off the step (DataLoader workers, GPU-side transforms), keep
+--   tensors on the device (no CPU tensor math in the loop), and overlap host work with device work (prefetch
+--   the next batch, CUDA streams).
 -- needs: gpu
 -- claims: idle.host_compute
 -- status: preview

@@ -1,5 +1,5 @@
 -- id: catalog.implicit_dtype_casts
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Implicit dtype casts: fp32 GEMMs and the casts feeding them in a bf16/fp16 run; float64 tensors cast every step
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Implicit dtype casts";
@@ -23,17 +23,37 @@
 -- example: fp32_gemm_in_bf16_run
 -- use_instead: (rows carry the fix for their cause) fix the autocast scope (no autocast(enabled=False) islands, no .float() inside the region); keep
 --   master-weight casts out of the hot loop; cast once, outside the step.
--- needs: steps, cpu_ops
+-- needs: cpu_ops
 -- claims: busy.gemm, busy.elementwise, host.ops
 -- status: stable
 -- catalog_row: major.implicit_dtype_casts
 -- default min_fp32_gemms: 1
 -- default min_f64_casts: 1
 
-INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.window_of;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
+
+-- The ops this rule reads (GEMMs and the copies that cast), each in its iteration window (kineto.lib.
+-- iterations: ProfilerStep#N, else inferred iterations, else the capture): no ProfilerStep needed.
+CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_implicit_dtype_casts_windowed(
+  -- Op slice id.
+  id JOINID(slice.id),
+  -- Its window (kineto_iterations.id).
+  window_id LONG,
+  -- The window's iteration number.
+  step LONG
+) AS
+SELECT w.id, w.window_id, w.step
+FROM kineto_window_of!((
+  SELECT o.id, o.upid, o.ts
+  FROM kineto_cpu_ops AS o
+  WHERE
+    o.name IN ('aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm', 'aten::addbmm', 'aten::_to_copy', 'aten::copy_')
+)) AS w
+ORDER BY w.id;
 
 -- GEMM ops with the dtype of their matrix operand (record_shapes `Input type`).
 CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_gemm_dtypes(
@@ -45,7 +65,9 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_gemm_dtypes(
   dur DURATION,
   -- Op name.
   name STRING,
-  -- Step.
+  -- Window (kineto_iterations.id).
+  window_id LONG,
+  -- The window's iteration number.
   step LONG,
   -- `float`, `c10::BFloat16`, `c10::Half`, ...
   dtype STRING
@@ -55,15 +77,17 @@ SELECT
   o.ts,
   o.dur,
   o.name,
-  o.step,
+  w.window_id,
+  w.step,
   CASE
     WHEN o.name IN ('aten::addmm', 'aten::baddbmm', 'aten::addbmm') THEN extract_arg(o.arg_set_id, 'args.Input type[1]')
     ELSE extract_arg(o.arg_set_id, 'args.Input type[0]')
   END AS dtype
 FROM kineto_cpu_ops AS o
+JOIN _kineto_catalog_implicit_dtype_casts_windowed AS w
+  USING (id)
 WHERE
-  o.name IN ('aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm', 'aten::addbmm')
-  AND o.step IS NOT NULL;
+  o.name IN ('aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm', 'aten::addbmm');
 
 -- One row per step and cause: fp32 GEMMs next to bf16/fp16 ones; float64 tensors cast inside the step.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_implicit_dtype_casts(
@@ -112,9 +136,13 @@ RETURNS TABLE(
   fix STRING
 ) AS
 WITH
+  windows AS (
+    SELECT window_id, noun FROM kineto_ledger_claim('busy.gemm, busy.elementwise, host.ops')
+  ),
   g AS (
     SELECT
-      step,
+      window_id,
+      max(step) AS step,
       sum(dtype = 'float') AS fp32_n,
       sum(dtype IN ('c10::BFloat16', 'c10::Half')) AS low_n,
       max(CASE WHEN dtype IN ('c10::BFloat16', 'c10::Half') THEN dtype END) AS low_dtype,
@@ -122,14 +150,15 @@ WITH
       max(CASE WHEN dtype = 'float' THEN ts + dur END) AS end_ts,
       sum(CASE WHEN dtype = 'float' THEN dur ELSE 0 END) AS fp32_dur
     FROM _kineto_catalog_gemm_dtypes
-    GROUP BY step
+    GROUP BY window_id
   ),
   casts AS (
-    SELECT o.step, count(*) AS n, sum(o.dur) AS d
+    SELECT w.window_id, count(*) AS n, sum(o.dur) AS d
     FROM kineto_cpu_ops AS o
+    JOIN _kineto_catalog_implicit_dtype_casts_windowed AS w
+      USING (id)
     WHERE
-      o.step IS NOT NULL
-      AND (
+      (
         (o.name = 'aten::_to_copy' AND extract_arg(o.arg_set_id, 'args.Input type[0]') IN ('c10::BFloat16', 'c10::Half'))
         OR (
           o.name = 'aten::copy_'
@@ -140,11 +169,11 @@ WITH
       AND NOT EXISTS (
         SELECT 1 FROM kineto_cpu_ops AS p WHERE p.id = o.parent_id AND p.name = 'aten::_to_copy'
       )
-    GROUP BY o.step
+    GROUP BY w.window_id
   ),
   kern AS (
     SELECT
-      d.step,
+      d.window_id,
       count(k.id) AS n,
       sum(
         NOT (
@@ -163,7 +192,7 @@ WITH
       ON k.correlation = l.correlation
     WHERE
       d.dtype = 'float'
-    GROUP BY d.step
+    GROUP BY d.window_id
   ),
   has_gpu AS (
     SELECT EXISTS (SELECT 1 FROM kineto_kernels) AS yes
@@ -174,15 +203,16 @@ WITH
   -- feeding a float32 model. Promotions up to float64 (a metric accumulating into a float64 state, as
   -- TorchRec's RecMetrics do, or a .double() for a numerically delicate reduction) are deliberate.
   f64 AS (
-    SELECT o.step, min(o.ts) AS ts, max(o.ts + o.dur) AS end_ts, count(*) AS n, sum(o.dur) AS d
+    SELECT w.window_id, max(w.step) AS step, min(o.ts) AS ts, max(o.ts + o.dur) AS end_ts, count(*) AS n, sum(o.dur) AS d
     FROM kineto_cpu_ops AS o
+    JOIN _kineto_catalog_implicit_dtype_casts_windowed AS w
+      USING (id)
     WHERE
       o.name = 'aten::copy_'
-      AND o.step IS NOT NULL
       AND extract_arg(o.arg_set_id, 'args.Input Dims[1][0]') IS NOT NULL
       AND extract_arg(o.arg_set_id, 'args.Input type[1]') = 'double'
       AND extract_arg(o.arg_set_id, 'args.Input type[0]') IN ('float', 'c10::BFloat16', 'c10::Half')
-    GROUP BY o.step
+    GROUP BY w.window_id
   ),
   mixed_rows AS (
     SELECT
@@ -191,7 +221,8 @@ WITH
       g.fp32_dur + coalesce(c.d, 0) AS impact_dur,
       g.step,
       printf(
-        'Step %d runs %d fp32 GEMMs next to %d %s GEMMs, fed by %d up-casts to float (%.3f ms of casts, %.3f ms of fp32 GEMM)%s.',
+        '%s %d runs %d fp32 GEMMs next to %d %s GEMMs, fed by %d up-casts to float (%.3f ms of casts, %.3f ms of fp32 GEMM)%s.',
+        coalesce(wn.noun, 'Step'),
         g.step,
         g.fp32_n,
         g.low_n,
@@ -217,10 +248,12 @@ WITH
       0 AS f64_cast_dur,
       'Fix the autocast scope (no autocast(enabled=False) islands, no .float() inside the region); keep master-weight casts out of the hot loop; cast once, outside the step.' AS fix
     FROM g
+    LEFT JOIN windows AS wn
+      USING (window_id)
     LEFT JOIN casts AS c
-      USING (step)
+      USING (window_id)
     LEFT JOIN kern AS k
-      USING (step)
+      USING (window_id)
     WHERE
       g.fp32_n >= $min_fp32_gemms
       AND g.low_n >= 1
@@ -232,8 +265,8 @@ WITH
       f.d AS impact_dur,
       f.step,
       printf(
-        'Step %d casts float64 tensors %d times (%.3f ms in aten::copy_): a float64 tensor enters the step and is converted every iteration, and whatever ran on it before ran in float64.',
-        f.step, f.n, f.d / 1e6
+        '%s %d casts float64 tensors %d times (%.3f ms in aten::copy_): a float64 tensor enters the step and is converted every iteration, and whatever ran on it before ran in float64.',
+        coalesce(wn.noun, 'Step'), f.step, f.n, f.d / 1e6
       ) AS evidence,
       0 AS fp32_gemm_count,
       0 AS low_precision_gemm_count,
@@ -248,6 +281,8 @@ WITH
       f.d AS f64_cast_dur,
       'Create the tensor as float32 where it is made: np.float32 arrays (numpy defaults to float64), torch.tensor(..., dtype=torch.float32) or torch.from_numpy(a.astype(np.float32)) once outside the loop, no torch.set_default_dtype(torch.float64); on a GPU float64 math runs at 1/2 to 1/64 of the fp32 rate.' AS fix
     FROM f64 AS f
+    LEFT JOIN windows AS wn
+      USING (window_id)
     WHERE
       f.n >= $min_f64_casts
   )

@@ -1,10 +1,10 @@
 -- id: catalog.kernel_mix
--- version: 4
+-- version: 6
 -- kind: detector
 -- title: Kernel mix of a busy GPU: unfused attention, unfused elementwise / norm work, device-to-device copy storms
 -- references: "torch.profiler & HTA: the Framework View", HTA on real public traces (HTA kernel breakdown:
 --   what fills a busy GPU)
--- what: on a GPU busy at least half of its capture, one kind of memory-bound kernel takes a large
+-- what: on a GPU busy at least half of its active span, one kind of memory-bound kernel takes a large
 --   share of the kernel time: stand-alone softmax plus the bmm GEMMs around it (attention computed
 --   without SDPA / flash), eager elementwise and norm kernels (no fusion), or data moved inside the device
 --   (Memcpy DtoD, copy / transpose kernels: layout churn).
@@ -56,13 +56,19 @@
 --   changed back and forth (.contiguous() after permute / transpose, NCHW <-> NHWC transposes around
 --   convolutions, .to() of a tensor already of that dtype). Impact: the copy time (an upper bound on what
 --   a consistent layout saves).
--- Only a busy GPU is judged (busy computing >= min_busy_pct of the span from its first to its last
--- non-communication activity; communication kernels are left out because a collective waiting for its
--- peers spins on the device): on an idle or waiting GPU faster kernels do not make the step shorter.
+-- Only a busy GPU is judged: busy computing >= min_busy_pct of the span from its first to its last
+-- non-communication activity (communication kernels are left out because a collective waiting for its
+-- peers spins on the device): on an idle or waiting GPU faster kernels do not make the step shorter. The
+-- gate is the device's own active span, not the step: a step that waits on its DataLoader for half its
+-- time still runs its kernels back to back in the other half, and there kernel time is step time. The
+-- share the row states as the device's compute share is the verdict's (kineto.lib.device_compute: busy
+-- except exposed collectives over the steady windows of the step-time ledger): one number per quantity.
+-- A capture of device activity alone (no host process, so no ledger and no verdict) states the span's.
 
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.kernel_classes;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
+INCLUDE PERFETTO MODULE kineto.lib.device_compute;
 
 -- The op that launched each correlation id (the launch calls carrying it; max when several do).
 CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_kernel_mix_launch_ops(
@@ -112,8 +118,8 @@ LEFT JOIN _kineto_catalog_kernel_mix_launch_ops AS lo
 
 -- One row per device and cause that fires.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_kernel_mix(
-  -- The GPU must be busy at least this % of its capture span (below it the step is host-bound and
-  -- faster kernels do not shorten it: the verdict is host-bound under 50%).
+  -- The GPU must be busy at least this % of its span from its first to its last activity (below it the
+  -- device waits on the host between its kernels, and faster kernels do not shorten the step).
   min_busy_pct DOUBLE,
   -- softmax + bmm GEMM share of kernel time that fires unfused attention, %.
   attention_pct DOUBLE,
@@ -144,8 +150,11 @@ RETURNS TABLE(
   share_pct DOUBLE,
   -- Kernel time on the device (communication excluded), summed over streams.
   kernel_dur DURATION,
-  -- Busy share (non-communication work, merged) of the device's capture span, %.
+  -- Compute share of the device over the steady step time (kineto.lib.device_compute: the verdict's), %.
   busy_pct DOUBLE,
+  -- Busy share (non-communication work, merged) of the device's span from its first to its last
+  -- activity, %: the gate (min_busy_pct).
+  active_busy_pct DOUBLE,
   -- Stand-alone softmax kernel time.
   softmax_dur DURATION,
   -- GEMM kernel time launched by aten::bmm / aten::baddbmm.
@@ -183,8 +192,8 @@ WITH
     FROM acts
     GROUP BY device
   ),
-  -- Busy computing: the union of non-communication activity (a collective waiting for its peers spins on
-  -- the device and would make a waiting GPU look busy), by one sorted pass: each activity adds what it
+  -- Without a ledger lane for the device (a capture of device activity only, no host process to window):
+  -- busy computing over the device's span, the union of non-communication activity, by one sorted pass: each activity adds what it
   -- reaches past the latest end before it (all of itself when it starts past it, as a merge would).
   busy AS (
     SELECT
@@ -226,9 +235,20 @@ WITH
   dev AS (
     SELECT
       p.*,
-      100.0 * coalesce(b.d, 0) / max(p.span, 1) AS busy_pct,
+      coalesce(c.compute_pct, 100.0 * coalesce(b.d, 0) / max(p.span, 1)) AS busy_pct,
+      100.0 * coalesce(b.d, 0) / max(p.span, 1) AS active_busy_pct,
+      CASE
+        WHEN c.compute_pct IS NOT NULL THEN printf(
+          'computing %.0f%% of the steady step time, %.0f%% of',
+          c.compute_pct,
+          100.0 * coalesce(b.d, 0) / max(p.span, 1)
+        )
+        ELSE printf('busy %.0f%% of', 100.0 * coalesce(b.d, 0) / max(p.span, 1))
+      END AS busy_words,
       t.txt AS top_classes
     FROM per_device AS p
+    LEFT JOIN kineto_device_compute AS c
+      USING (device)
     LEFT JOIN busy AS b
       USING (device)
     LEFT JOIN top AS t
@@ -243,8 +263,8 @@ WITH
       100.0 * (d.softmax + d.bmm) / d.total AS share_pct,
       d.softmax AS impact,
       printf(
-        'GPU %d (busy %.0f%% of its %.3f ms capture): stand-alone softmax kernels %.3f ms (%.1f%%) and bmm GEMMs %.3f ms (%.1f%%) take %.1f%% of the kernel time, %s: attention computed without a fused kernel. Kernel time by class: %s.',
-        d.device, d.busy_pct, d.span / 1e6, d.softmax / 1e6, 100.0 * d.softmax / d.total, d.bmm / 1e6,
+        'GPU %d (%s the %.3f ms from its first kernel to its last): stand-alone softmax kernels %.3f ms (%.1f%%) and bmm GEMMs %.3f ms (%.1f%%) take %.1f%% of the kernel time, %s: attention computed without a fused kernel. Kernel time by class: %s.',
+        d.device, d.busy_words, d.span / 1e6, d.softmax / 1e6, 100.0 * d.softmax / d.total, d.bmm / 1e6,
         100.0 * d.bmm / d.total, 100.0 * (d.softmax + d.bmm) / d.total,
         CASE WHEN d.fused > 0 THEN printf('while fused attention kernels take only %.3f ms', d.fused / 1e6) ELSE 'with no fused attention kernel at all' END,
         d.top_classes
@@ -261,8 +281,8 @@ WITH
       100.0 * d.eager_ew / d.total,
       (d.eager_ew - d.eager_norm) / 2 + d.eager_norm / 4,
       printf(
-        'GPU %d (busy %.0f%% of its %.3f ms capture): eager elementwise and norm kernels take %.3f ms, %.1f%% of the kernel time: the device mostly moves activations between small memory-bound kernels. Kernel time by class: %s.',
-        d.device, d.busy_pct, d.span / 1e6, d.eager_ew / 1e6, 100.0 * d.eager_ew / d.total, d.top_classes
+        'GPU %d (%s the %.3f ms from its first kernel to its last): eager elementwise and norm kernels take %.3f ms, %.1f%% of the kernel time: the device mostly moves activations between small memory-bound kernels. Kernel time by class: %s.',
+        d.device, d.busy_words, d.span / 1e6, d.eager_ew / 1e6, 100.0 * d.eager_ew / d.total, d.top_classes
       ),
       'Fuse the pointwise chains: torch.compile the model (or the hot function), fused optimizers (foreach=True / fused=True), fused norm kernels (apex / torch fused RMSNorm / LayerNorm); then the remaining kernels read and write each tensor once.'
     FROM dev AS d
@@ -275,8 +295,8 @@ WITH
       100.0 * d.copies / d.total,
       d.copies,
       printf(
-        'GPU %d (busy %.0f%% of its %.3f ms capture): device-to-device copies (Memcpy DtoD, copy / transpose / cat kernels) take %.3f ms, %.1f%% of the kernel time: data is being re-laid out, not computed on. Kernel time by class: %s.',
-        d.device, d.busy_pct, d.span / 1e6, d.copies / 1e6, 100.0 * d.copies / d.total, d.top_classes
+        'GPU %d (%s the %.3f ms from its first kernel to its last): device-to-device copies (Memcpy DtoD, copy / transpose / cat kernels) take %.3f ms, %.1f%% of the kernel time: data is being re-laid out, not computed on. Kernel time by class: %s.',
+        d.device, d.busy_words, d.span / 1e6, d.copies / 1e6, 100.0 * d.copies / d.total, d.top_classes
       ),
       'Keep one layout: avoid .contiguous() / .clone() after permute / transpose / view (let the consumer take strides), use channels_last for convolution nets (no NCHW <-> NHWC transposes around each conv), preallocate and write into slices instead of torch.cat in a loop, and drop .to() calls that copy to the same dtype and device.'
     FROM dev AS d
@@ -294,6 +314,7 @@ SELECT
   c.share_pct,
   c.total AS kernel_dur,
   c.busy_pct,
+  c.active_busy_pct,
   c.softmax AS softmax_dur,
   c.bmm AS bmm_dur,
   c.fused AS fused_attention_dur,
@@ -303,5 +324,5 @@ SELECT
   c.fix
 FROM causes AS c
 WHERE
-  c.busy_pct >= $min_busy_pct
+  c.active_busy_pct >= $min_busy_pct
 ORDER BY c.device, c.cause;

@@ -1,5 +1,5 @@
 -- id: catalog.optimizer_step_dominance
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Optimizer step dominance: thousands of tiny per-parameter ops after backward
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Optimizer step
@@ -15,7 +15,7 @@
 -- example: at_threshold_1
 -- use_instead: fused=True or foreach=True (Adam/AdamW/SGD), or an FSDP / ZeRO sharded step; fewer, larger
 --   parameter tensors.
--- needs: steps, cpu_ops
+-- needs: cpu_ops
 -- claims: busy.elementwise, busy.compute_other, idle.launch, idle.host_compute, host.ops
 -- status: stable
 -- catalog_row: major.optimizer_step_dominance
@@ -23,15 +23,16 @@
 -- default min_small_ops: 500
 -- default max_op: 50us
 
-INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
+INCLUDE PERFETTO MODULE kineto.lib.window_of;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
 
 -- A step that already runs foreach / fused kernels does not fire even when long (the fused CPU Adam still
 -- runs ~8 bookkeeping ops per parameter): that is a parameter-count problem, not this row's flag.
 
 -- One row per Optimizer.step annotation that dominates its step.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_optimizer_step_dominance(
-  -- The optimizer step takes at least this % of the ProfilerStep.
+  -- The optimizer step takes at least this % of its iteration window.
   min_share_pct DOUBLE,
   -- And runs at least this many ops (seed: thousands of tiny per-param ops; a fused / foreach step runs a
   -- handful)
@@ -46,13 +47,13 @@ RETURNS TABLE(
   dur DURATION,
   -- Step time at stake: the optimizer step time.
   impact_dur DURATION,
-  -- Step number.
+  -- Iteration number of the window.
   step LONG,
   -- One sentence with the numbers.
   evidence STRING,
   -- The annotation, e.g. Optimizer.step#Adam.step.
   optimizer STRING,
-  -- Optimizer step share of the ProfilerStep, %.
+  -- Optimizer step share of its iteration window, %.
   share_pct DOUBLE,
   -- ATen ops inside the optimizer step.
   op_count LONG,
@@ -64,13 +65,24 @@ RETURNS TABLE(
   top_ops STRING
 ) AS
 WITH
-  opt AS (
-    SELECT o.id, o.ts, o.dur, o.name, o.upid, o.step
+  -- the Optimizer.step annotations, each in its iteration window (kineto.lib.iterations: ProfilerStep#N,
+  -- else inferred iterations, else the capture): no ProfilerStep needed
+  opt_all AS (
+    SELECT o.id, o.ts, o.dur, o.name, o.upid
     FROM kineto_cpu_ops AS o
     WHERE
       o.is_annotation
       AND o.name GLOB 'Optimizer.step#*'
-      AND o.step IS NOT NULL
+  ),
+  opt AS (
+    SELECT a.id, a.ts, a.dur, a.name, a.upid, w.window_id, w.step
+    FROM opt_all AS a
+    JOIN kineto_window_of!(opt_all) AS w
+      USING (id)
+  ),
+  windows AS (
+    SELECT window_id, noun, window_dur
+    FROM kineto_ledger_claim('busy.elementwise, busy.compute_other, idle.launch, idle.host_compute, host.ops')
   ),
   inside AS (
     SELECT a.id AS opt_id, o.name, o.dur
@@ -107,11 +119,13 @@ SELECT
   a.dur AS impact_dur,
   a.step,
   printf(
-    'Step %d: %s takes %.3f ms (%.1f%% of the step) running %d ops, %d of them under %.0f us (%s); %s.',
+    '%s %d: %s takes %.3f ms (%.1f%% of the %s) running %d ops, %d of them under %.0f us (%s); %s.',
+    st.noun,
     a.step,
     a.name,
     a.dur / 1e6,
-    100.0 * a.dur / max(st.dur, 1),
+    100.0 * a.dur / max(st.window_dur, 1),
+    lower(st.noun),
     c.op_count,
     c.small_op_count,
     $max_op / 1e3,
@@ -119,21 +133,20 @@ SELECT
     CASE WHEN c.foreach_fused_count = 0 THEN 'no foreach / fused kernels: per-parameter loop' ELSE c.foreach_fused_count || ' foreach / fused ops' END
   ) AS evidence,
   a.name AS optimizer,
-  100.0 * a.dur / max(st.dur, 1) AS share_pct,
+  100.0 * a.dur / max(st.window_dur, 1) AS share_pct,
   c.op_count,
   c.small_op_count,
   c.foreach_fused_count,
   t.top_ops
 FROM opt AS a
-JOIN kineto_steps AS st
-  ON st.step = a.step
-  AND st.upid = a.upid
+JOIN windows AS st
+  USING (window_id)
 JOIN counts AS c
   ON c.opt_id = a.id
 LEFT JOIN top AS t
   ON t.opt_id = a.id
 WHERE
-  100.0 * a.dur / max(st.dur, 1) >= $min_share_pct
+  100.0 * a.dur / max(st.window_dur, 1) >= $min_share_pct
   AND c.small_op_count >= $min_small_ops
   AND c.foreach_fused_count = 0
 ORDER BY a.ts;

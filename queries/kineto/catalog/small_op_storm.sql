@@ -1,5 +1,5 @@
 -- id: catalog.small_op_storm
--- version: 9
+-- version: 10
 -- kind: detector
 -- title: Launch-bound step (eager small-op storm): the device runs dry between tiny kernels the host issues one by one
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Eager small-op storm"
@@ -11,8 +11,10 @@
 --   of us; a full queue: ms); the median kernel time and the fraction under 10 us.
 -- why: each tiny op costs host dispatch and a launch (several us) for a kernel that runs for less: the host,
 --   not the device, sets the pace and the device idles between kernels. impact_dur is the ledger's
---   idle.launch (reading.step_ledger): device idle while the host is in a launch, in the op that issued it,
---   or in a whole-device gap under 100 us. No op-count floor: a small model at 10% GPU busy has few ops and
+--   idle.launch (reading.step_ledger): device idle while the host is in a launch, in an op with a launch
+--   beneath it, in a compiled region's wrapper between its launches (torch.compile's Torch-Compiled
+--   Region, AOTAutograd's CompiledFunction: CUDA graphs remove that issue time), or in a whole-device gap
+--   under 100 us. No op-count floor: a small model at 10% GPU busy has few ops and
 --   is launch-bound all the same. CPU-only captures have no queue to read: there impact_dur is the small
 --   ops' self time (claimed from host.ops).
 -- known_problems: a full queue is the opposite of launch-bound (the host is ahead; launch calls then block

@@ -1,7 +1,8 @@
--- version: 8
+-- version: 9
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
+INCLUDE PERFETTO MODULE kineto.lib.compiled_wrappers;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.kernel_classes;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
@@ -127,6 +128,7 @@ WITH
       h.category,
       h.event_class,
       h.upid,
+      h.utid,
       h.parent_id,
       CASE
         WHEN p.event_class = 'cpu_op' AND p.category != 'user_annotation' AND NOT p.name GLOB 'ProfilerStep#*'
@@ -140,19 +142,49 @@ WITH
     WHERE
       h.dur > 0
   ),
-  -- the ATen op that issued a launch: its whole interval is issuing work
-  launch_ops AS (
-    SELECT p.id, p.upid, p.ts, p.dur
+  -- the launching ops: an ATen op with a launch anywhere beneath it on its thread (not only the innermost
+  -- op that made the call: aten::linear as well as the aten::addmm under it), or a compiled region's
+  -- wrapper (kineto.lib.compiled_wrappers) with a launch beneath it. Its whole interval is issuing work:
+  -- the host time between its launches (dispatch, the wrapper's Python, the generated code) is launch
+  -- overhead, not host compute. Only the outermost op of a chain of nested ops is tested (an op inside an
+  -- op is inside a launching op whenever it is one); one interval intersection of those slices with the
+  -- launch calls per thread, then the containment check.
+  stack_tops AS (
+    SELECT h.id, h.ts, h.dur, h.utid, h.upid
+    FROM host_slices AS h
+    WHERE
+      (
+        h.event_class = 'cpu_op'
+        AND h.category != 'user_annotation'
+        AND NOT h.name GLOB 'ProfilerStep#*'
+        AND h.parent_k IS NOT 'op'
+      )
+      OR h.id IN (SELECT id FROM kineto_compiled_wrappers)
+  ),
+  launch_calls AS (
+    SELECT r.id, r.ts, max(r.dur, 1) AS dur, r.utid
     FROM kineto_runtime_calls AS r
-    JOIN kineto_host_slices AS h
-      USING (id)
-    JOIN kineto_host_slices AS p
-      ON p.id = h.parent_id
     WHERE
       r.class = 'launch'
-      AND p.event_class = 'cpu_op'
-      AND p.dur > 0
-    GROUP BY p.id
+      AND r.utid IS NOT NULL
+  ),
+  launch_ops AS (
+    SELECT t.id, t.upid, t.ts, t.dur
+    FROM _interval_intersect!(
+      (
+        (SELECT id, ts, dur, utid FROM stack_tops),
+        (SELECT id, ts, dur, utid FROM launch_calls)
+      ),
+      (utid)
+    ) AS ii
+    JOIN stack_tops AS t
+      ON t.id = ii.id_0
+    JOIN launch_calls AS l
+      ON l.id = ii.id_1
+    WHERE
+      l.ts >= t.ts
+      AND l.ts < t.ts + t.dur
+    GROUP BY t.id
   ),
   runtime_kinds AS (
     SELECT r.id, r.upid, r.ts, r.dur, CASE
@@ -606,14 +638,19 @@ SELECT lane, win_id, bucket, dur, first_ts, segment_count FROM per_bucket;
 --   idle.profiler        in profiler overhead (CUPTI flush, Kineto buffer work)
 --   idle.alloc           in a device / pinned malloc or free (cudaFree also synchronizes the device);
 --                        first-iteration allocator warm-up lands here
---   idle.launch          in a launch call or in the ATen op that issued a launch, or in any host slice
+--   idle.launch          in a launch call, in an ATen op with a launch beneath it (any op on the stack
+--                        that goes on to launch: the gap before its first launch and between its launches
+--                        is dispatch and issue time), in a compiled region's wrapper with a launch beneath
+--                        it (kineto.lib.compiled_wrappers: the wrapper's Python between the region's
+--                        launches, which CUDA graphs remove), or in any host slice
 --                        during a whole-device idle gap shorter than 100 us: the device ran dry between two
 --                        launches because the host issues work no faster than this (launch-bound; see
 --                        catalog.small_op_storm). 100 us is several times the whole eager path of one op
 --                        (Python + ATen dispatch + cudaLaunchKernel, 10-50 us, more under the profiler): a
 --                        shorter gap is the issue path itself, a longer one is host work between launches
---   idle.host_compute    inside any other host slice: ATen CPU work, Python frames, annotations, or
---                        Python between ops inside the step (host compute without launches)
+--   idle.host_compute    inside any other host slice, with no launching op or compiled wrapper on the
+--                        stack: ATen CPU work that launches nothing, Python frames, annotations, or Python
+--                        between ops inside the step (host compute without launches)
 --   idle.unattributed    no host slice of the process is open: nothing in the trace says why
 -- Syncs come first because a waiting host is the proximate cause of that idle time whatever else is open
 -- around the wait (the op above a sync is how it was reached, not what the device waited for).

@@ -1,5 +1,5 @@
 -- id: reading.verdict
--- version: 3
+-- version: 4
 -- kind: reading
 -- title: Verdict: the step's regime (device-, host-, communication-bound or mixed) from the ledger, in one sentence
 -- references: "torch.profiler & HTA: the Framework View", Reading order, step 1 (GPU sparse or dense), read
@@ -28,6 +28,7 @@
 
 INCLUDE PERFETTO MODULE kineto.lib.ledger;
 INCLUDE PERFETTO MODULE kineto.lib.steady_sample;
+INCLUDE PERFETTO MODULE kineto.lib.device_compute;
 
 -- Plain words for the idle / host causes named in the sentence.
 CREATE OR REPLACE PERFETTO TABLE _kineto_reading_verdict_cause_words(
@@ -113,7 +114,8 @@ WITH
   ),
   shares AS (
     SELECT
-      100.0 * sum(CASE WHEN kind = 'busy' AND bucket != 'busy.comm_exposed' THEN dur ELSE 0 END)
+      -- the devices' compute time (kineto.lib.device_compute: the one definition, per device there)
+      100.0 * (SELECT coalesce(sum(compute_dur), 0) FROM kineto_device_compute)
         / (SELECT lane_dur FROM lanes) AS compute_pct,
       100.0 * sum(CASE WHEN bucket IN ('busy.comm_exposed', 'idle.comm_wait', 'host.comm_wait') THEN dur ELSE 0 END)
         / (SELECT lane_dur FROM lanes) AS comm_pct,
