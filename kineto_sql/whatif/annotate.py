@@ -16,7 +16,8 @@ CRITICAL_PATH = "reading.critical_path"
 
 
 def annotate(tp, findings, has_device: bool) -> tuple[list, dict | None]:
-    """(findings with their prediction, the top findings' prediction together or None)."""
+    """(findings with their prediction, ranked by what fixing each buys; the top findings' prediction
+    together or None). Each predicted finding's narration leads with its headline."""
     try:
         graph = load_graph(tp)
     except KinetoSqlError:
@@ -33,27 +34,50 @@ def annotate(tp, findings, has_device: bool) -> tuple[list, dict | None]:
         p = predict(graph, [f.query_id], has_device, claimed_per_step_ns=per_step)
         # an upper bound of nothing says nothing
         out.append(f if p.basis == UPPER_BOUND and f.impact_ns == 0 else with_prediction(f, p))
-    together = [f.query_id for f in findings if f.scope != "cold" and f.query_id in EDITS][:TOGETHER]
-    combined = predict(graph, together, has_device).to_json() if len(together) > 1 else None
+    out = rank_by_saving(out)
+    together = [f.query_id for f in out if f.scope != "cold" and f.query_id in EDITS][:TOGETHER]
+    combined = None
+    if len(together) > 1:
+        combined = predict(graph, together, has_device).to_json()
+        combined["headline"] = headline(combined, f"fixing the top {len(together)} together")
     return out, combined
 
 
+def rank_by_saving(findings: list) -> list:
+    """The predicted findings that rank as faults (not info, not cold) reordered among the places they hold
+    by the step time their fix saves (the replayed saving, or the claimed time where no replay could be
+    made, which is an upper bound), largest first; every other finding keeps its place (capture validity
+    first, descriptions and one-time work last)."""
+    places = [i for i, f in enumerate(findings)
+              if f.prediction is not None and f.severity != "info" and f.scope != "cold"]
+    ranked = sorted((findings[i] for i in places), key=lambda f: -(f.saving_ns or 0))  # stable: ties keep order
+    out = list(findings)
+    for i, f in zip(places, ranked):
+        out[i] = f
+    return out
+
+
 def with_prediction(finding, p: Prediction):
-    return replace(finding, predicted_step_ns=p.predicted_step_ns, saving_ns=p.saving_ns, prediction=p.to_json())
+    body = p.to_json()
+    edit = EDITS.get(finding.query_id)
+    body["headline"] = headline(body, edit.doing if edit and edit.doing else f"removing {finding.title.lower()}")
+    lead = body["headline"]
+    narration = f"{lead[:1].upper()}{lead[1:]}. {finding.narration}" if lead and finding.narration else finding.narration
+    return replace(finding, predicted_step_ns=p.predicted_step_ns, saving_ns=p.saving_ns, prediction=body,
+                   narration=narration)
 
 
-def sentence(p: dict | None) -> str | None:
-    """'fixing this: step 176.0 -> 131.2 ms (-25.5%, range 20.1-45.0 ms)', or the upper bound and why."""
-    if not p or not p.get("measured_step_ns"):
-        return None
+def headline(p: dict, doing: str) -> str:
+    """'removing the host sync: step 176.0 -> 131.2 ms, -25.5%' (a replayed prediction), or 'if the time
+    removing X claims vanished: step 176.0 -> at best 150.0 ms, -14.8% (an upper bound)'; '' without a
+    measured step."""
+    if not p.get("measured_step_ns"):
+        return ""
     before, after = p["measured_step_ns"] / 1e6, p["predicted_step_ns"] / 1e6
     pct = p["saving_pct"] or 0.0
-    low, high = (x / 1e6 for x in p["saving_range_ns"])
     if p["basis"] == UPPER_BOUND:
-        return (f"fixing this: step {before:.1f} -> at best {after:.1f} ms (-{pct:.1f}%, an upper bound: "
-                f"{p['reason']})")
-    spread = f", range {low:.1f}-{high:.1f} ms" if abs(high - low) >= 0.05 else ""
-    return f"fixing this: step {before:.1f} -> {after:.1f} ms (-{pct:.1f}%{spread}; {p['change']})"
+        return f"{doing}: step {before:.1f} -> at best {after:.1f} ms, -{pct:.1f}% (an upper bound)"
+    return f"{doing}: step {before:.1f} -> {after:.1f} ms, -{pct:.1f}%"
 
 
 def critical_path_shares(tp) -> tuple[dict, ...]:
