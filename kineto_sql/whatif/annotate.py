@@ -80,6 +80,20 @@ def headline(p: dict, doing: str) -> str:
     return f"{doing}: step {before:.1f} -> {after:.1f} ms, -{pct:.1f}%"
 
 
+def sentence(p: dict | None) -> str | None:
+    """'fixing this: step 176.0 -> 131.2 ms (-25.5%, range 20.1-45.0 ms)', or the upper bound and why."""
+    if not p or not p.get("measured_step_ns"):
+        return None
+    before, after = p["measured_step_ns"] / 1e6, p["predicted_step_ns"] / 1e6
+    pct = p["saving_pct"] or 0.0
+    low, high = (x / 1e6 for x in p["saving_range_ns"])
+    if p["basis"] == UPPER_BOUND:
+        return (f"fixing this: step {before:.1f} -> at best {after:.1f} ms (-{pct:.1f}%, an upper bound: "
+                f"{p['reason']})")
+    spread = f", range {low:.1f}-{high:.1f} ms" if abs(high - low) >= 0.05 else ""
+    return f"fixing this: step {before:.1f} -> {after:.1f} ms (-{pct:.1f}%{spread}; {p['change']})"
+
+
 def critical_path_shares(tp) -> tuple[dict, ...]:
     """The ledger buckets on the critical path of the steady windows (every window when all are cold):
     ({bucket, dur_ns, pct}, ...), largest first; () where no window has a path."""
