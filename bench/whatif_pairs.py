@@ -51,8 +51,9 @@ def recorded_pairs(directory: Path) -> list[tuple[Path, Path, str]]:
     for planted in sorted(directory.glob("*_planted*.json.gz")):
         fixed = planted.with_name(planted.name.replace("_planted", "_fixed"))
         if fixed.exists():
-            truth = json.loads(gzip.decompress(planted.read_bytes())).get("kineto_sql_ground_truth", "{}")
-            out.append((planted, fixed, json.loads(truth).get("fault_id", "")))
+            truth = json.loads(gzip.decompress(planted.read_bytes())).get("kineto_sql_ground_truth") or {}
+            truth = json.loads(truth) if isinstance(truth, str) else truth
+            out.append((planted, fixed, truth.get("fault_id", "")))
     return out
 
 
