@@ -76,10 +76,8 @@ def test_input_bound_fix_predicted_against_four_workers(loaded, diagnosed):
     assert low <= -measured_change <= high
 
 
-def test_findings_rank_by_predicted_saving_and_narration_leads_with_it(diagnosed):
-    # gc_stall_planted: the GC fix replays to a -93% step; its narration opens with that line, and the
-    # predicted faults stand in order of what their fix saves (capture validity and descriptions keep
-    # their places)
+def test_narration_leads_with_the_predicted_step(diagnosed):
+    # gc_stall_planted: the GC fix replays to a -93% step; its narration opens with that line
     d = diagnosed(GOLDEN / "traces" / "gc_stall_planted.json.gz")
     gc = next(f for f in d.findings if f.query_id == "catalog.gc_gil_stall")
     p = gc.prediction
@@ -87,6 +85,3 @@ def test_findings_rank_by_predicted_saving_and_narration_leads_with_it(diagnosed
             f"{p['predicted_step_ns'] / 1e6:.1f} ms, -{p['saving_pct']:.1f}%. ")
     assert p["headline"] == lead[0].lower() + lead[1:-2]
     assert gc.narration.startswith(lead)
-    ranked = [f.saving_ns for f in d.findings
-              if f.prediction is not None and f.severity != "info" and f.scope != "cold"]
-    assert ranked == sorted(ranked, reverse=True) and ranked[0] == gc.saving_ns

@@ -111,8 +111,8 @@ def render_text(d: Diagnosis, top: int = TOP) -> str:
     for t in d.traces:
         out.extend(_verdict_lines(t))
         if t.findings:
-            out.append(f"top findings (of {len(t.findings)}), ranked by what fixing each saves per step "
-                       "(replayed; the claimed step-ledger time, an upper bound, where no replay is defined):")
+            out.append(f"top findings (of {len(t.findings)}), ranked by estimated impact on step time "
+                       "(each claims step-ledger time no other finding claims):")
             for i, f in enumerate(t.findings[:top], 1):
                 out.extend(_finding_lines(i, f, markdown=False))
             if together := whatif_sentence(t.combined_prediction):
