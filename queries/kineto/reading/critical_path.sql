@@ -1,5 +1,5 @@
 -- id: reading.critical_path
--- version: 2
+-- version: 3
 -- kind: reading
 -- title: Critical path: the chain of host work, launches, device work and waits that sets each window's width
 -- references: the reading order's question "what does the step wait on", over the dependency graph of
