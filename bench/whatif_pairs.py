@@ -4,6 +4,9 @@ id), and compare with the fixed twin's measured median steady step. Also the cor
 num_workers=0 -> 4 (input-bound fix). Prints one Markdown table.
 
     python bench/whatif_pairs.py [--golden DIR] [--corpus DIR]
+    python bench/whatif_pairs.py --pairs DIR     (NAME_planted*.json.gz beside NAME_fixed*.json.gz, e.g. a
+                                                  GOLDEN_ACTIVE=10 recording: the fault id is read from
+                                                  each trace's ground truth)
 """
 from __future__ import annotations
 
@@ -37,6 +40,20 @@ def pairs(golden: Path) -> list[tuple[Path, Path, str]]:
         fixed = path.with_name(path.name.replace("_planted", "_fixed"))
         if fixed.exists():
             out.append((path, fixed, truth.get("fault_id", "")))
+    return out
+
+
+def recorded_pairs(directory: Path) -> list[tuple[Path, Path, str]]:
+    """Single-rank planted / fixed recordings in one directory, with the fault id of their ground truth."""
+    import gzip
+
+    out = []
+    for planted in sorted(directory.glob("*_planted*.json.gz")):
+        fixed = planted.with_name(planted.name.replace("_planted", "_fixed"))
+        if fixed.exists():
+            truth = json.loads(gzip.decompress(planted.read_bytes())).get("kineto_sql_ground_truth") or {}
+            truth = json.loads(truth) if isinstance(truth, str) else truth
+            out.append((planted, fixed, truth.get("fault_id", "")))
     return out
 
 
@@ -83,12 +100,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--golden", type=Path, default=REPO / "golden")
     parser.add_argument("--corpus", type=Path, default=REPO / ".." / "shared" / "corpus")
+    parser.add_argument("--pairs", type=Path, default=None)
     args = parser.parse_args()
     rules = owners()
     print("| pair | rule | basis | planted: median step -> predicted, ms (change; saving range) "
           "| fixed twin measured, ms (change) | prediction error vs measured change "
           "| steady windows planted / fixed, ms |")
     print("|---|---|---|---|---|---|---|")
+    if args.pairs:
+        for planted, fixed, fault in recorded_pairs(args.pairs):
+            print(row(planted.name.split("_planted")[0], planted, fixed, rules.get(fault)), flush=True)
+        return
     for planted, fixed, fault in pairs(args.golden):
         print(row(planted.name.replace("_planted.json.gz", ""), planted, fixed, rules.get(fault)), flush=True)
     nw0, nw4, rule = RESNET

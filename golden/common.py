@@ -91,6 +91,13 @@ def recording_tag() -> str | None:
     return tag or None
 
 
+def active_steps(default: int) -> int:
+    """``GOLDEN_ACTIVE=N`` records N active steps instead of the scenario's own count (before/after pairs for
+    step-time medians need more steady steps than a snapshot does); unset, the scenario's own count."""
+    value = os.environ.get("GOLDEN_ACTIVE", "").strip()
+    return int(value) if value else default
+
+
 def pick_device() -> str:
     import torch
 
@@ -209,6 +216,7 @@ def profiled_loop(
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
 
+    active = active_steps(active)
     activities = [ProfilerActivity.CPU]
     if ctx.device == "cuda":
         activities.append(ProfilerActivity.CUDA)

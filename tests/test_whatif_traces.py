@@ -74,3 +74,14 @@ def test_input_bound_fix_predicted_against_four_workers(loaded, diagnosed):
     assert abs(-p["saving_ns"] - measured_change) <= 0.25 * abs(measured_change)
     low, high = p["saving_range_ns"]
     assert low <= -measured_change <= high
+
+
+def test_narration_leads_with_the_predicted_step(diagnosed):
+    # gc_stall_planted: the GC fix replays to a -93% step; its narration opens with that line
+    d = diagnosed(GOLDEN / "traces" / "gc_stall_planted.json.gz")
+    gc = next(f for f in d.findings if f.query_id == "catalog.gc_gil_stall")
+    p = gc.prediction
+    lead = (f"Keeping GC out of the step: step {p['measured_step_ns'] / 1e6:.1f} -> "
+            f"{p['predicted_step_ns'] / 1e6:.1f} ms, -{p['saving_pct']:.1f}%. ")
+    assert p["headline"] == lead[0].lower() + lead[1:-2]
+    assert gc.narration.startswith(lead)

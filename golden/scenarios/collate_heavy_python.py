@@ -1,7 +1,7 @@
 """Input-bound step from the collate_fn: token lists padded, masked and bucketed in pure Python in the main
 process, vs a vectorized collate (torch tensors + pad_sequence)."""
 
-from golden.common import Ctx, Scenario, profiled_loop, seed_everything
+from golden.common import Ctx, Scenario, active_steps, profiled_loop, seed_everything
 
 SCENARIO = Scenario(
     name="collate_heavy_python",
@@ -20,7 +20,7 @@ BATCH = 32
 MAX_LEN = 256
 VOCAB = 1000
 D = 64
-STEPS = 7
+STEPS = 4 + active_steps(3)  # wait 2 + warmup 2 + active
 
 
 class TokenDataset:

@@ -2,7 +2,7 @@
 
 import time
 
-from golden.common import Ctx, Scenario, profiled_loop, seed_everything
+from golden.common import Ctx, Scenario, active_steps, profiled_loop, seed_everything
 
 SCENARIO = Scenario(
     name="input_bound",
@@ -16,7 +16,7 @@ SCENARIO = Scenario(
 )
 
 BATCH = 8
-STEPS = 7  # wait 2 + warmup 2 + active 3
+STEPS = 4 + active_steps(3)  # wait 2 + warmup 2 + active
 N_SAMPLES = STEPS * BATCH  # one epoch = the profiled run, so workers are idle once prefetched
 
 

@@ -19,10 +19,12 @@ OVERLAP_CONTENTION = 1.25
 
 @dataclass(frozen=True)
 class Edit:
-    """What the fix does to the graph, in words for the report, and the edit itself."""
+    """What the fix does to the graph, in words for the report, the fix as the narration's lead names it
+    ("removing the sync: step 176.0 -> 131.2 ms, -25.5%"), and the edit itself."""
 
     change: str
     apply: Callable[[Graph, bool], tuple[Graph, int]]
+    doing: str = ""
 
 
 def _drop_waits(graph: Graph, into: np.ndarray) -> tuple[Graph, int]:
@@ -157,13 +159,17 @@ def shorten(graph: Graph, nodes: np.ndarray, fraction: float) -> Graph:
 
 
 EDITS: dict[str, Edit] = {
-    "catalog.sync_forcing_op": Edit("remove the sync wait", remove_syncs),
-    "catalog.blocking_copy": Edit("make the copy asynchronous", async_copies),
-    "catalog.input_bound": Edit("the DataLoader wait shrinks to zero", no_dataloader_wait),
-    "catalog.dataloader_workers_missing": Edit("the DataLoader wait shrinks to zero", no_dataloader_wait),
-    "catalog.gc_gil_stall": Edit("no GC pauses in the step", no_gc),
-    "catalog.small_op_storm": Edit("kernels issued at the device's pace (CUDA graphs)", device_paced_launches),
-    "catalog.exposed_communication": Edit("the collective overlaps the compute", overlap_collectives),
+    "catalog.sync_forcing_op": Edit("remove the sync wait", remove_syncs, "removing the host sync"),
+    "catalog.blocking_copy": Edit("make the copy asynchronous", async_copies, "making the blocking copy asynchronous"),
+    "catalog.input_bound": Edit("the DataLoader wait shrinks to zero", no_dataloader_wait,
+                                "a DataLoader that keeps up"),
+    "catalog.dataloader_workers_missing": Edit("the DataLoader wait shrinks to zero", no_dataloader_wait,
+                                               "DataLoader workers that keep up"),
+    "catalog.gc_gil_stall": Edit("no GC pauses in the step", no_gc, "keeping GC out of the step"),
+    "catalog.small_op_storm": Edit("kernels issued at the device's pace (CUDA graphs)", device_paced_launches,
+                                   "issuing the small ops at the device's pace (CUDA graphs)"),
+    "catalog.exposed_communication": Edit("the collective overlaps the compute", overlap_collectives,
+                                          "overlapping the collective with compute"),
 }
 
 

@@ -1,4 +1,4 @@
--- version: 9
+-- version: 10
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
@@ -422,6 +422,63 @@ CASE
   ELSE 'idle.unattributed'
 END;
 
+-- What a device activity of a kernel class (kineto.lib.kernel_classes) adds to the sweep's packed count of
+-- open compute families p1 (comm, attention, gemm, elementwise, compute_other; 12 bits each).
+CREATE OR REPLACE PERFETTO MACRO _kineto_ledger_device_d1(
+  -- kineto_kernel_classes.class.
+  class Expr
+)
+RETURNS Expr AS
+CASE $class
+  WHEN 'communication' THEN 1
+  WHEN 'attention' THEN 4096
+  WHEN 'softmax' THEN 4096
+  WHEN 'gemm' THEN 16777216
+  WHEN 'conv' THEN 16777216
+  WHEN 'norm' THEN 68719476736
+  WHEN 'reduction' THEN 68719476736
+  WHEN 'elementwise' THEN 68719476736
+  WHEN 'copy_kernel' THEN 68719476736
+  WHEN 'memcpy_htod' THEN 0
+  WHEN 'memcpy_dtoh' THEN 0
+  WHEN 'memcpy_dtod' THEN 0
+  WHEN 'memcpy_other' THEN 0
+  WHEN 'memset' THEN 0
+  ELSE 281474976710656
+END;
+
+-- What it adds to the packed count of open memory activities p2 (copy_htod, copy_dtoh, copy_dtod,
+-- copy_other, memset; 12 bits each).
+CREATE OR REPLACE PERFETTO MACRO _kineto_ledger_device_d2(
+  -- kineto_kernel_classes.class.
+  class Expr
+)
+RETURNS Expr AS
+CASE $class
+  WHEN 'memcpy_htod' THEN 1
+  WHEN 'memcpy_dtoh' THEN 4096
+  WHEN 'memcpy_dtod' THEN 16777216
+  WHEN 'memcpy_other' THEN 68719476736
+  WHEN 'memset' THEN 281474976710656
+  ELSE 0
+END;
+
+-- Whole-device idle gaps shorter than 100 us: the device ran dry between two launches (any host slice open
+-- in one is idle.launch, see kineto_ledger).
+CREATE OR REPLACE PERFETTO TABLE _kineto_ledger_short_gaps(
+  -- Device.
+  device LONG,
+  -- Gap start.
+  ts TIMESTAMP,
+  -- Gap length.
+  dur DURATION
+) AS
+SELECT g.device, g.ts, g.dur
+FROM kineto_gpu_idle AS g
+WHERE
+  g.stream IS NULL
+  AND g.dur < 100000;
+
 -- Time per (lane, window, bucket): the sweep (see kineto_ledger for the precedence).
 CREATE OR REPLACE PERFETTO TABLE _kineto_ledger_buckets(
   -- Lane key (device, or -1 - upid for a host-only lane).
@@ -459,31 +516,8 @@ WITH
       f.ts,
       f.dur,
       NULL,
-      CASE f.class
-        WHEN 'communication' THEN 1
-        WHEN 'attention' THEN 4096
-        WHEN 'softmax' THEN 4096
-        WHEN 'gemm' THEN 16777216
-        WHEN 'conv' THEN 16777216
-        WHEN 'norm' THEN 68719476736
-        WHEN 'reduction' THEN 68719476736
-        WHEN 'elementwise' THEN 68719476736
-        WHEN 'copy_kernel' THEN 68719476736
-        WHEN 'memcpy_htod' THEN 0
-        WHEN 'memcpy_dtoh' THEN 0
-        WHEN 'memcpy_dtod' THEN 0
-        WHEN 'memcpy_other' THEN 0
-        WHEN 'memset' THEN 0
-        ELSE 281474976710656
-      END,
-      CASE f.class
-        WHEN 'memcpy_htod' THEN 1
-        WHEN 'memcpy_dtoh' THEN 4096
-        WHEN 'memcpy_dtod' THEN 16777216
-        WHEN 'memcpy_other' THEN 68719476736
-        WHEN 'memset' THEN 281474976710656
-        ELSE 0
-      END,
+      _kineto_ledger_device_d1!(f.class),
+      _kineto_ledger_device_d2!(f.class),
       0,
       0,
       0
@@ -493,10 +527,7 @@ WITH
     UNION ALL
     -- short whole-device idle gaps (under 100 us): the device ran dry between two launches
     SELECT g.device, g.ts, g.dur, NULL, 0, 0, 0, 281474976710656, 0
-    FROM kineto_gpu_idle AS g
-    WHERE
-      g.stream IS NULL
-      AND g.dur < 100000
+    FROM _kineto_ledger_short_gaps AS g
     UNION ALL
     -- host intervals of the lane's process: all of them on a host-only lane, those that overlap the
     -- device's idle time on a device lane (_kineto_ledger_host_idle)

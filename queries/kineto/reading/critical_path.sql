@@ -1,5 +1,5 @@
 -- id: reading.critical_path
--- version: 1
+-- version: 3
 -- kind: reading
 -- title: Critical path: the chain of host work, launches, device work and waits that sets each window's width
 -- references: the reading order's question "what does the step wait on", over the dependency graph of
@@ -11,11 +11,16 @@
 -- its main thread, at each node to the edge that held it back (the one whose source end plus gap is its measured start, or, for a
 -- blocking call that waited, the device work it waited for). Each node on the path gives the time from its
 -- predecessor's end to its own end: its own part in the node's bucket, the rest (a launch's latency) in
--- `idle.launch`. The segments of a window sum to its width. Buckets are named as the step ledger's
--- (kineto.lib.ledger): busy.* for device work, idle.* for host work that leaves the device waiting, or
--- host.* on a capture without device activity.
+-- `idle.launch`. The segments of a window sum to its width. Buckets are the step ledger's own
+-- (kineto.lib.ledger), never a second classification: a device node's segment is the bucket the ledger
+-- gives its kernel class when it runs alone (_kineto_ledger_bucket of its class's counts), a host node's
+-- segment is cut where the ledger's host state changes and each piece gets the bucket the ledger gives
+-- host time then (kineto.lib.ledger_host_states: idle.launch inside an op that launches, idle.sync in a
+-- sync, idle.host_compute in other host work...; host.* on a capture without device activity).
 
 INCLUDE PERFETTO MODULE kineto.lib.dep_graph_edges;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_host_states;
+INCLUDE PERFETTO MODULE intervals.intersect;
 
 -- For each node: the predecessor that held it back and when the node's own part began.
 CREATE OR REPLACE PERFETTO TABLE _kineto_reading_critical_path_binding(
@@ -95,34 +100,29 @@ LEFT JOIN starts AS s
 CREATE OR REPLACE PERFETTO INDEX _kineto_reading_critical_path_binding_id
 ON _kineto_reading_critical_path_binding(id);
 
--- One row per segment of each window's critical path, in time order.
-CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_critical_path()
-RETURNS TABLE(
-  -- Window id (kineto_iterations.id).
+-- Each window's critical path, walked back from its end: the own part and the part before it (a launch's
+-- latency) of every node on it, numbered, with the window's ledger lane.
+CREATE OR REPLACE PERFETTO TABLE _kineto_reading_critical_path_parts(
+  -- Part number.
+  part_id LONG,
+  -- Window id.
   window_id LONG,
-  -- Iteration number.
-  step LONG,
-  -- The window is a cold start.
-  is_cold BOOL,
-  -- Window width.
-  window_dur DURATION,
-  -- Node id (kineto_dep_graph_nodes.id): a slice id, or a negative host-segment id.
-  node_id LONG,
-  -- host, call or device.
-  node_kind STRING,
-  -- The node's tag (dataloader, launch, stream_sync, gemm...).
-  node_tag STRING,
-  -- Segment start.
+  -- Node id.
+  id LONG,
+  -- Node kind.
+  kind STRING,
+  -- Node tag.
+  tag STRING,
+  -- Part start.
   ts TIMESTAMP,
-  -- Segment length.
+  -- Part length.
   dur DURATION,
-  -- Ledger bucket of the segment (busy.gemm, idle.sync, idle.launch, host.dataloader...).
-  bucket STRING
+  -- own or gap.
+  part STRING,
+  -- The window's ledger lane (its process's first device, or its host-only lane).
+  lane LONG
 ) AS
 WITH RECURSIVE
-  has_devices AS (
-    SELECT EXISTS (SELECT 1 FROM kineto_dep_graph_nodes WHERE kind = 'device') AS yes
-  ),
   walk(window_id, node, hop) AS (
     SELECT n.window_id, n.id, 0
     FROM kineto_dep_graph_nodes AS n
@@ -179,6 +179,124 @@ WITH RECURSIVE
       min(entry_ts, end_ts) - max(from_ts, window_ts) AS dur,
       'gap' AS part
     FROM on_path
+  ),
+  window_lanes AS (
+    SELECT it.id AS window_id, coalesce(min(l.lane), (SELECT min(lane) FROM _kineto_ledger_lanes)) AS lane
+    FROM kineto_iterations AS it
+    LEFT JOIN _kineto_ledger_lanes AS l
+      USING (upid)
+    GROUP BY it.id
+  )
+SELECT
+  row_number() OVER (ORDER BY p.window_id, p.ts, p.id, p.part) AS part_id,
+  p.window_id,
+  p.id,
+  p.kind,
+  p.tag,
+  p.ts,
+  p.dur,
+  p.part,
+  wl.lane
+FROM parts AS p
+JOIN window_lanes AS wl
+  USING (window_id)
+WHERE
+  p.dur > 0;
+
+-- By part.
+CREATE OR REPLACE PERFETTO INDEX _kineto_reading_critical_path_parts_id ON _kineto_reading_critical_path_parts(part_id);
+
+-- The parts of host and call nodes cut where the ledger's host state changes, each piece with the
+-- ledger's bucket for host time then (kineto_ledger_host_states); what no state covers gets the ledger's
+-- bucket for no open host interval.
+CREATE OR REPLACE PERFETTO TABLE _kineto_reading_critical_path_host(
+  -- Part number.
+  part_id LONG,
+  -- Piece start.
+  ts TIMESTAMP,
+  -- Piece length.
+  dur DURATION,
+  -- Ledger bucket.
+  bucket STRING
+) AS
+WITH
+  host_parts AS (
+    SELECT part_id, ts, dur, lane
+    FROM _kineto_reading_critical_path_parts
+    WHERE
+      kind != 'device'
+  ),
+  pieces AS (
+    SELECT ii.id_0 AS part_id, ii.ts, ii.dur, st.bucket
+    FROM _interval_intersect!(
+      (
+        (SELECT part_id AS id, ts, dur, lane FROM host_parts),
+        (SELECT id, ts, dur, lane FROM kineto_ledger_host_states)
+      ),
+      (lane)
+    ) AS ii
+    JOIN kineto_ledger_host_states AS st
+      ON st.id = ii.id_1
+  ),
+  covered AS (
+    SELECT part_id, sum(dur) AS dur
+    FROM pieces
+    GROUP BY part_id
+  )
+SELECT part_id, ts, dur, bucket FROM pieces
+UNION ALL
+SELECT hp.part_id, hp.ts, hp.dur - coalesce(c.dur, 0), _kineto_ledger_bucket!(hp.lane, 0, 0, 0, 0, 0)
+FROM host_parts AS hp
+LEFT JOIN covered AS c
+  USING (part_id)
+WHERE
+  hp.dur > coalesce(c.dur, 0);
+
+-- One row per segment of each window's critical path, in time order.
+CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_critical_path()
+RETURNS TABLE(
+  -- Window id (kineto_iterations.id).
+  window_id LONG,
+  -- Iteration number.
+  step LONG,
+  -- The window is a cold start.
+  is_cold BOOL,
+  -- Window width.
+  window_dur DURATION,
+  -- Node id (kineto_dep_graph_nodes.id): a slice id, or a negative host-segment id.
+  node_id LONG,
+  -- host, call or device.
+  node_kind STRING,
+  -- The node's tag (dataloader, launch, stream_sync, gemm...).
+  node_tag STRING,
+  -- Segment start.
+  ts TIMESTAMP,
+  -- Segment length.
+  dur DURATION,
+  -- Ledger bucket of the segment (busy.gemm, idle.sync, idle.launch, host.dataloader...).
+  bucket STRING
+) AS
+WITH
+  named AS (
+    SELECT p.window_id, p.id, p.kind, p.tag, h.ts, h.dur, h.bucket
+    FROM _kineto_reading_critical_path_host AS h
+    JOIN _kineto_reading_critical_path_parts AS p
+      USING (part_id)
+    UNION ALL
+    SELECT
+      window_id,
+      id,
+      kind,
+      tag,
+      ts,
+      dur,
+      CASE
+        WHEN part = 'gap' THEN 'idle.launch'
+        ELSE _kineto_ledger_bucket!(0, _kineto_ledger_device_d1!(tag), _kineto_ledger_device_d2!(tag), 0, 0, 0)
+      END AS bucket
+    FROM _kineto_reading_critical_path_parts
+    WHERE
+      kind = 'device'
   )
 SELECT
   p.window_id,
@@ -190,40 +308,8 @@ SELECT
   p.tag AS node_tag,
   p.ts,
   p.dur,
-  CASE
-    WHEN p.part = 'gap' AND p.kind = 'device' THEN 'idle.launch'
-    WHEN p.part = 'gap' THEN 'idle.unattributed'
-    WHEN p.kind = 'device' THEN
-      CASE
-        WHEN p.tag = 'communication' THEN 'busy.comm_exposed'
-        WHEN p.tag IN ('attention', 'softmax') THEN 'busy.attention'
-        WHEN p.tag IN ('gemm', 'conv') THEN 'busy.gemm'
-        WHEN p.tag IN ('elementwise', 'norm', 'reduction', 'copy_kernel') THEN 'busy.elementwise'
-        WHEN p.tag = 'memcpy_htod' THEN 'busy.copy_htod'
-        WHEN p.tag = 'memcpy_dtoh' THEN 'busy.copy_dtoh'
-        WHEN p.tag = 'memcpy_dtod' THEN 'busy.copy_dtod'
-        WHEN p.tag = 'memcpy_other' THEN 'busy.copy_other'
-        WHEN p.tag = 'memset' THEN 'busy.memset'
-        ELSE 'busy.compute_other'
-      END
-    WHEN (SELECT yes FROM has_devices) THEN
-      CASE
-        WHEN p.tag = 'dataloader' THEN 'idle.dataloader'
-        WHEN p.tag = 'gc' THEN 'idle.gc'
-        WHEN p.tag IN ('sync_read', 'stream_sync', 'device_sync', 'event_sync') THEN 'idle.sync'
-        WHEN p.tag = 'blocking_copy' THEN 'idle.blocking_copy'
-        WHEN p.tag IN ('launch', 'async_copy') THEN 'idle.launch'
-        ELSE 'idle.host_compute'
-      END
-    ELSE
-      CASE
-        WHEN p.tag = 'dataloader' THEN 'host.dataloader'
-        WHEN p.tag = 'gc' THEN 'host.gc'
-        WHEN p.tag = 'sync_read' THEN 'host.sync_read'
-        ELSE 'host.ops'
-      END
-  END AS bucket
-FROM parts AS p
+  p.bucket
+FROM named AS p
 JOIN kineto_iterations AS it
   ON it.id = p.window_id
 WHERE
