@@ -1,9 +1,12 @@
 """Where diagnose's SQL time goes, stage by stage, on one trace (one process, one load).
 
-Runs what `diagnose_trace` runs, in its order (capabilities, reading.verdict, reading.step_ledger, every
-detector, reading.op_table), but first includes each kineto module a query depends on, one at a time in
-dependency order, and times it: a shared table is charged to its own module, not to whichever query
-happens to include it first. Prints wall and CPU seconds per stage (the engine runs in this process, so
+Runs what `diagnose_trace` runs, in its order (capabilities, the device name, then kineto_sql.diagnose.run's
+query_plan: reading.verdict, reading.op_table, reading.step_ledger, reading.step_table, every detector; then
+the what-if part: reading.critical_path, the dependency graph read into numpy, one replay per graph edit),
+but first includes each kineto module a query depends on, one at a time in dependency order, and times it:
+a shared table is charged to its own module, not to whichever query happens to include it first. The
+what-if stages are timed on every trace; diagnose runs them only where a finding of a rule with a graph
+edit fired (`graph_needed` in the JSON). Prints wall and CPU seconds per stage (the engine runs in this process, so
 CPU time is what a stage costs when other work shares the machine), largest CPU first, and the totals.
 
     python bench/profile_diagnose.py TRACE [--top 25] [--json OUT.json]
@@ -17,13 +20,27 @@ import time
 from pathlib import Path
 
 from kineto_sql import open_trace
-from kineto_sql.diagnose.run import OP_TABLE, STEP_LEDGER, VERDICT, detectors
+from kineto_sql.diagnose.run import query_plan
+from kineto_sql.errors import KinetoSqlError
 from kineto_sql.sql.includes import kineto_dependencies
-from kineto_sql.run.runner import capabilities, resolve_spec, run_query
+from kineto_sql.run.runner import capabilities, resolve_spec, run_query, trace_device_name
 from kineto_sql.sql.literals import include_statement
+from kineto_sql.whatif.annotate import CRITICAL_PATH
+from kineto_sql.whatif.edits import EDITS
+from kineto_sql.whatif.graph import load_graph
+from kineto_sql.whatif.predict import predict
+
+WHATIF = ("whatif.graph", "whatif.replay")
 
 
 def profile(trace: Path) -> tuple[float, list[tuple[str, float, float]]]:
+    load_s, stages, _ = profile_stages(trace)
+    return load_s, [s[:3] for s in stages]
+
+
+def profile_stages(trace: Path) -> tuple[float, list[tuple[str, float, float, bool]], bool]:
+    """(load seconds, (stage, wall s, CPU s, whether diagnose runs it on this trace) in run order, whether
+    diagnose builds the what-if graph)."""
     t0 = time.perf_counter()
     tp = open_trace(trace)
     load_s = time.perf_counter() - t0
@@ -36,15 +53,43 @@ def profile(trace: Path) -> tuple[float, list[tuple[str, float, float]]]:
         stages.append((name, time.perf_counter() - t, time.process_time() - c))
 
     timed("capabilities", lambda: capabilities(tp))
-    specs = [resolve_spec(VERDICT), resolve_spec(STEP_LEDGER)] + detectors() + [resolve_spec(OP_TABLE)]
+    timed("device_name", lambda: trace_device_name(tp))
+    specs = query_plan()[0] + [resolve_spec(CRITICAL_PATH)]
+    fired: set[str] = set()
     with tp:
         for spec in specs:
+            if spec.id == CRITICAL_PATH:
+                whatif_from = len(stages)
             for module in kineto_dependencies(spec.path.read_text()):
                 if module not in done:
                     done.add(module)
                     timed(module.removeprefix("kineto."), lambda m=module: tp.query(include_statement(m)))
-            timed(spec.id, lambda s=spec: run_query(tp, s))
-    return load_s, stages
+            runs = []
+            timed(spec.id, lambda s=spec: runs.append(_attempt(tp, s)))
+            if runs[0] is not None and not runs[0].not_applicable and not runs[0].rows.empty:
+                fired.add(spec.id)
+        has_device = bool(capabilities(tp).get("gpu") and capabilities(tp)["gpu"].present)
+        graphs = []
+        timed(WHATIF[0], lambda: graphs.append(_attempt_graph(tp)))
+        if graphs[0] is not None:
+            timed(WHATIF[1], lambda: [predict(graphs[0], [rule], has_device) for rule in EDITS])
+    # stages diagnose skips when no graph edit applies: the graph's own modules, the path, the replay
+    needed = bool(fired & set(EDITS))
+    return load_s, [(n, w, c, needed or i < whatif_from) for i, (n, w, c) in enumerate(stages)], needed
+
+
+def _attempt(tp, spec):
+    try:
+        return run_query(tp, spec)
+    except KinetoSqlError:
+        return None
+
+
+def _attempt_graph(tp):
+    try:
+        return load_graph(tp)
+    except KinetoSqlError:
+        return None
 
 
 def main() -> None:
@@ -55,16 +100,19 @@ def main() -> None:
     args = ap.parse_args()
     if not args.trace.exists():
         sys.exit(f"{args.trace}: no such trace")
-    load_s, stages = profile(args.trace)
+    t, c = time.perf_counter(), time.process_time()
+    load_s, stages, graph_needed = profile_stages(args.trace)
+    total_wall, total_cpu = time.perf_counter() - t, time.process_time() - c
     wall, cpu = sum(s[1] for s in stages), sum(s[2] for s in stages)
-    print(f"load {load_s:.2f} s; SQL {wall:.2f} s wall, {cpu:.2f} s CPU over {len(stages)} stages")
+    print(f"load {load_s:.2f} s; SQL {wall:.2f} s wall, {cpu:.2f} s CPU over {len(stages)} stages "
+          f"(what-if graph {'built' if graph_needed else 'skipped'} by diagnose on this trace)")
     print(f"{'wall':>8}  {'cpu':>8}  {'cpu%':>5}  stage")
-    for name, w, c in sorted(stages, key=lambda x: -x[2])[:args.top]:
-        print(f"{w:8.2f}  {c:8.2f}  {100 * c / cpu:5.1f}  {name}")
+    for name, w, c, runs in sorted(stages, key=lambda x: -x[2])[:args.top]:
+        print(f"{w:8.2f}  {c:8.2f}  {100 * c / cpu:5.1f}  {name}{'' if runs else '  (skipped by diagnose here)'}")
     if args.json:
-        args.json.write_text(json.dumps({"load_s": load_s, "stages": {n: {"wall_s": w, "cpu_s": c} for n, w, c in stages}},
-                                        indent=1))
-
+        args.json.write_text(json.dumps({
+            "load_s": load_s, "graph_needed": graph_needed, "wall_s": total_wall, "cpu_s": total_cpu,
+            "stages": {n: {"wall_s": w, "cpu_s": c, "diagnose_runs_it": r} for n, w, c, r in stages}}, indent=1))
 
 if __name__ == "__main__":
     main()

@@ -33,7 +33,9 @@ from kineto_sql.sql.includes import kineto_dependencies
 from kineto_sql.engine.rows import Rows, column_sum, dur_by, missing, numbers, present, sort_key, truthy
 from kineto_sql.run.runner import capabilities, resolve_spec, run_query, trace_device_name
 from kineto_sql.sql.files import sections
-from kineto_sql.whatif.annotate import annotate as whatif_annotate, critical_path_shares
+from kineto_sql.whatif.annotate import annotate as whatif_annotate, critical_path_shares, with_prediction
+from kineto_sql.whatif.edits import EDITS
+from kineto_sql.whatif.predict import UPPER_BOUND, Prediction
 from kineto_sql.sql.literals import include_statement
 
 STEP_TABLE = "reading.step_table"
@@ -108,15 +110,38 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
                          steady_windows=verdict.steps, cold_windows=verdict.cold_windows) for spec, df in fired]
     findings = rank_findings(findings, cold_apart=verdict.steady_representative)
     say(f"{Path(source).name}: what each fix buys")
-    findings, combined = whatif_annotate(tp, findings, verdict.has_gpu)
+    findings, combined, path = _what_if(tp, findings, verdict)
     findings = [_with_narration(f) for f in findings]  # the words name the prediction too
-    path = critical_path_shares(tp)
     verdict = unreadable_capture(verdict, fired)
     fixes = tuple(f"{f.kind}: {f.count}" for f in tp.report.fixes)
     return TraceDiagnosis(source, tp.rank, verdict, tuple(findings), tuple(silent), tuple(skipped), fixes,
                           tuple(errors), _top_ops(runs[OP_TABLE]), loss=tuple(tp.report.loss_sentences()),
                           engine=tp.choice.kind, devices=_devices(tp), combined_prediction=combined,
                           critical_path=path)
+
+
+def _what_if(tp, findings: list[Finding], verdict: Verdict) -> tuple[list[Finding], dict | None, tuple[dict, ...]]:
+    """(findings with their prediction, the top fixes' prediction together, the critical path's buckets).
+    The dependency graph costs about as much SQL as the load: it is built and replayed only when a steady
+    finding carries a graph edit (kineto_sql.whatif.edits). Otherwise no finding has a fix to replay, and
+    each one's prediction is its claimed time vanishing, an upper bound over the verdict's median step
+    (the graph's median step is the same steady windows' median), without a critical path."""
+    if any(f.scope != "cold" and f.query_id in EDITS for f in findings):
+        findings, combined = whatif_annotate(tp, findings, verdict.has_gpu)
+        return findings, combined, critical_path_shares(tp)
+    measured = verdict.median_step_ns or 0
+    steady, every = max(verdict.steps, 1), max(verdict.steps + verdict.cold_windows, 1)
+    out = []
+    for f in findings:
+        if f.scope == "cold" or f.impact_ns == 0:
+            out.append(f)
+            continue
+        claimed = f.impact_ns // (every if f.of_capture else steady)
+        predicted = max(measured - claimed, 0)
+        out.append(with_prediction(f, Prediction((f.query_id,), "the claimed time vanishes", UPPER_BOUND, measured,
+                                                 predicted, 0, measured - predicted,
+                                                 f"no graph edit is defined for {f.query_id}")))
+    return out, None, ()
 
 
 def _run_queries(tp, jobs: int, on_start) -> dict[str, query_pool.Outcome]:

@@ -1,4 +1,4 @@
--- version: 1
+-- version: 2
 
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.dep_graph_nodes;
@@ -75,13 +75,19 @@ WITH
     FROM devices
     WINDOW s AS (PARTITION BY window_id, device, stream ORDER BY ts, id)
   ),
-  own_copy AS (
-    SELECT c.window_id, d.id AS src, c.id AS dst, c.ts + c.dur - (d.ts + d.dur) AS gap
+  -- materialized, so that the join below looks each device node's correlation up in the few copies
+  -- (the planner scanned every device node once per copy otherwise: quadratic in the capture's length)
+  copies AS MATERIALIZED (
+    SELECT c.id, c.window_id, c.ts, c.dur, c.correlation
     FROM _kineto_dep_graph_calls AS c
-    JOIN devices AS d
-      USING (correlation)
     WHERE
       c.class = 'blocking_copy'
+  ),
+  own_copy AS (
+    SELECT c.window_id, d.id AS src, c.id AS dst, c.ts + c.dur - (d.ts + d.dur) AS gap
+    FROM devices AS d
+    JOIN copies AS c
+      USING (correlation)
   ),
   -- for each sync and stream of its process: the last activity launched before the sync. Activities are
   -- numbered per stream in launch order; a running max over the merged sequence finds the number.

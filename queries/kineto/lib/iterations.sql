@@ -1,4 +1,4 @@
--- version: 6
+-- version: 7
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
@@ -432,6 +432,29 @@ WITH
   first_windows AS (
     SELECT id, upid, ts, ts + dur AS end_ts FROM ranked WHERE rn = 1 AND cnt >= 2
   ),
+  -- what follows each first window, read once per window (not once per call inside it: the calls of a
+  -- first window times the calls after it is quadratic in the capture's length)
+  after_first AS MATERIALIZED (
+    SELECT
+      f.id,
+      (
+        SELECT max(l.dur)
+        FROM kineto_runtime_calls AS l
+        WHERE
+          l.upid = f.upid
+          AND l.class = 'launch'
+          AND l.ts >= f.end_ts
+      ) AS later_launch_dur,
+      EXISTS (
+        SELECT 1
+        FROM kineto_runtime_calls AS e
+        WHERE
+          e.upid = f.upid
+          AND e.class = 'event_sync'
+          AND e.ts >= f.end_ts
+      ) AS later_event_sync
+    FROM first_windows AS f
+  ),
   one_time AS (
     SELECT
       f.id,
@@ -446,38 +469,14 @@ WITH
             c.class IN ('malloc', 'free', 'module_load')
             -- autotuning (cudnn benchmark, inductor max-autotune) times candidate kernels with events and
             -- waits on them: event syncs that no later window has
-            OR (
-              c.class = 'event_sync'
-              AND NOT EXISTS (
-                SELECT 1
-                FROM kineto_runtime_calls AS e
-                WHERE
-                  e.upid = f.upid
-                  AND e.class = 'event_sync'
-                  AND e.ts >= f.end_ts
-              )
-            )
-            OR (
-              c.class = 'launch'
-              AND c.dur > max(
-                100000,
-                coalesce(
-                  (
-                    SELECT max(l.dur)
-                    FROM kineto_runtime_calls AS l
-                    WHERE
-                      l.upid = f.upid
-                      AND l.class = 'launch'
-                      AND l.ts >= f.end_ts
-                  ),
-                  0
-                )
-              )
-            )
+            OR (c.class = 'event_sync' AND NOT a.later_event_sync)
+            OR (c.class = 'launch' AND c.dur > max(100000, coalesce(a.later_launch_dur, 0)))
           )
       ) AS one_time_dur,
       EXISTS (SELECT 1 FROM kineto_runtime_calls AS c WHERE c.upid = f.upid AND c.class = 'launch') AS launches
     FROM first_windows AS f
+    JOIN after_first AS a
+      USING (id)
   )
 SELECT
   r.id,
