@@ -59,7 +59,7 @@ def test_at_the_limit_loads_and_one_byte_under_it_is_refused(only):
     memory.check(json_bytes, memory64=False, processes=2)  # need == room: fits
     only(700_000_000 - 1)
     with pytest.raises(EngineError, match=r"\(100\.0 MB of JSON\) needs about 668 MiB of memory but the cgroup "
-                                          r"memory limit \(/sys/fs/cgroup/job/memory\.max\) allows 668 MiB"):
+                                          r"memory limit \(/sys/fs/cgroup/job/memory\.max\) allows 667 MiB"):
         memory.check(json_bytes, memory64=False, processes=2)
 
 
@@ -108,7 +108,8 @@ def test_the_machines_available_memory_is_a_limit(monkeypatch, only):
     only(None)
     monkeypatch.setattr(memory, "_available", lambda: (2 * GIB, memory.MACHINE))
     with pytest.raises(EngineError, match=r"\(1\.00 GB of JSON\) needs about 5\.3 GiB of memory but this machine has "
-                                          r"2\.0 GiB available; free memory, load it on a larger machine"):
+                                          r"2\.0 GiB available; free memory, load it on a larger machine "
+                                          r"or load a shorter capture \(KINETO_SQL_MEMORY_LIMIT=SIZE replaces this check\)"):
         memory.check(10**9, memory64=False, processes=2)
 
 
@@ -120,10 +121,15 @@ def test_the_real_available_memory_is_read():
 def test_the_tightest_limit_wins(monkeypatch):
     monkeypatch.setattr(memory, "_cgroup_limit", lambda: (6 * GIB, "the cgroup memory limit (x)"))
     monkeypatch.setattr(memory, "_available", lambda: (5 * GIB, memory.MACHINE))
-    monkeypatch.setenv(memory.LIMIT_ENV, "7G")
+    monkeypatch.delenv(memory.LIMIT_ENV, raising=False)
     assert memory.memory_cap() == (5 * GIB, memory.MACHINE)
     monkeypatch.setenv(memory.LIMIT_ENV, "4G")
     assert memory.memory_cap() == (4 * GIB, memory.LIMIT_ENV)
+    # the setting replaces the machine's available memory, never the cgroup's limit
+    monkeypatch.setenv(memory.LIMIT_ENV, "7G")
+    assert memory.memory_cap() == (6 * GIB, "the cgroup memory limit (x)")
+    monkeypatch.setattr(memory, "_cgroup_limit", lambda: None)
+    assert memory.memory_cap() == (7 * GIB, memory.LIMIT_ENV)
 
 
 def _run(*args: str, limit: str | None = "1G", cwd=None) -> subprocess.CompletedProcess:
@@ -177,3 +183,25 @@ def test_deeply_nested_args_are_one_sentence_without_a_limit(tmp_path):
     assert done.returncode == 2
     assert _sentence(done.stderr) == (f"error: {bomb} is not valid JSON as read here: it nests deeper than a JSON "
                                       "reader goes; re-export the trace from torch.profiler")
+
+
+def test_a_4_gb_trace_over_the_limit_is_refused_before_it_is_read(tmp_path):
+    """A 4 GB plain JSON file under a 12 GiB limit: the model's need (5.5x) is refused from the file's size,
+    before a byte of it is read into memory (a sparse file: only its first bytes are on disk)."""
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:
+        f.write(b'{"traceEvents":[')
+        f.truncate(4 * 10**9)
+    env = {k: v for k, v in os.environ.items() if k != memory.LIMIT_ENV}
+    env[memory.LIMIT_ENV] = "12G"
+    probe = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); print(done.returncode); "
+             "sys.stdout.write(done.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe, KINETO_SQL, "info", str(big)], capture_output=True, text=True,
+                          timeout=300, env=env)
+    max_rss_kb, code, *stderr = done.stdout.splitlines()
+    assert int(code) == 2
+    assert _sentence("\n".join(stderr)) == (
+        f"error: loading {big} (4.00 GB of JSON) needs about 20.7 GiB of memory but KINETO_SQL_MEMORY_LIMIT allows "
+        "12.0 GiB; raise the limit, or load a shorter capture")
+    assert int(max_rss_kb) < 1_000_000  # no process of the load read the 4 GB

@@ -39,6 +39,7 @@ An estimate, not a promise: it errs high, and it is only used to refuse when it 
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import resource
@@ -114,15 +115,18 @@ def check(json_bytes: int, memory64: bool, native: bool = False, what: str = "th
         if limit[1] == MACHINE:
             raise EngineError(
                 f"loading {what} ({size} of JSON) needs about {_amount(need.resident)} of memory "
-                f"but this machine has {_amount(limit[0])} available; free memory, load it on a larger "
-                "machine, or load a shorter capture")
+                f"but this machine has {_amount(limit[0], up=False)} available; free memory, load it on a larger "
+                f"machine or load a shorter capture ({LIMIT_ENV}=SIZE replaces this check)")
         raise EngineError(
             f"loading {what} ({size} of JSON) needs about {_amount(need.resident)} of memory "
-            f"but {limit[1]} allows {_amount(limit[0])}; raise the limit, or load a shorter capture")
+            f"but {limit[1]} allows {_amount(limit[0], up=False)}; raise the limit, or load a shorter capture")
 
 
-def _amount(size: int) -> str:
-    return f"{size / GIB:.1f} GiB" if size >= GIB else f"{size / (1 << 20):.0f} MiB"
+def _amount(size: int, up: bool = True) -> str:
+    """A need rounded up, a room rounded down: a refusal never reads "needs 8.0 GiB but allows 8.0 GiB"."""
+    unit, digits, name = (GIB, 10, "GiB") if size >= GIB else (1 << 20, 1, "MiB")
+    scaled = (math.ceil if up else math.floor)(size / unit * digits) / digits
+    return f"{scaled:.1f} {name}" if digits == 10 else f"{scaled:.0f} {name}"
 
 
 def address_space_cap() -> int | None:
@@ -132,8 +136,10 @@ def address_space_cap() -> int | None:
 
 def memory_cap() -> tuple[int, str] | None:
     """The tightest of the memory limits on this load: (bytes this process may hold, counting what it holds
-    now; what sets it). KINETO_SQL_MEMORY_LIMIT, the cgroup limit, the machine's available memory."""
-    limits = [limit for limit in (_setting_limit(), _cgroup_limit(), _available()) if limit is not None]
+    now; what sets it). The cgroup limit, and KINETO_SQL_MEMORY_LIMIT or, where it is not set, the memory
+    the machine has available (the setting replaces that one: a user may know of swap or of memory about
+    to be freed; no setting lifts a cgroup's limit)."""
+    limits = [limit for limit in (_setting_limit() or _available(), _cgroup_limit()) if limit is not None]
     return min(limits, key=lambda limit: limit[0]) if limits else None
 
 
