@@ -34,6 +34,14 @@ def _num(value):
 
 
 def replicate(trace: dict, copies: int) -> dict:
+    result = {key: value for key, value in trace.items() if key != "traceEvents"}
+    result["traceEvents"] = [e for part in replicated_events(trace, copies) for e in part]
+    return result
+
+
+def replicated_events(trace: dict, copies: int):
+    """The replica's events, one list at a time: the untimed events, then each copy (one copy's objects
+    alive at once, so a replica far larger than memory can be written: write_streamed)."""
     events = trace.get("traceEvents") or []
     timed = [e for e in events if e.get("ph") != "M" and _num(e.get("ts")) is not None]
     start = min(e["ts"] for e in timed)
@@ -56,12 +64,13 @@ def replicate(trace: dict, copies: int) -> dict:
         if m:
             steps.add(int(m.group(1)))
     step_span = (max(steps) - min(steps) + 1) if steps else 0
-    out = [e for e in events if e.get("ph") == "M" or _num(e.get("ts")) is None]
+    yield [e for e in events if e.get("ph") == "M" or _num(e.get("ts")) is None]
     for k in range(copies):
+        if k == 0:
+            yield timed
+            continue
+        out = []
         for e in timed:
-            if k == 0:
-                out.append(e)
-                continue
             c = dict(e)
             c["ts"] = e["ts"] + k * shift
             if "args" in e and isinstance(e["args"], dict):
@@ -77,9 +86,7 @@ def replicate(trace: dict, copies: int) -> dict:
             if m:
                 c["name"] = f"ProfilerStep#{int(m.group(1)) + k * step_span}"
             out.append(c)
-    result = {key: value for key, value in trace.items() if key != "traceEvents"}
-    result["traceEvents"] = out
-    return result
+        yield out
 
 
 def write(trace: dict, path: Path) -> None:
@@ -89,11 +96,28 @@ def write(trace: dict, path: Path) -> None:
     path.write_bytes(data)
 
 
+def write_streamed(trace: dict, copies: int, path: Path) -> None:
+    """write(replicate(trace, copies), path), byte for byte, one copy in memory at a time."""
+    head = {key: value for key, value in trace.items() if key != "traceEvents"}
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wb", **({"compresslevel": 1} if path.suffix == ".gz" else {})) as out:
+        text = json.dumps(head, separators=(",", ":"))
+        out.write((text[:-1] + ("," if head else "") + '"traceEvents":[').encode())
+        first = True
+        for part in replicated_events(trace, copies):
+            if not part:
+                continue
+            body = json.dumps(part, separators=(",", ":"))[1:-1]
+            out.write(((",") if not first else "").encode() + body.encode())
+            first = False
+        out.write(b"]}")
+
+
 def main() -> None:
     if len(sys.argv) != 4:
         sys.exit(__doc__)
     src, copies, dst = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
-    write(replicate(_read(src), copies), dst)
+    write_streamed(_read(src), copies, dst)
 
 
 if __name__ == "__main__":

@@ -79,11 +79,13 @@ def test_a_cgroup_v1_limit_is_a_cap(monkeypatch, tmp_path):
 
     monkeypatch.setattr(memory, "Path", fake_path)
     monkeypatch.setattr(memory, "_rss", lambda: 0)
+    monkeypatch.setattr(memory, "_available", lambda: None)
     monkeypatch.setattr(memory, "address_space_cap", lambda: None)
     room, what = memory.memory_cap()
     assert room == GIB and what.endswith("memory.limit_in_bytes)")
-    with pytest.raises(EngineError, match=r"needs about 1\.7 GiB of memory but the cgroup memory limit .* allows 1\.0 GiB"):
-        memory.check(200_000_000, memory64=False)
+    with pytest.raises(EngineError, match=r"needs about 1\.5 GiB of memory but the cgroup memory limit .* allows 1\.0 GiB"):
+        memory.check(300_000_000, memory64=False)  # 100 MB + 5.0 x 300 MB in one process
+    memory.check(190_000_000, memory64=False)  # 100 MB + 950 MB = 0.98 GiB: fits
 
 
 @needs_prlimit

@@ -28,14 +28,26 @@ from kineto_sql.loading import forked
 from kineto_sql.loading.prepare import prepare_path
 
 
-def _inflation_check(path: Path):
-    """The memory check of the default engine choice, as the child inflates a gzip file (it imports no
-    engine: engine.memory alone)."""
+def described(path: Path) -> str:
+    """How the memory check names the load of `path`: a gzip file is checked while it is inflated."""
+    try:
+        with open(path, "rb") as f:
+            return f"{path} (inflating it)" if f.read(2) == b"\x1f\x8b" else str(path)
+    except OSError:
+        return str(path)
+
+
+def _load_check(path: Path):
+    """The memory check of the load (this child and the engine's process) with the default engine choice,
+    asked before the decode: of a plain file's size, and as a gzip file inflates (it imports no engine:
+    engine.memory alone)."""
     from kineto_sql.engine import memory
+
+    what = described(path)
 
     def check(size: int) -> None:
         memory.check(size, memory64=size > memory.MEMORY64_ABOVE_BYTES, native=bool(os.environ.get(memory.TP_SHELL_ENV)),
-                     what=f"{path} (inflating it)")
+                     what=what, processes=2)
     return check
 
 log = logging.getLogger("kineto_sql.load")
@@ -281,7 +293,7 @@ def _child(path: Path, writer) -> None:
             control("size", size, f"read {path.name}: {size / 1e6:.1f} MB of JSON")
             _give_back_freed_memory()  # the parse's buffers, kept for its reuse, are all free now
 
-        prepared = prepare_path(path, on_size=sized, check=_inflation_check(path))
+        prepared = prepare_path(path, on_size=sized, check=_load_check(path))
         report = prepared.report
         said = (f"prepared {path.name}: {sum(report.events_by_phase.values())} events, {len(report.fixes)} kinds of "
                 f"change, {report.dropped_count} dropped ({time.perf_counter() - started:.1f}s, in a child process)")

@@ -40,10 +40,13 @@ def prepare_file(path: Path, engine: EngineChoice | None = None) -> PreparedTrac
 
 
 def memory_check(engine: EngineChoice, path: Path):
-    """The memory check of loading so many bytes of JSON with `engine`, for the inflation to ask as it goes."""
+    """The memory check of loading so many bytes of JSON with `engine` in this one process, asked before the
+    decode (of a plain file's size, and as a gzip file inflates)."""
+    what = background.described(path)
+
     def check(size: int) -> None:
         choice = engine.resolve(size)
-        memory.check(size, choice.kind == "wasm64", choice.kind == "native", what=f"{path} (inflating it)")
+        memory.check(size, choice.kind == "wasm64", choice.kind == "native", what=what)
     return check
 
 
@@ -66,7 +69,8 @@ def open_trace(path, engine: EngineChoice = EngineChoice(), rank_from_name: int 
     try:
         size = streamed.size_hint
         choice = engine.resolve(size)
-        memory.check(size, choice.kind == "wasm64", choice.kind == "native", what=str(path))
+        # The address space of the engine's process; the child checked the memory of both before decoding.
+        memory.check(size, choice.kind == "wasm64", choice.kind == "native", what=str(path), resident=False)
         return open_prepared(streamed, path, engine, rank_from_name)
     finally:
         streamed.close()

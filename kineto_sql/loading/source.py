@@ -65,17 +65,20 @@ def read_bytes(path: Path, check=None) -> bytes:
         # /dev/zero, a FIFO, a socket: reading it may never end, and it cannot be a saved trace.
         raise TraceInputError(f"{path} is not a regular file (a device, pipe or socket); save the trace to a file first")
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as f:
+            gzipped = f.read(2) == b"\x1f\x8b"
+            if check is not None and not gzipped:
+                check(info.st_size)  # a plain file too large to load is refused before it is read
+            f.seek(0)
+            raw = f.read()
     except OSError as exc:
         raise TraceInputError(f"{path}: cannot read it ({exc.strerror}); check its permissions") from None
-    if raw[:2] == b"\x1f\x8b":
+    if gzipped:
         try:
             raw = _inflate(raw, check)
         except INFLATE_ERRORS:
             raise TraceInputError(
                 f"{path} is a corrupt or truncated gzip file; re-copy or re-export the trace") from None
-    elif check is not None:
-        check(len(raw))
     if not raw.strip():
         raise TraceInputError(f"{path} is empty; it holds no trace events")
     return raw
