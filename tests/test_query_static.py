@@ -470,3 +470,14 @@ def test_every_claiming_detector_passes_its_claims_line():
     assert all(c.strip().startswith("rest of ") for claims in direct.values() for c in claims.split(",")), direct
     for spec in load_catalog().by_kind("detector"):
         assert lint.check_claims(spec.path, spec) == [], spec.id
+
+
+def test_the_words_of_a_ledger_bucket_are_written_once():
+    """What each idle / host bucket means is defined in kineto.lib.ledger_buckets only: no other query
+    or lib module repeats its words (reading.verdict's sentence reads them from there)."""
+    lib = package_dir() / "lib" / "ledger_buckets.sql"
+    words = re.findall(r"\('(?:idle|host)\.\w+', '([^']+)',", lib.read_text())
+    assert len(words) >= 18
+    again = sorted(f"{path.relative_to(package_dir())}: {w}" for path in package_dir().rglob("*.sql") if path != lib
+                   for w in set(words) if f"'{w}'" in path.read_text())
+    assert again == []
