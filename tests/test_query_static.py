@@ -481,3 +481,19 @@ def test_the_words_of_a_ledger_bucket_are_written_once():
     again = sorted(f"{path.relative_to(package_dir())}: {w}" for path in package_dir().rglob("*.sql") if path != lib
                    for w in set(words) if f"'{w}'" in path.read_text())
     assert again == []
+
+
+def test_a_kernel_class_is_mapped_to_its_ledger_bucket_once():
+    """kineto.lib.kernel_class_buckets is the one class -> busy bucket map: it covers every class
+    kineto.lib.kernel_classes documents, and no other query or lib module maps a class to a bucket."""
+    lib = package_dir() / "lib"
+    documented = re.search(r"-- gemm, conv, attention.*?-- (communication.*?)\n\s*class STRING",
+                           (lib / "kernel_classes.sql").read_text(), re.S)
+    classes = set(re.findall(r"[a-z_]+", "gemm, conv, attention" + documented.group(0).split("attention", 1)[1]
+                             .replace("class STRING", "").replace("--", " ")))
+    mapped = dict(re.findall(r"\('([a-z_]+)', '(busy\.[a-z_]+)', [01]\)", (lib / "kernel_class_buckets.sql").read_text()))
+    assert set(mapped) == classes and len(classes) == 16, (sorted(classes), sorted(mapped))
+    again = sorted(str(path.relative_to(package_dir())) for path in package_dir().rglob("*.sql")
+                   if path.name != "kernel_class_buckets.sql"
+                   and re.search(r"WHEN '(?:%s)' THEN '(?:busy\.[a-z_]+|\d+)'" % "|".join(sorted(classes)), path.read_text()))
+    assert again == []
