@@ -383,6 +383,47 @@ def test_lint_accepts_the_per_bucket_claim_passed_verbatim(tmp_path):
     assert not any("claim" in p or "bucket" in p for p in problems), problems
 
 
+HELPER = "SELECT name FROM kineto_ledger_claim('idle.sync, host.sync_read')"
+
+
+@pytest.mark.parametrize("body", [
+    f"{HELPER} WHERE bucket != 'idle.sync' LIMIT $top_n;",
+    f"{HELPER} WHERE bucket <> 'idle.sync' LIMIT $top_n;",
+    f"{HELPER} WHERE bucket GLOB 'idle.*' LIMIT $top_n;",
+    f"{HELPER} WHERE bucket NOT GLOB 'busy.*' LIMIT $top_n;",
+    f"{HELPER} WHERE bucket LIKE 'idle.%' LIMIT $top_n;",
+    f"{HELPER} WHERE l.bucket NOT IN ('busy.gemm', 'idle.sync') LIMIT $top_n;",
+    f"{HELPER} WHERE bucket == 'idle.sync' LIMIT $top_n;",
+])
+def test_lint_sees_every_comparison_of_a_bucket_with_a_literal(tmp_path, body):
+    problems = _lint_one(tmp_path, "catalog/demo.sql", CLAIMING.replace("SELECT name FROM slice LIMIT $top_n;", body),
+                         FIRING_CASE)
+    assert any("names no ledger bucket" in p for p in problems), problems
+
+
+def test_lint_lets_a_bucket_be_compared_with_a_column(tmp_path):
+    """Joining on a bucket column or comparing two buckets names no bucket: silent."""
+    body = (f"{HELPER} AS c JOIN kineto_ledger_buckets AS b ON b.bucket = c.name "
+            "WHERE b.bucket != c.name AND b.bucket NOT IN (SELECT bucket FROM kineto_ledger_buckets) LIMIT $top_n;")
+    problems = _lint_one(tmp_path, "catalog/demo.sql", CLAIMING.replace("SELECT name FROM slice LIMIT $top_n;", body),
+                         FIRING_CASE)
+    assert not any("bucket" in p for p in problems), problems
+
+
+def test_lint_holds_a_rule_that_calls_the_helper_and_reads_the_ledger_beside_it(tmp_path):
+    """Calling the claim helper once does not license a second, direct read of kineto_ledger (what
+    catalog.cold_start did before it read kineto_ledger_window_buckets)."""
+    body = (f"{HELPER} UNION ALL SELECT bucket AS name FROM kineto_ledger WHERE NOT is_cold LIMIT $top_n;")
+    problems = _lint_one(tmp_path, "catalog/demo.sql", CLAIMING.replace("SELECT name FROM slice LIMIT $top_n;", body),
+                         FIRING_CASE)
+    assert any("reads kineto_ledger: read its claim through kineto_ledger_claim('idle.sync, host.sync_read')" in p
+               for p in problems), problems
+    beside = f"{HELPER} UNION ALL SELECT bucket AS name FROM kineto_ledger_window_buckets WHERE NOT is_cold LIMIT $top_n;"
+    problems = _lint_one(tmp_path, "catalog/demo.sql", CLAIMING.replace("SELECT name FROM slice LIMIT $top_n;", beside),
+                         FIRING_CASE)
+    assert not any("claim" in p for p in problems), problems
+
+
 RESIDUAL = CLAIMING.replace("-- claims: idle.sync, host.sync_read", "-- claims: rest of idle.*, rest of host.gc")
 LEDGER_BY_BUCKET = "SELECT name FROM kineto_ledger WHERE bucket IN ('busy.gemm', 'idle.sync') LIMIT $top_n;"
 
@@ -417,12 +458,42 @@ def test_every_claiming_detector_passes_its_claims_line():
     readers = sorted(s.id for s in load_catalog().by_kind("detector")
                      if "kineto_ledger_claim(" in s.sql or "kineto_ledger_claim_buckets(" in s.sql)
     assert readers == ["catalog.blocking_copy", "catalog.cold_start", "catalog.dataloader_workers_missing",
-                       "catalog.exposed_communication", "catalog.host_composition", "catalog.host_compute_gaps",
-                       "catalog.input_bound", "catalog.memory_churn", "catalog.small_op_storm",
+                       "catalog.exposed_communication", "catalog.gc_gil_stall", "catalog.host_composition",
+                       "catalog.host_compute_gaps", "catalog.implicit_dtype_casts", "catalog.input_bound",
+                       "catalog.memory_churn", "catalog.optimizer_step_dominance", "catalog.small_op_storm",
                        "catalog.sync_forcing_op", "catalog.unexplained_time", "catalog.with_stack_overhead"]
-    # a detector that reads the ledger without the helper at all is a residual explainer (every claim `rest of X`)
-    direct = sorted(s.id for s in load_catalog().by_kind("detector")
-                    if re.search(r"\bkineto_ledger\b", s.sql) and "kineto_ledger_claim" not in s.sql)
-    assert direct == ["catalog.device_composition"]
+    # a detector that reads the ledger directly, with or without the helper, is a residual explainer (every
+    # claim `rest of X`); the others read it only through the helper and kineto_ledger_window_buckets
+    direct = {s.id: s.header.get("claims") for s in load_catalog().by_kind("detector")
+              if re.search(r"\bkineto_ledger\b", s.sql)}
+    assert sorted(direct) == ["catalog.device_composition", "catalog.host_composition", "catalog.unexplained_time"]
+    assert all(c.strip().startswith("rest of ") for claims in direct.values() for c in claims.split(",")), direct
     for spec in load_catalog().by_kind("detector"):
         assert lint.check_claims(spec.path, spec) == [], spec.id
+
+
+def test_the_words_of_a_ledger_bucket_are_written_once():
+    """What each idle / host bucket means is defined in kineto.lib.ledger_buckets only: no other query
+    or lib module repeats its words (reading.verdict's sentence reads them from there)."""
+    lib = package_dir() / "lib" / "ledger_buckets.sql"
+    words = re.findall(r"\('(?:idle|host)\.\w+', '([^']+)',", lib.read_text())
+    assert len(words) >= 18
+    again = sorted(f"{path.relative_to(package_dir())}: {w}" for path in package_dir().rglob("*.sql") if path != lib
+                   for w in set(words) if f"'{w}'" in path.read_text())
+    assert again == []
+
+
+def test_a_kernel_class_is_mapped_to_its_ledger_bucket_once():
+    """kineto.lib.kernel_class_buckets is the one class -> busy bucket map: it covers every class
+    kineto.lib.kernel_classes documents, and no other query or lib module maps a class to a bucket."""
+    lib = package_dir() / "lib"
+    documented = re.search(r"-- gemm, conv, attention.*?-- (communication.*?)\n\s*class STRING",
+                           (lib / "kernel_classes.sql").read_text(), re.S)
+    classes = set(re.findall(r"[a-z_]+", "gemm, conv, attention" + documented.group(0).split("attention", 1)[1]
+                             .replace("class STRING", "").replace("--", " ")))
+    mapped = dict(re.findall(r"\('([a-z_]+)', '(busy\.[a-z_]+)', [01]\)", (lib / "kernel_class_buckets.sql").read_text()))
+    assert set(mapped) == classes and len(classes) == 16, (sorted(classes), sorted(mapped))
+    again = sorted(str(path.relative_to(package_dir())) for path in package_dir().rglob("*.sql")
+                   if path.name != "kernel_class_buckets.sql"
+                   and re.search(r"WHEN '(?:%s)' THEN '(?:busy\.[a-z_]+|\d+)'" % "|".join(sorted(classes)), path.read_text()))
+    assert again == []

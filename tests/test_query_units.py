@@ -321,8 +321,37 @@ def test_capabilities(load_trace):
     tp = load_trace(standard_trace())
     got = dict(rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.capabilities",
                     "SELECT name, present FROM kineto_capabilities"))
-    assert got == {"steps": 1, "cpu_ops": 1, "gpu": 1, "stacks": 1, "memory": 1, "flows": 1, "distributed": 0,
-                   "compile": 0}
+    assert got == {"steps": 1, "cpu_ops": 1, "gpu": 1, "stacks": 1, "memory": 1, "shapes": 0, "flops": 0, "flows": 1,
+                   "distributed": 0, "compile": 0}
+
+
+def test_info_seen_reads_capabilities():
+    """`info`'s seen section (and diff, which reads capabilities) takes every profiler option from
+    kineto_capabilities and never counts events of its own."""
+    from kineto_sql.sql.files import sections
+
+    seen_sql = sections("trace_info.sql")["seen"]
+    assert "kineto_capabilities" in seen_sql and "FROM slice" not in seen_sql and "FROM args" not in seen_sql
+
+
+def test_capabilities_found_counts(load_trace):
+    """record_shapes (`Input Dims`, counted once per op) and with_flops (`flops` args) are capabilities with
+    their counts, and `info` reports those counts."""
+    from kineto_sql.trace_info import describe
+
+    trace = KinetoTrace([CpuOp("aten::mm", 0, 10, args={"Input Dims": [[2, 2], [2, 2]], "flops": 16}),
+                         CpuOp("aten::add", 20, 10, args={"Input Dims": [[2, 2], [2, 2]]}),
+                         CpuOp("aten::relu", 40, 10),
+                         PythonFrame("model.py(3): forward", 0, 60),
+                         MemoryEvent(ts_us=1, bytes=64, total_allocated=64, total_reserved=2**20)])
+    tp = load_trace(trace)
+    got = {n: (p, f) for n, p, f in rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.capabilities",
+                                          "SELECT name, present, found FROM kineto_capabilities")}
+    assert (got["shapes"], got["flops"], got["stacks"], got["memory"]) == ((1, 2), (1, 1), (1, 1), (1, 1))
+    assert describe(tp).seen == {"record_shapes": 2, "with_stack": 1, "profile_memory": 1, "with_flops": 1}
+    bare = load_trace(KinetoTrace([CpuOp("aten::mm", 0, 10)]))
+    assert rows(bare, "INCLUDE PERFETTO MODULE kineto.lib.capabilities",
+                "SELECT present, found FROM kineto_capabilities WHERE name IN ('shapes', 'flops')") == [(0, 0), (0, 0)]
 
 
 def test_capabilities_distributed_and_compile(load_trace):

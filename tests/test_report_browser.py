@@ -18,27 +18,15 @@ from click.testing import CliRunner
 from kineto_sql import __version__
 from kineto_sql.cli.main import cli
 from kineto_sql.diagnose.narrate import pct
-from kineto_sql.ui.browser import CHROMIUM_ARGS, find_chromium
+from tests.browser_support import browser, browser_marks  # noqa: F401  (fixture)
 from tests.conftest import CORPUS
 
-pytestmark = pytest.mark.browser
+pytestmark = browser_marks()
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT / "golden" / "traces" / "gc_stall_planted.json.gz"
 TARGETS = {"cpu": TRACE, "gpu": CORPUS / "hta_trace_diff_control.json.gz", "ranks": CORPUS / "dlrm_8rank"}
 SHOTS = Path(os.environ.get("KINETO_SQL_SHOTS") or Path(__file__).resolve().parent / "artifacts")
-CHROMIUM = find_chromium()
-
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # pragma: no cover - depends on the environment
-    sync_playwright = None
-
-if sync_playwright is None:
-    pytestmark = [pytestmark, pytest.mark.skip(reason="playwright is not installed: pip install playwright")]
-elif CHROMIUM is None:
-    pytestmark = [pytestmark, pytest.mark.skip(reason="no Chromium at /usr/bin/chromium: run .ci/install-browser.sh")]
-
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
@@ -57,14 +45,6 @@ def reports(tmp_path_factory):
         return made[name]
 
     return get
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 # every ledger chart's bars as drawn: [{label, faded, buckets: {bucket: ns}}]

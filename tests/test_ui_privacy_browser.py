@@ -17,35 +17,15 @@ import urllib.parse
 
 import pytest
 
-from kineto_sql.ui.browser import CHROMIUM_ARGS, UiPage, find_chromium
+from kineto_sql.ui.browser import UiPage
 from kineto_sql.ui.session import plan_open, serve
+from tests.browser_support import browser, browser_marks  # noqa: F401  (fixture)
 from tests.conftest import CORPUS
 
-pytestmark = pytest.mark.browser
-CHROMIUM = find_chromium()
 TRACE = CORPUS / "hta_critical_path_cuda_event_sync.json.gz"  # tiny: one step with syncs and aten::item
-
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # pragma: no cover - depends on the environment
-    sync_playwright = None
-
-if sync_playwright is None:
-    pytestmark = [pytestmark, pytest.mark.skip(reason="playwright is not installed: pip install playwright "
-                                                      "(never `playwright install`; the browser is Debian's chromium)")]
-elif CHROMIUM is None:
-    pytestmark = [pytestmark, pytest.mark.skip(reason="no Chromium at /usr/bin/chromium: run .ci/install-browser.sh "
-                                                      "(apt-get install chromium)")]
-elif not TRACE.is_file():
-    pytestmark = [pytestmark, pytest.mark.skip(reason=f"the public corpus is not at {CORPUS}")]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+pytestmark = browser_marks()
+if not TRACE.is_file():
+    pytestmark.append(pytest.mark.skip(reason=f"the public corpus is not at {CORPUS}"))
 
 
 class Recorder:

@@ -27,7 +27,7 @@ STATUSES = ("preview", "stable", "deprecated")
 PARAM_TYPES = ("LONG", "DOUBLE", "STRING", "BOOL", "DURATION")
 SIGNATURE_TYPES = {"LONG": "LONG", "INT": "LONG", "TIMESTAMP": "LONG", "DOUBLE": "DOUBLE", "STRING": "STRING",
                    "BOOL": "BOOL", "DURATION": "DURATION"}
-CAPABILITIES = ("steps", "cpu_ops", "gpu", "stacks", "memory", "flows", "distributed", "compile")
+CAPABILITIES = ("steps", "cpu_ops", "gpu", "stacks", "memory", "shapes", "flops", "flows", "distributed", "compile")
 REQUIRED_KEYS = ("id", "version", "kind", "title", "references", "needs", "status")
 # A detector's header is its doc page, in ruff's words: what it looks like, how to confirm it, why it costs
 # time, its known problems (where it is wrong), the case that shows it (`example`, a case name of its test

@@ -101,7 +101,6 @@ class SideSummary:
 def summarise(tp, label: str) -> SideSummary:
     """The loaded trace's windows (reading.step_ledger), device model, settings and capture problems."""
     from kineto_sql.run.runner import capabilities, run_query, trace_device_name
-    from kineto_sql.sql.files import sections
 
     run = run_query(tp, "reading.step_ledger")
     ledger = run.df
@@ -113,8 +112,7 @@ def summarise(tp, label: str) -> SideSummary:
         buckets.setdefault(str(rec.bucket), [0] * len(ids))[position[int(rec.window_id)]] = int(rec.dur)
     sources = sorted(set(str(s) for s in windows["source"]))
     caps = capabilities(tp)
-    shapes = tp.rows(sections("trace_info.sql")["seen"]).column("record_shapes")  # what `info` reports too
-    settings = {"with_stack": caps["stacks"].present, "record_shapes": bool(shapes and shapes[0]),
+    settings = {"with_stack": caps["stacks"].present, "record_shapes": caps["shapes"].present,
                 "profile_memory": caps["memory"].present}
     device = trace_device_name(tp) or ("a device without deviceProperties" if caps["gpu"].present else "CPU only")
     validity = run_query(tp, "catalog.capture_validity").df

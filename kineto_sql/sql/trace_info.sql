@@ -60,11 +60,12 @@ SELECT start_ts, end_ts FROM trace_bounds;
 SELECT max(ts + dur) - min(ts) AS span FROM slice WHERE dur >= 0;
 
 -- section: seen
--- The profiler options the trace's own events show, whatever its metadata says (Kineto writes no flags):
--- record_shapes -> "Input Dims" args, with_stack -> python_function frames, profile_memory -> [memory]
--- events, with_flops -> "flops" args.
+-- The profiler options the trace's own events show, whatever its metadata says (Kineto writes no flags),
+-- as kineto.lib.capabilities counts them: record_shapes -> "Input Dims" args, with_stack -> python_function
+-- frames, profile_memory -> [memory] events, with_flops -> "flops" args.
+INCLUDE PERFETTO MODULE kineto.lib.capabilities;
 SELECT
-  (SELECT count(DISTINCT arg_set_id) FROM args WHERE flat_key = 'args.Input Dims') AS record_shapes,
-  (SELECT count(*) FROM slice WHERE category = 'python_function') AS with_stack,
-  (SELECT count(*) FROM slice WHERE name = '[memory]') AS profile_memory,
-  (SELECT count(*) FROM args WHERE key = 'args.flops') AS with_flops;
+  (SELECT found FROM kineto_capabilities WHERE name = 'shapes') AS record_shapes,
+  (SELECT found FROM kineto_capabilities WHERE name = 'stacks') AS with_stack,
+  (SELECT found FROM kineto_capabilities WHERE name = 'memory') AS profile_memory,
+  (SELECT found FROM kineto_capabilities WHERE name = 'flops') AS with_flops;

@@ -1,5 +1,5 @@
 -- id: catalog.cold_start
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Cold start: the first iteration pays one-time work (allocator warm-up, autotuning, lazy init) the steady state does not
 -- references: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Cold-Start Overhead"
@@ -22,8 +22,8 @@
 -- claims: cold
 -- status: preview
 
-INCLUDE PERFETTO MODULE kineto.lib.ledger;
 INCLUDE PERFETTO MODULE kineto.lib.ledger_windows;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_window_buckets;
 INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
 
 -- Buckets of the cold windows against the steady mean, for the evidence.
@@ -41,13 +41,13 @@ WITH
   ),
   steady AS (
     SELECT bucket, 1.0 * sum(dur) / (SELECT n FROM steady_n) AS mean_dur
-    FROM kineto_ledger
+    FROM kineto_ledger_window_buckets
     WHERE
       NOT is_cold
     GROUP BY bucket
   ),
   cold AS (
-    SELECT window_id, bucket, sum(dur) AS dur FROM kineto_ledger WHERE is_cold GROUP BY 1, 2
+    SELECT window_id, bucket, sum(dur) AS dur FROM kineto_ledger_claim_buckets('cold') GROUP BY 1, 2
   )
 SELECT c.window_id, c.bucket, CAST(c.dur - coalesce(s.mean_dur, 0) AS INT) AS excess_dur
 FROM cold AS c

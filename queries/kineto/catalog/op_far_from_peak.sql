@@ -1,5 +1,5 @@
 -- id: catalog.op_far_from_peak
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Big op far from peak: a GEMM, convolution, attention or memory-bound op that takes a large share of the kernel time at a small fraction of its roofline
 -- references: Williams, Waterman, Patterson, "Roofline" (CACM 2009); TraceLens performance model
@@ -48,6 +48,7 @@
 INCLUDE PERFETTO MODULE kineto.lib.op_roofline;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.kernel_classes;
+INCLUDE PERFETTO MODULE kineto.lib.kernel_class_buckets;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
 
 -- One row per op (all its shapes: a model runs one op at many shapes) that is big and far from its roof.
@@ -202,22 +203,13 @@ SELECT
   bound,
   pct_of_roof,
   model,
-  -- kineto.lib.ledger's class -> busy bucket
-  CASE c.class
-    WHEN 'attention' THEN 'busy.attention'
-    WHEN 'softmax' THEN 'busy.attention'
-    WHEN 'gemm' THEN 'busy.gemm'
-    WHEN 'conv' THEN 'busy.gemm'
-    WHEN 'norm' THEN 'busy.elementwise'
-    WHEN 'reduction' THEN 'busy.elementwise'
-    WHEN 'elementwise' THEN 'busy.elementwise'
-    WHEN 'copy_kernel' THEN 'busy.elementwise'
-    WHEN 'embedding' THEN 'busy.compute_other'
-    WHEN 'other' THEN 'busy.compute_other'
-  END AS claim_bucket
+  -- the ledger's bucket of the class (kineto.lib.kernel_class_buckets); compute classes only
+  CASE WHEN b.is_compute THEN b.bucket END AS claim_bucket
 FROM judged
 LEFT JOIN op_class AS c
   USING (name)
+LEFT JOIN kineto_kernel_class_buckets AS b
+  ON b.class = c.class
 WHERE
   share_pct >= $min_share_pct
   AND device_dur / 1e3 / calls >= $min_call_us

@@ -1,10 +1,11 @@
--- version: 10
+-- version: 11
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
 INCLUDE PERFETTO MODULE kineto.lib.compiled_wrappers;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.kernel_classes;
+INCLUDE PERFETTO MODULE kineto.lib.kernel_class_buckets;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 INCLUDE PERFETTO MODULE kineto.lib.iterations;
 INCLUDE PERFETTO MODULE kineto.lib.dataloader;
@@ -422,44 +423,35 @@ CASE
   ELSE 'idle.unattributed'
 END;
 
--- What a device activity of a kernel class (kineto.lib.kernel_classes) adds to the sweep's packed count of
--- open compute families p1 (comm, attention, gemm, elementwise, compute_other; 12 bits each).
+-- What a device activity in a busy bucket (kineto.lib.kernel_class_buckets) adds to the sweep's packed count
+-- of open compute families p1 (comm, attention, gemm, elementwise, compute_other; 12 bits each).
 CREATE OR REPLACE PERFETTO MACRO _kineto_ledger_device_d1(
-  -- kineto_kernel_classes.class.
-  class Expr
+  -- kineto_kernel_class_buckets.bucket.
+  bucket Expr
 )
 RETURNS Expr AS
-CASE $class
-  WHEN 'communication' THEN 1
-  WHEN 'attention' THEN 4096
-  WHEN 'softmax' THEN 4096
-  WHEN 'gemm' THEN 16777216
-  WHEN 'conv' THEN 16777216
-  WHEN 'norm' THEN 68719476736
-  WHEN 'reduction' THEN 68719476736
-  WHEN 'elementwise' THEN 68719476736
-  WHEN 'copy_kernel' THEN 68719476736
-  WHEN 'memcpy_htod' THEN 0
-  WHEN 'memcpy_dtoh' THEN 0
-  WHEN 'memcpy_dtod' THEN 0
-  WHEN 'memcpy_other' THEN 0
-  WHEN 'memset' THEN 0
-  ELSE 281474976710656
+CASE $bucket
+  WHEN 'busy.comm_exposed' THEN 1
+  WHEN 'busy.attention' THEN 4096
+  WHEN 'busy.gemm' THEN 16777216
+  WHEN 'busy.elementwise' THEN 68719476736
+  WHEN 'busy.compute_other' THEN 281474976710656
+  ELSE 0
 END;
 
 -- What it adds to the packed count of open memory activities p2 (copy_htod, copy_dtoh, copy_dtod,
 -- copy_other, memset; 12 bits each).
 CREATE OR REPLACE PERFETTO MACRO _kineto_ledger_device_d2(
-  -- kineto_kernel_classes.class.
-  class Expr
+  -- kineto_kernel_class_buckets.bucket.
+  bucket Expr
 )
 RETURNS Expr AS
-CASE $class
-  WHEN 'memcpy_htod' THEN 1
-  WHEN 'memcpy_dtoh' THEN 4096
-  WHEN 'memcpy_dtod' THEN 16777216
-  WHEN 'memcpy_other' THEN 68719476736
-  WHEN 'memset' THEN 281474976710656
+CASE $bucket
+  WHEN 'busy.copy_htod' THEN 1
+  WHEN 'busy.copy_dtoh' THEN 4096
+  WHEN 'busy.copy_dtod' THEN 16777216
+  WHEN 'busy.copy_other' THEN 68719476736
+  WHEN 'busy.memset' THEN 281474976710656
   ELSE 0
 END;
 
@@ -516,12 +508,15 @@ WITH
       f.ts,
       f.dur,
       NULL,
-      _kineto_ledger_device_d1!(f.class),
-      _kineto_ledger_device_d2!(f.class),
+      -- the field of the class's bucket (kineto.lib.kernel_class_buckets), as _kineto_ledger_bucket reads it
+      _kineto_ledger_device_d1!(coalesce(b.bucket, 'busy.compute_other')),
+      _kineto_ledger_device_d2!(b.bucket),
       0,
       0,
       0
     FROM kineto_kernel_classes AS f
+    LEFT JOIN kineto_kernel_class_buckets AS b
+      USING (class)
     WHERE
       f.dur > 0
     UNION ALL

@@ -4,7 +4,7 @@
 -- try when nothing more specific explains it: the default explainer of a bucket (catalog.unexplained_time).
 -- The specific detectors refine these (catalog.small_op_storm for idle.launch, catalog.sync_forcing_op
 -- for idle.sync, ...); the fixes follow the seed's fault catalog and the PyTorch docs' performance tuning
--- guide.
+-- guide. `words` is also how reading.verdict's sentence names the top cause.
 CREATE OR REPLACE PERFETTO TABLE kineto_ledger_buckets(
   -- Ledger bucket (idle.* or host.*).
   bucket STRING,

@@ -1,5 +1,5 @@
 -- id: reading.critical_path
--- version: 3
+-- version: 4
 -- kind: reading
 -- title: Critical path: the chain of host work, launches, device work and waits that sets each window's width
 -- references: the reading order's question "what does the step wait on", over the dependency graph of
@@ -20,6 +20,7 @@
 
 INCLUDE PERFETTO MODULE kineto.lib.dep_graph_edges;
 INCLUDE PERFETTO MODULE kineto.lib.ledger_host_states;
+INCLUDE PERFETTO MODULE kineto.lib.kernel_class_buckets;
 INCLUDE PERFETTO MODULE intervals.intersect;
 
 -- For each node: the predecessor that held it back and when the node's own part began.
@@ -292,7 +293,8 @@ WITH
       dur,
       CASE
         WHEN part = 'gap' THEN 'idle.launch'
-        ELSE _kineto_ledger_bucket!(0, _kineto_ledger_device_d1!(tag), _kineto_ledger_device_d2!(tag), 0, 0, 0)
+        -- a device part runs alone on the path: its class's bucket (the one class -> bucket map)
+        ELSE coalesce((SELECT b.bucket FROM kineto_kernel_class_buckets AS b WHERE b.class = tag), 'busy.compute_other')
       END AS bucket
     FROM _kineto_reading_critical_path_parts
     WHERE

@@ -1,5 +1,5 @@
 -- id: reading.verdict
--- version: 4
+-- version: 5
 -- kind: reading
 -- title: Verdict: the step's regime (device-, host-, communication-bound or mixed) from the ledger, in one sentence
 -- references: "torch.profiler & HTA: the Framework View", Reading order, step 1 (GPU sparse or dense), read
@@ -27,38 +27,9 @@
 -- describe a sliver of the capture.
 
 INCLUDE PERFETTO MODULE kineto.lib.ledger;
+INCLUDE PERFETTO MODULE kineto.lib.ledger_buckets;
 INCLUDE PERFETTO MODULE kineto.lib.steady_sample;
 INCLUDE PERFETTO MODULE kineto.lib.device_compute;
-
--- Plain words for the idle / host causes named in the sentence.
-CREATE OR REPLACE PERFETTO TABLE _kineto_reading_verdict_cause_words(
-  -- Ledger bucket.
-  bucket STRING,
-  -- What it means, in words.
-  words STRING
-) AS
-WITH words(bucket, words) AS (
-  VALUES
-    ('idle.sync', 'the host waiting in device synchronizes'),
-    ('idle.blocking_copy', 'the host waiting in blocking copies'),
-    ('idle.dataloader', 'the host waiting for the DataLoader'),
-    ('idle.comm_wait', 'the host waiting in host-side collectives'),
-    ('idle.gc', 'Python garbage collection'),
-    ('idle.profiler', 'profiler overhead'),
-    ('idle.alloc', 'device memory allocation and frees'),
-    ('idle.launch', 'the host issuing kernel launches'),
-    ('idle.host_compute', 'host compute that launches nothing (Python, ATen CPU work)'),
-    ('idle.unattributed', 'nothing recorded on the host'),
-    ('host.sync_read', 'host reads of tensor values'),
-    ('host.comm_wait', 'host-side collectives'),
-    ('host.dataloader', 'the DataLoader'),
-    ('host.gc', 'Python garbage collection'),
-    ('host.profiler', 'profiler overhead'),
-    ('host.ops', 'ATen CPU ops'),
-    ('host.python', 'Python outside ATen ops'),
-    ('host.unattributed', 'nothing recorded')
-)
-SELECT bucket, words FROM words;
 
 -- One row: the verdict.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_verdict()
@@ -191,7 +162,8 @@ WITH
     FROM shares AS s, summary AS su, lanes AS l, sample AS sa
     LEFT JOIN causes AS c
       ON 1
-    LEFT JOIN _kineto_reading_verdict_cause_words AS cw
+    -- the words of the idle / host cause named in the sentence
+    LEFT JOIN kineto_ledger_buckets AS cw
       ON cw.bucket = c.bucket
   )
 SELECT
