@@ -572,6 +572,18 @@ def test_iterations_tail_after_the_device_work_is_outside_the_last_window(load_t
                                        (3, "annotation", "loop", 2000, 520, 0)]
 
 
+def test_iterations_tail_after_the_last_host_event_is_outside_the_last_window(load_trace):
+    """Without device activity the last start-marker window ends at the main process's last host event
+    (the op ending at 2600 us), not at the capture end (5000 us, set by another process's event): the
+    profiler's stop after a server's last request is no host time of an iteration. An op that ends at the
+    capture end keeps the window to it (the half-capture test above)."""
+    t = KinetoTrace([CpuOp("aten::add", 2590, 10), CpuOp("profiler_tail", 4990, 10, cat="user_annotation", pid=900, tid=9)])
+    for i in range(3):
+        t.add(CpuOp("loop", i * 1000, 500, cat="user_annotation"))
+    assert _windows(load_trace(t)) == [(1, "annotation", "loop", 0, 1000, 0), (2, "annotation", "loop", 1000, 1000, 0),
+                                       (3, "annotation", "loop", 2000, 600, 0)]
+
+
 def test_python_gc_step_of_its_own_process(load_trace):
     """A GC pass gets the step window of its own process holding its start (the latest-starting one
     where windows overlap); a pass outside every window, or in a process without steps, gets none."""

@@ -1,5 +1,5 @@
 -- id: catalog.small_op_storm
--- version: 10
+-- version: 11
 -- kind: detector
 -- title: Launch-bound step (eager small-op storm): the device runs dry between tiny kernels the host issues one by one
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Eager small-op storm"
@@ -16,7 +16,10 @@
 --   Region, AOTAutograd's CompiledFunction: CUDA graphs remove that issue time), or in a whole-device gap
 --   under 100 us. No op-count floor: a small model at 10% GPU busy has few ops and
 --   is launch-bound all the same. CPU-only captures have no queue to read: there impact_dur is the small
---   ops' self time (claimed from host.ops).
+--   ops' self time (claimed from host.ops), read per steady iteration window, inferred ones included (a
+--   serving loop's requests, marked by one record_function each, are its iterations). The Python between
+--   the ops is not counted: on a shared machine a multi-ms stall lands in it (or in one op) at random, so
+--   it does not measure the per-op issue cost.
 -- known_problems: a full queue is the opposite of launch-bound (the host is ahead; launch calls then block
 --   and look long): the launch-to-start delay must be short (max_queue); long kernels let the host get
 --   ahead (max_kernel). The queue is judged where the device idles, by the kernel that ends each whole-
@@ -136,8 +139,8 @@ CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_small_op_storm(
   -- CPU-only captures: a step fires with at least this many small ops, nested ATen calls included (the
   -- golden eager storm has 1391 vs 25 compiled; plain small-MLP training steps 350-650).
   min_small_ops LONG,
-  -- CPU-only captures: the small ops' self time must be at least this % of the step (golden eager storm
-  -- 25-43 %; a CPU trainer whose step is dominated by big ops stays silent).
+  -- CPU-only captures: the small ops' self time must be at least this % of the iteration (golden eager
+  -- storm 25-43 %; a CPU trainer whose step is dominated by big ops stays silent).
   min_cpu_self_pct DOUBLE,
   -- Device traces: the ledger's launch-bound idle must be at least this % of the iteration (below it,
   -- launch overhead is a detail, not the step's problem).
@@ -328,15 +331,11 @@ WITH
       AND q.median_queue_dur <= $max_queue
       AND q.median_kernel_dur < $max_kernel
   ),
-  -- CPU-only captures: small ops per ProfilerStep. The ATen ops are read from the shared host tables
-  -- (what kineto_cpu_ops is made of), so a device trace, where this branch is empty, never builds the
-  -- op table for it.
-  ops AS (
-    SELECT
-      h.step,
-      count(*) AS op_count,
-      sum(h.dur < $max_op) AS small_op_count,
-      sum(CASE WHEN h.dur < $max_op THEN max(t.self_dur, 0) ELSE 0 END) AS small_op_self_dur
+  -- CPU-only captures: ATen ops (not annotations) placed in their iteration window once
+  -- (kineto.lib.window_of). The ops are read from the shared host tables (what kineto_cpu_ops is made of),
+  -- so a device trace, where this branch is empty, never builds the op table for it.
+  cpu_ops AS (
+    SELECT h.id, h.upid, h.ts, h.dur, max(t.self_dur, 0) AS self_dur
     -- has_gpu outermost: on a device trace the check fails once, before any slice is read
     FROM has_gpu AS g
     CROSS JOIN kineto_host_slices AS h
@@ -346,27 +345,58 @@ WITH
       NOT g.yes
       AND h.event_class = 'cpu_op'
       AND NOT _kineto_is_host_annotation!(h.category, h.name)
-      AND h.step IS NOT NULL
-    GROUP BY h.step
+  ),
+  ops AS (
+    SELECT
+      w.window_id,
+      count(*) AS op_count,
+      sum(o.dur < $max_op) AS small_op_count,
+      sum(CASE WHEN o.dur < $max_op THEN o.self_dur ELSE 0 END) AS small_op_self_dur
+    FROM cpu_ops AS o
+    JOIN kineto_window_of!(cpu_ops) AS w
+      USING (id)
+    WHERE
+      NOT w.is_cold
+    GROUP BY w.window_id
+  ),
+  -- per steady host-only window of the ledger
+  host_cost AS (
+    SELECT
+      l.window_id,
+      l.step,
+      l.noun,
+      l.window_ts AS ts,
+      l.window_dur AS dur,
+      o.op_count,
+      o.small_op_count,
+      o.small_op_self_dur
+    FROM kineto_ledger_windows AS l
+    JOIN ops AS o
+      USING (window_id)
+    WHERE
+      NOT l.is_cold
+      AND NOT l.has_device
   ),
   host_rows AS (
     SELECT
-      st.ts,
-      st.dur,
-      o.small_op_self_dur AS impact_dur,
-      st.step,
+      c.ts,
+      c.dur,
+      c.small_op_self_dur AS impact_dur,
+      c.step,
       printf(
-        'Step %d runs %d ATen ops, %d of them under %.0f us (%.3f ms of small-op self time in a %.3f ms step; CPU-only capture).',
-        st.step,
-        o.op_count,
-        o.small_op_count,
+        '%s %d runs %d ATen ops, %d of them under %.0f us (%.3f ms of small-op self time in a %.3f ms %s; CPU-only capture).',
+        c.noun,
+        c.step,
+        c.op_count,
+        c.small_op_count,
         $max_op / 1e3,
-        o.small_op_self_dur / 1e6,
-        st.dur / 1e6
+        c.small_op_self_dur / 1e6,
+        c.dur / 1e6,
+        lower(c.noun)
       ) AS evidence,
-      o.op_count,
-      o.small_op_count,
-      o.small_op_self_dur,
+      c.op_count,
+      c.small_op_count,
+      c.small_op_self_dur,
       NULL AS kernel_count,
       NULL AS median_kernel_dur,
       NULL AS under_10us_fraction,
@@ -374,12 +404,10 @@ WITH
       NULL AS gpu_busy_dur,
       NULL AS median_queue_dur,
       NULL AS median_all_queue_dur
-    FROM kineto_steps AS st
-    JOIN ops AS o
-      USING (step)
+    FROM host_cost AS c
     WHERE
-      o.small_op_count >= $min_small_ops
-      AND 100.0 * o.small_op_self_dur / max(st.dur, 1) >= $min_cpu_self_pct
+      c.small_op_count >= $min_small_ops
+      AND 100.0 * c.small_op_self_dur / max(c.dur, 1) >= $min_cpu_self_pct
   )
 SELECT
   ts, dur, impact_dur, step, evidence, op_count, small_op_count, small_op_self_dur, kernel_count,

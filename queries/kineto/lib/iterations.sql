@@ -1,4 +1,4 @@
--- version: 7
+-- version: 8
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
@@ -91,7 +91,10 @@ FROM excluded;
 --    is no training or decode iteration: its sub-millisecond windows hold no device work).
 --    Time after the device's active span is kept out where no marker bounds it: the last start-marker
 --    window ends at the last device activity (or its own marker's end, if later) instead of the capture
---    end: a server's idle tail after its last request is no host compute of an iteration. (The first
+--    end: a server's idle tail after its last request is no host compute of an iteration. Without device
+--    activity it ends at the main process's last host event (op, annotation, Python frame): the capture
+--    runs on to the profiler's own "Record Window End" after the loop has stopped (the profiler's stop and
+--    export), which is no iteration's host time. (The first
 --    end-marker window keeps the capture start: the host work before an iteration's first kernel, its
 --    allocations and launches, is that iteration's.)
 -- 3. `capture`: the whole capture as one window (first to last event of any kind, device work included),
@@ -245,6 +248,10 @@ WITH
   device_span AS (
     SELECT min(ts) AS ts, max(ts + dur) AS end_ts FROM kineto_kernels
   ),
+  -- the end of the main process's last host event (the last window's end without device activity)
+  host_end AS (
+    SELECT max(ts + dur) AS end_ts FROM host WHERE upid = (SELECT upid FROM main_process)
+  ),
   anchored AS (
     SELECT
       kind,
@@ -256,8 +263,8 @@ WITH
     FROM picked_marks
   ),
   picked_windows AS (
-    -- start markers: from one start to the next, the last to the capture end, or to the end of the device
-    -- work when that comes first (its own marker's end, if later)
+    -- start markers: from one start to the next, the last to the end of the device work, or without device
+    -- work to the main process's last host event (its own marker's end, if later; never past the capture)
     SELECT
       a.kind AS source,
       a.name AS marker,
@@ -266,7 +273,7 @@ WITH
         lead(a.at_ts) OVER (ORDER BY a.at_ts),
         min(
           (SELECT end_ts FROM capture),
-          max(coalesce((SELECT end_ts FROM device_span), (SELECT end_ts FROM capture)), a.mark_end_ts)
+          max(coalesce((SELECT end_ts FROM device_span), (SELECT end_ts FROM host_end)), a.mark_end_ts)
         )
       ) AS end_ts
     FROM anchored AS a
