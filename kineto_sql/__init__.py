@@ -12,7 +12,7 @@ one beside or above it (tests/test_layers.py holds the code to this):
     loading/    a Kineto file into the engine, nothing lost;  run/  queries over a loaded trace
     catalog/    the rules: specs from headers, test cases, LOCK.toml;  engine/  the trace processor
     sql/        SQL text, literals (the one place values become SQL), the kineto package's files
-    errors.py   one sentence per failure                                                      bottom
+    errors.py   one sentence per failure;  envelope.py  the one JSON shape of every --format json   bottom
 
 inputs.py and outputs.py (file names and types checked up front, atomic writes) sit with sql/ and
 catalog/ respectively; the CLI (kineto_sql.cli) sits on top of everything.

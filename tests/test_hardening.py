@@ -104,7 +104,7 @@ def _tmpfs(path: Path, size: str) -> bool:
 @pytest.mark.skipif(os.geteuid() != 0, reason="a real full disk needs a small tmpfs: mount needs root")
 def test_diagnose_html_onto_a_real_full_tmpfs(tmp_path):
     disk = tmp_path / "disk"
-    if not _tmpfs(disk, "64k"):
+    if not _tmpfs(disk, "4k"):
         pytest.skip("this container may not mount a tmpfs (the fault-injection test above covers the code)")
     try:
         result = run_cli("diagnose", str(SMALL), "--jobs", "1", "--format", "html", "-o", str(disk / "r.html"))

@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "kineto_sql"
 
 # bottom first; a part may import the parts of lower layers only
 LAYERS = (
-    ("errors",),
+    ("errors", "envelope"),
     ("sql", "inputs"),
     ("catalog", "engine", "outputs"),
     ("loading", "run"),

@@ -118,11 +118,13 @@ class Block:
     cost: str
     lines: tuple[tuple[str, str], ...]
     commands: tuple[str, ...]
+    lead: str = ""  # the predicted step of the fix, when it was replayed or bounded
 
     def plain(self) -> str:
-        """The block as one paragraph (the JSON `narration`)."""
+        """The block as one paragraph (the JSON `narration`), led by what the fix buys when that is known."""
         said = " ".join(f"{label[0].upper()}{label[1:]}: {_sentence(text)}" for label, text in self.lines)
-        return f"{_sentence(f'{self.title}: {self.cost}')} {said}"
+        lead = f"{_sentence(self.lead[:1].upper() + self.lead[1:])} " if self.lead else ""
+        return f"{lead}{_sentence(f'{self.title}: {self.cost}')} {said}"
 
 
 def block(finding) -> Block:
@@ -136,7 +138,8 @@ def block(finding) -> Block:
     if finding.confirming:
         lines.append((CHECK, finding.confirming))
     lines.append((REFERENCE, f"{finding.catalog_row}; rule {finding.id_version}"))
-    return Block(finding.title, finding.severity, cost(finding), tuple(lines), tuple(finding.reproduce))
+    lead = (finding.prediction or {}).get("headline") or ""
+    return Block(finding.title, finding.severity, cost(finding), tuple(lines), tuple(finding.reproduce), lead)
 
 
 def narrate(finding) -> str:

@@ -17,7 +17,7 @@ CRITICAL_PATH = "reading.critical_path"
 
 def annotate(tp, findings, has_device: bool) -> tuple[list, dict | None]:
     """(findings with their prediction, in the order given; the top findings' prediction together or None).
-    Each predicted finding's narration leads with its headline.
+    Each predicted finding's narration leads with its headline (kineto_sql.diagnose.narrate writes it).
 
     The order stays the claimed-time ranking: ranking by the replayed saving was tried and reverted, because
     the graph has no launch-queue back-pressure edge (a launch call that blocks while the device's queue is
@@ -54,10 +54,7 @@ def with_prediction(finding, p: Prediction):
     # a fix with no graph edit (or nothing to edit here) is sized by the time the finding claims
     doing = edit.doing if edit and p.basis != UPPER_BOUND else "if the time it claims vanished"
     body["headline"] = headline(body, doing)
-    lead = body["headline"]
-    narration = f"{lead[:1].upper()}{lead[1:]}. {finding.narration}" if lead and finding.narration else finding.narration
-    return replace(finding, predicted_step_ns=p.predicted_step_ns, saving_ns=p.saving_ns, prediction=body,
-                   narration=narration)
+    return replace(finding, predicted_step_ns=p.predicted_step_ns, saving_ns=p.saving_ns, prediction=body)
 
 
 def headline(p: dict, doing: str) -> str:
