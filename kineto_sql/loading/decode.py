@@ -223,7 +223,9 @@ def _decode_each(events_text, metadata: dict) -> Decoded:
 
 
 # An "args" key whose value does not open an object (nor is null): a maybe (the key may be an arg's own).
-_ODD_ARGS = re.compile(rb'"args"\s*:\s*[^{\sn]')
+# (from `args"`, not `"args"`: the search runs ahead to its first byte, and a quote is in every other key;
+# matching more keys than args only sends a trace to validate's per-event look)
+_ODD_ARGS = re.compile(rb'args"\s*:\s*[^{\sn]')
 _BYTE = re.compile(r"\(byte (\d+)\)")
 
 
