@@ -246,11 +246,15 @@ def _not_json(raw: bytes, path: Path, message: str) -> str:
             "re-export the trace from torch.profiler")
 
 
-def encode_events(events: list, extras: dict) -> bytes:
-    """The events as a JSON array's items (no brackets): Raw fields verbatim, UNSET ones left out."""
+_ENCODER = msgspec.json.Encoder()
+
+
+def encode_events(events: list, extras: dict, buffer: bytearray) -> None:
+    """The events as a JSON array, into `buffer` (replacing what it held): Raw fields verbatim, UNSET ones
+    left out."""
     if extras:
         events = [_with_extras(e, extras[id(e)]) if id(e) in extras else e for e in events]
-    return msgspec.json.encode(events)[1:-1]
+    _ENCODER.encode_into(events, buffer)
 
 
 def _with_extras(e: Event, extra: dict) -> dict:
