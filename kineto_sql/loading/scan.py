@@ -170,8 +170,16 @@ def _correlations(events: list, with_args) -> dict:
     """(track number, correlation) -> the X event index with that int `correlation` arg, or the list of them;
     `with_args`: (index, track number) of the X events with args."""
     by_correlation: dict = {}
+    decode = _CORRELATION.decode
     for i, track in with_args:
-        corr = correlation_of(events[i].args)
+        args = events[i].args
+        if type(args) is Raw:  # (correlation_of, inlined: it runs for every X event with args)
+            try:
+                corr = decode(args).correlation
+            except msgspec.ValidationError:
+                continue
+        else:
+            corr = correlation_of(args)
         if isinstance(corr, int):
             point = (track, corr)
             have = by_correlation.get(point)
