@@ -2,6 +2,7 @@
 interleaved, without its HTA and in-process sides (which need an HTA venv and double the time).
 
     python bench/ab_load.py --old /work/main/.venv/bin/python --trace T.json.gz [--sizes 1 4] [--repeat 3]
+    python bench/ab_load.py --old OLD/python --side main=MAIN/python --no-bare --trace T.json.gz   # three installs
 
 Per trace (T itself, then its compact rewrite replicated each of --sizes times): medians of whole-process wall
 and CPU seconds (user + system of the process tree) and of the tree's peak PSS (one sampled round per side),
@@ -29,6 +30,10 @@ def main() -> None:
     ap.add_argument("--trace", type=Path, required=True)
     ap.add_argument("--sizes", type=int, nargs="*", default=[1, 4])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--side", action="append", default=[], metavar="NAME=PYTHON",
+                    help="one more side, the python of another venv (e.g. main=/work/main/.venv/bin/python); "
+                         "reported with its NAME/old ratios")
+    ap.add_argument("--no-bare", action="store_true", help="leave out the bare engine's side")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kineto_ab_load_") as tmp:
         files = [("original", args.trace)]
@@ -38,8 +43,11 @@ def main() -> None:
             write(replicate(source, n), path)
             files.append((f"{n}x compact", path))
         for label, f in files:
-            sides = {"new": (args.new, KINETO_LOAD_2, str(f)), "old": (args.old, KINETO_LOAD_2, str(f)),
-                     "bare": (args.new, BARE_LOAD, str(f))}
+            sides = {"new": (args.new, KINETO_LOAD_2, str(f)), "old": (args.old, KINETO_LOAD_2, str(f))}
+            for name, python in (side.split("=", 1) for side in args.side):
+                sides[name] = (python, KINETO_LOAD_2, str(f))
+            if not args.no_bare:
+                sides["bare"] = (args.new, BARE_LOAD, str(f))
             runs = interleaved(sides, args.repeat, memory_rounds=1)
             row = {"trace": label, "json_mb": round(json_mb(f), 1)}
             for side, rows in runs.items():
@@ -48,8 +56,10 @@ def main() -> None:
                     row[f"{side}_{key}"] = round(statistics.median(values), 3) if values else None
                 row[f"{side}_walls"] = [round(r["wall_s"], 2) for r in rows]
                 row[f"{side}_cpus"] = [round(r["cpu_s"], 2) for r in rows]
-            for key in ("wall_s", "cpu_s", "peak_tree_pss_mb"):
-                row[f"new/old {key}"] = round(row[f"new_{key}"] / row[f"old_{key}"], 3)
+            for side in sides:
+                if side not in ("old", "bare"):
+                    for key in ("wall_s", "cpu_s", "peak_tree_pss_mb"):
+                        row[f"{side}/old {key}"] = round(row[f"{side}_{key}"] / row[f"old_{key}"], 3)
             print(json.dumps(row), flush=True)
 
 

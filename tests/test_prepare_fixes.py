@@ -75,6 +75,27 @@ def test_integer_beyond_int64(text, expected):
     assert arg_values.integer_beyond_int64(text) is expected
 
 
+_ARG_TEXTS = [b'{"t": 1661203462598738}', b'{"x": 9223372036854775808}', b'{"a": null}', b'null',
+              b'{"a": [1,\n  null]}', b'{"x": -9223372036854775808}', b'{"f": 12345678901234567890123.5}',
+              b'{"name": "see: null"}']
+
+
+@pytest.mark.parametrize("picked", [[0], [0, 3], [0, 2], [3, 5, 6], [1], [4, 0], [7], [6, 0, 5]])
+@pytest.mark.parametrize("before", [0, 4095, 5000])  # (the batch is 4096 texts: at its edge, and past it)
+def test_args_searched_together_read_as_alone(picked, before):
+    """The args texts searched a batch at a time give what each text searched alone gives (no digit run or
+    null is made where two texts meet), wherever in a batch they fall."""
+    import msgspec
+
+    from kineto_sql.loading.decode import Event
+    plain = msgspec.Raw(b'{"Sequence number": 12}')
+    texts = [_ARG_TEXTS[i] for i in picked]
+    events = [Event(ph="X", args=plain) for _ in range(before)] + [Event(ph="X", args=msgspec.Raw(t)) for t in texts]
+    events.insert(before // 2, Event(ph="X"))  # (an event without args)
+    expected = (any(arg_values.integer_beyond_int64(t) for t in texts), any(arg_values.null_token(t) for t in texts))
+    assert arg_values._args_may_hold(events) == expected
+
+
 def _many_ops(n: int, args: dict | None = None, at: int = 3) -> dict:
     """n host ops; op number `at` carries `args` (the rest carry small ints and lists)."""
     ops = [CpuOp(f"aten::op{i}", ts_us=10 * i, dur_us=5, args={"Input Dims": [[1, 2], [3]], "Sequence number": i})

@@ -223,7 +223,9 @@ def _decode_each(events_text, metadata: dict) -> Decoded:
 
 
 # An "args" key whose value does not open an object (nor is null): a maybe (the key may be an arg's own).
-_ODD_ARGS = re.compile(rb'"args"\s*:\s*[^{\sn]')
+# (from `args"`, not `"args"`: the search runs ahead to its first byte, and a quote is in every other key;
+# matching more keys than args only sends a trace to validate's per-event look)
+_ODD_ARGS = re.compile(rb'args"\s*:\s*[^{\sn]')
 _BYTE = re.compile(r"\(byte (\d+)\)")
 
 
@@ -244,11 +246,15 @@ def _not_json(raw: bytes, path: Path, message: str) -> str:
             "re-export the trace from torch.profiler")
 
 
-def encode_events(events: list, extras: dict) -> bytes:
-    """The events as a JSON array's items (no brackets): Raw fields verbatim, UNSET ones left out."""
+_ENCODER = msgspec.json.Encoder()
+
+
+def encode_events(events: list, extras: dict, buffer: bytearray) -> None:
+    """The events as a JSON array, into `buffer` (replacing what it held): Raw fields verbatim, UNSET ones
+    left out."""
     if extras:
         events = [_with_extras(e, extras[id(e)]) if id(e) in extras else e for e in events]
-    return msgspec.json.encode(events)[1:-1]
+    _ENCODER.encode_into(events, buffer)
 
 
 def _with_extras(e: Event, extra: dict) -> dict:

@@ -77,14 +77,22 @@ class PreparedTrace:
         events, self._events = self._events, None
         if events is None:
             raise RuntimeError("this prepared trace was already written out once")
-        yield b'{"traceEvents":['
+        yield b'{"traceEvents":' if events else b'{"traceEvents":['
+        # Each piece is encoded as an array into one reused buffer, its `[` kept for the first piece and made
+        # a `,` for the others, its `]` left off: one copy of the text (the bytes handed on) per piece.
+        buffer = bytearray()
         for start in range(0, len(events), CHUNK_EVENTS):
             piece = events[start:start + CHUNK_EVENTS]
             events[start:start + CHUNK_EVENTS] = [None] * len(piece)
-            text = encode_events(piece, self._extras)
+            encode_events(piece, self._extras, buffer)
             del piece
-            yield (b"," + text) if start else text
-        del events
+            if start:
+                buffer[0] = 44  # ","
+            with memoryview(buffer) as view:
+                text = bytes(view[:-1])
+            yield text
+            del text
+        del events, buffer
         rest = orjson.dumps(self.metadata)
         yield b"]" + (b"," + rest[1:] if len(rest) > 2 else b"}")
 

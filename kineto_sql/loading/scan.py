@@ -11,8 +11,9 @@ validate's), by the ids as validated, and numbered by thread once the pid/tid fi
 """
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
+from itertools import compress
 from math import floor
 from typing import Any
 
@@ -57,20 +58,17 @@ class TraceScan:
         """The threads whose placed X events cannot all nest (overlaps.py gives them lanes): (lowest event
         index, track number, its X events as (ts, -dur, index) in the order the lanes are filled: by start,
         longer first, then file order), in track order."""
-        per_track: dict[int, list] = {}
-        for i, track, ts, negdur, placed in zip(self.push_index, self.push_track, self.push_ts, self.push_negdur,
-                                                self.push_placed):
-            if placed:
-                items = per_track.get(track)
-                if items is None:
-                    per_track[track] = [(ts, negdur, i)]
-                else:
-                    items.append((ts, negdur, i))
+        per_track: dict[int, list] = defaultdict(list)
+        placed = self.push_placed
+        # (the placed events' (ts, -dur, index) rows made by zip, grouped by track in one plain loop)
+        for track, item in zip(compress(self.push_track, placed), zip(
+                compress(self.push_ts, placed), compress(self.push_negdur, placed), compress(self.push_index, placed))):
+            per_track[track].append(item)
         out = []
         for track in sorted(per_track):
             items = per_track[track]
             items.sort()
-            if not nests([t for t, _, _ in items], [t - d for t, d, _ in items], 0, len(items)):
+            if not _rows_nest(items):
                 out.append((min(i for _, _, i in items), track, items))
         return out
 
@@ -84,18 +82,18 @@ class TraceScan:
         return Counter(zip(self.push_track, self.push_ts))
 
 
-def nests(starts: list, ends: list, first: int, stop: int) -> bool:
-    """Whether the X events first..stop-1 of one thread (in lane order) all fit on one stack, i.e. the
+def _rows_nest(rows: list) -> bool:
+    """Whether one thread's X events, as (ts, -dur, index) rows in lane order, all fit on one stack, i.e. the
     overlap split's lane packing would leave them all where they are."""
     stack = []
-    for k in range(first, stop):
-        ts = starts[k]
+    push, pop = stack.append, stack.pop
+    for ts, negdur, _ in rows:
         while stack and stack[-1] <= ts:
-            stack.pop()
-        end = ends[k]
+            pop()
+        end = ts - negdur
         if stack and end > stack[-1]:
             return False
-        stack.append(end)
+        push(end)
     return True
 
 
@@ -172,8 +170,16 @@ def _correlations(events: list, with_args) -> dict:
     """(track number, correlation) -> the X event index with that int `correlation` arg, or the list of them;
     `with_args`: (index, track number) of the X events with args."""
     by_correlation: dict = {}
+    decode = _CORRELATION.decode
     for i, track in with_args:
-        corr = correlation_of(events[i].args)
+        args = events[i].args
+        if type(args) is Raw:  # (correlation_of, inlined: it runs for every X event with args)
+            try:
+                corr = decode(args).correlation
+            except msgspec.ValidationError:
+                continue
+        else:
+            corr = correlation_of(args)
         if isinstance(corr, int):
             point = (track, corr)
             have = by_correlation.get(point)
