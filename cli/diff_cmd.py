@@ -3,7 +3,6 @@ several each), and why one is faster."""
 from __future__ import annotations
 
 import os
-import sys
 import textwrap
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -12,7 +11,7 @@ import click
 import pandas as pd
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options
-from kineto_sql.cli.output import emit_frame, emit_json, format_option, frame_records, friendly_errors
+from kineto_sql.cli.output import emit_frame, emit_json, emit_result, finish, format_option, frame_records, friendly_errors
 from kineto_sql.cli.ranks_cmd import _progress
 
 
@@ -130,9 +129,9 @@ def diff_command(traces: tuple, fmt: str, device: str, median_step: bool, all_st
         result = gate(report.verdict, fail_pct, noise_floor)
     _emit(report, sides, fmt, limit, min_us, result)
     if result is not None:
-        click.echo(result.line, err=True)
-        if result.exit_code:
-            sys.exit(result.exit_code)
+        if not result.exit_code:  # passed: said, not an error
+            click.echo(result.line, err=True)
+        finish(result.exit_code, result.line)  # failed or not judged: `error: regression gate: ...`
 
 
 def _load_sides(paths: list[Path], choice) -> list:
@@ -151,7 +150,8 @@ def _load_sides(paths: list[Path], choice) -> list:
 
 def _emit(report, sides, fmt: str, limit: int, min_us: float, result) -> None:
     if fmt == "json":
-        emit_json({"before": ", ".join(c.path for c in sides[0]), "after": ", ".join(c.path for c in sides[1]),
+        code, reason = (result.exit_code, result.line) if result is not None else (0, None)
+        emit_result({"before": ", ".join(c.path for c in sides[0]), "after": ", ".join(c.path for c in sides[1]),
                    "before_captures": [c.path for c in sides[0]], "after_captures": [c.path for c in sides[1]],
                    "headline": report.headline,
                    "step_change_pct": report.step_change_pct, "before_steps": list(report.before.steps),
@@ -159,7 +159,7 @@ def _emit(report, sides, fmt: str, limit: int, min_us: float, result) -> None:
                    "verdict": report.verdict.to_json() if report.verdict is not None else None,
                    "gate": None if result is None else {"failed": result.failed, "judged": result.judged,
                                                         "line": result.line},
-                   "rows": frame_records(report.rows)})
+                   "rows": frame_records(report.rows)}, code, reason)
     elif fmt == "csv":
         emit_frame(report.rows, fmt)
     else:

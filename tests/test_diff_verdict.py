@@ -185,9 +185,13 @@ def _write(tmp_path, **traces):
 
 
 def _gate_line(result) -> str:
-    lines = [line for line in result.stderr.splitlines() if line.startswith("regression gate: ")]
+    """The gate's one line on stderr, without the `error: ` every non-zero exit's line starts with (a passed
+    gate exits 0 and its line has none)."""
+    prefix = "error: " if result.exit_code else ""
+    lines = [line for line in result.stderr.splitlines() if line.startswith(f"{prefix}regression gate: ")]
     assert len(lines) == 1, result.stderr
-    return lines[0]
+    assert not any(line.startswith("error: ") for line in result.stderr.splitlines() if line != lines[0])
+    return lines[0].removeprefix(prefix)
 
 
 def test_gate_one_capture_a_side_needs_a_noise_floor(tmp_path):
@@ -244,8 +248,14 @@ def test_gate_one_capture_a_side_needs_a_noise_floor(tmp_path):
     # json: stdout stays one document; the gate is in it and its line on stderr
     as_json = run(p["base"], p["slow"], "--fail-on-regression", "10", "--noise-floor", "0", "--format", "json")
     assert as_json.exit_code == 1
-    out = json.loads(as_json.stdout)["result"]
+    doc = json.loads(as_json.stdout)
+    out = doc["result"]
     assert out["gate"] == {"failed": True, "judged": True, "line": _gate_line(as_json)}
+    assert doc["exit"] == {"code": 1, "reason": _gate_line(as_json)}   # the envelope says why it exits 1
+    unjudged_json = run(p["base"], p["slow"], "--fail-on-regression", "10", "--format", "json")
+    assert json.loads(unjudged_json.stdout)["exit"] == {"code": 3, "reason": _gate_line(unjudged)}
+    passed_json = run(p["base"], p["slow"], "--fail-on-regression", "20", "--noise-floor", "0", "--format", "json")
+    assert passed_json.exit_code == 0 and "exit" not in json.loads(passed_json.stdout)
     assert out["verdict"]["step_change_pct"]["low"] == pytest.approx(s.low)
     assert out["verdict"]["buckets"]["idle.dataloader"]["point"] == 0.0
     assert (out["before_captures"], out["after_captures"]) == ([p["base"]], [p["slow"]])

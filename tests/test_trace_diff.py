@@ -115,7 +115,7 @@ def test_cli_fail_on_regression_and_json(tmp_path):
     assert regressed.exit_code == 3, regressed.output
     assert regressed.stdout.startswith("AFTER is 66.7% slower")
     assert regressed.stderr.splitlines()[-1] == (
-        "regression gate: not judged: BEFORE is too short: 2 steady windows in ProfilerStep#1-#2 "
+        "error: regression gate: not judged: BEFORE is too short: 2 steady windows in ProfilerStep#1-#2 "
         "(2 windows); 3 are needed for an interval.")
     ok = CliRunner().invoke(cli, ["diff", str(slow), str(fast), "--fail-on-regression", "10", "--format", "json"])
     assert ok.exit_code == 3, ok.output
