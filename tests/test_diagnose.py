@@ -129,12 +129,14 @@ def test_one_block_per_finding_with_its_cost_per_step():
     cold = replace(f, scope="cold", per_step_ns=None)
     assert block(cold).cost.startswith("2.5 ms once, in the cold start (12.5% of the capture windows, one-time)")
     assert block(replace(f, impact_ns=0)).cost == "no step time of its own; it changes how the trace must be read"
-    # a rank's finding keeps its own evidence after the cross-rank note (kineto_sql/fleet/run.py)
-    noted = replace(f, evidence=("The cross-rank reading names rank 7 the straggler: part of this wait is for "
-                                 "rank 7.", "3 syncs in step 4", "2 syncs in step 5"))
-    assert dict(block(noted).lines)["why we think so"] == ("The cross-rank reading names rank 7 the straggler: part "
-                                                          "of this wait is for rank 7. 3 syncs in step 4. Seen in "
+    # a rank's finding: the cross-rank note (a field, set by kineto_sql/fleet/run.py), then its own first
+    # evidence row, whatever words either starts with
+    noted = replace(f, cross_rank_note="Part of this wait is for rank 7, the straggler the cross-rank reading "
+                    "names.", evidence=("3 syncs in step 4", "2 syncs in step 5"))
+    assert dict(block(noted).lines)["why we think so"] == ("Part of this wait is for rank 7, the straggler the "
+                                                          "cross-rank reading names. 3 syncs in step 4. Seen in "
                                                           "every step from 4 to 5 in aten::item.")
+    assert block(replace(noted, cross_rank_note=None)).lines == b.lines
     # a prediction is a line of the block: "fixing this: step X -> Y ms"
     p = {"measured_step_ns": 10_000_000, "predicted_step_ns": 8_000_000, "saving_pct": 20.0,
          "saving_range_ns": [2_000_000, 2_000_000], "basis": "replay", "change": "remove the sync wait", "reason": ""}
@@ -358,8 +360,11 @@ def test_a_ranks_straggler_finding_follows_the_cross_rank_reading():
     named = agree_with_ranks(trace, {"ranks": 2, "straggler": 0, "quantity": "own work per step",
                                      "excess_pct_of_step": 25.76})
     kept = next(f for f in named.findings if f.query_id == "catalog.straggler_rank")
-    assert kept.evidence[0] == "The cross-rank reading names rank 0 the straggler (own work per step, 25.76% of a step)."
+    assert kept.cross_rank_note == ("The cross-rank reading names rank 0 the straggler (own work per step, 25.76% "
+                                    "of a step).")
+    assert kept.evidence == waits.evidence    # the rule's own rows, untouched
     assert "names rank 0 the straggler" in kept.narration
+    assert kept.to_json()["cross_rank_note"] == kept.cross_rank_note and waits.to_json()["cross_rank_note"] is None
     # no straggler across ranks: the wait is the collectives' own time; the finding is set aside, with why
     none = agree_with_ranks(trace, {"ranks": 2, "straggler": None})
     assert [f.query_id for f in none.findings] == ["catalog.exposed_communication"]
@@ -380,8 +385,9 @@ def test_a_named_straggler_leads_the_multi_rank_diagnosis_and_the_waits_point_at
     comm = _finding("catalog.exposed_communication", 50, 60.0, "high")
     waiting = agree_with_ranks(_rank_trace(1, [comm]), summary)
     (exposed,) = waiting.findings
-    assert exposed.evidence[0] == ("The cross-rank reading names rank 0 the straggler (own work per step, 25.76% "
-                                   "of a step): part of this wait is for rank 0.")
+    assert exposed.cross_rank_note == ("The cross-rank reading names rank 0 the straggler (own work per step, "
+                                       "25.76% of a step): part of this wait is for rank 0.")
+    assert exposed.evidence == comm.evidence
     assert "part of this wait is for rank 0" in exposed.narration
     # the straggler's own exposed communication is its own: nothing to point at; nor when nobody is named
     assert agree_with_ranks(_rank_trace(0, [comm]), summary).findings == (comm,)

@@ -148,6 +148,9 @@ class Finding:
     # the cost per window: impact_ns over the windows it is drawn from (the steady ones, every window when
     # of_capture); None for a one-time (cold) finding or a capture without windows
     per_step_ns: int | None = None
+    # In a rank directory, what the cross-rank reading says about this rank's finding (kineto_sql/fleet/run.py:
+    # who the straggler is, whom this wait is for); None on a single trace or when it says nothing here.
+    cross_rank_note: str | None = None
 
     def to_json(self) -> dict:
         return {
@@ -179,6 +182,7 @@ class Finding:
             "saving_ns": self.saving_ns,
             "prediction": self.prediction,
             "per_step_ns": self.per_step_ns,
+            "cross_rank_note": self.cross_rank_note,
         }
 
 

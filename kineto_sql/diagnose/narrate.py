@@ -97,18 +97,6 @@ def _where(finding) -> str:
     return f"Seen {said}." if said else ""
 
 
-# how a rank directory's cross-rank reading prefixes a rank's finding (kineto_sql/fleet/run.py): a note
-# about the finding, followed by the rule's own evidence
-CROSS_RANK_NOTE = "The cross-rank reading names"
-
-
-def _evidence(evidence) -> tuple[str, ...]:
-    """The rule's first evidence row; after a cross-rank note, the note and that row."""
-    if len(evidence) > 1 and evidence[0].startswith(CROSS_RANK_NOTE):
-        return tuple(evidence[:2])
-    return tuple(evidence[:1])
-
-
 @dataclass(frozen=True)
 class Block:
     """One finding in words: a head (title, severity, cost) and labelled lines, then the commands."""
@@ -129,7 +117,8 @@ class Block:
 
 def block(finding) -> Block:
     """What, how much per step, why we think so, what to do, what fixing it buys, how to check, the reference."""
-    why = " ".join(p for p in (*(_sentence(e) for e in _evidence(finding.evidence)), _where(finding)) if p)
+    said = (finding.cross_rank_note, *finding.evidence[:1])  # in a rank directory the cross-rank reading first
+    why = " ".join(p for p in (*(_sentence(e) for e in said if e), _where(finding)) if p)
     lines = [(WHY, why or "the rule's rows hold the numbers")]
     if finding.fix:
         lines.append((DO, finding.fix))

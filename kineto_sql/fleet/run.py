@@ -199,7 +199,7 @@ def agree_with_ranks(trace, summary: dict | None):
     if named is not None and named != trace.rank:
         note = (f"The cross-rank reading names rank {named} the straggler "
                 f"({summary.get('quantity')}, {summary.get('excess_pct_of_step')}% of a step).")
-        findings = tuple(with_narration(replace(f, evidence=(note, *f.evidence))) if f.query_id == STRAGGLER
+        findings = tuple(with_narration(replace(f, cross_rank_note=note)) if f.query_id == STRAGGLER
                          else f for f in trace.findings)
         return replace(trace, findings=findings)
     reason = (f"{STRAGGLER} fired on this rank, but the cross-rank reading over {summary.get('ranks')} ranks "
@@ -221,5 +221,5 @@ def _point_at_straggler(trace, named, summary: dict):
         return trace
     note = (f"The cross-rank reading names rank {named} the straggler ({summary.get('quantity')}, "
             f"{summary.get('excess_pct_of_step')}% of a step): part of this wait is for rank {named}.")
-    return replace(trace, findings=tuple(with_narration(replace(f, evidence=(note, *f.evidence)))
+    return replace(trace, findings=tuple(with_narration(replace(f, cross_rank_note=note))
                                          if f.query_id == EXPOSED else f for f in trace.findings))
