@@ -1,6 +1,7 @@
 """The notebook API, as the README's example uses it: load, query, run, diagnose, several ranks."""
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -43,14 +44,56 @@ def test_run_not_applicable_is_an_empty_frame_that_says_why(trace):
     assert df.empty and "needs" in df.attrs["not_applicable"]
 
 
-def test_diagnose_finds_the_planted_gc_stall(trace):
+def test_diagnose_costs_each_finding_per_step_as_the_text_report_does(trace):
+    """to_pandas and the Jupyter table give the cost per step (the text report's words), not the sum over
+    the steps; the planted GC stall is the top finding."""
+    from kineto_sql.diagnose.narrate import cost
+
     report = trace.diagnose()
     df = report.to_pandas()
-    assert df.loc[0, "query_id"] == "catalog.gc_gil_stall"
+    top = report.findings[0]
+    assert df.loc[0, "query_id"] == top.query_id == "catalog.gc_gil_stall"
     assert df["impact_ns"].dtype == "int64" and df.loc[0, "impact_ns"] == df["impact_ns"].max() > 0
-    assert "catalog.gc_gil_stall" in str(report)
+    # two steady windows: the stall's cost per step is half its total, and that is the number shown
+    assert report.diagnosis.traces[0].verdict.steps == 2
+    assert df.loc[0, "per_step_ns"] == top.per_step_ns == top.impact_ns // 2 == 198_886_611
+    assert df.loc[0, "cost"] == cost(top) and df.loc[0, "cost"].startswith("198.9 ms per step (93.3% of the steady")
+    assert df["per_step_ns"].dtype == "float64"          # NaN for the one-time cold start
+    cold = df[df["scope"] == "cold"]
+    assert len(cold) == 1 and cold["per_step_ns"].isna().all()
+    text = str(report)
+    assert "catalog.gc_gil_stall" in text and "198.9 ms per step" in text and "397.8 ms" not in text
     page = report._repr_html_()
-    assert "<table" in page and "gc_gil_stall" in page
+    assert "<table" in page and "gc_gil_stall" in page and "198.9 ms per step" in page
+    assert "397773222" not in page and "host-bound: host-bound" not in page
+
+
+def test_the_readme_example_runs_as_written(monkeypatch):
+    """The README's notebook block, executed as it stands (from the checkout's root), then its results'
+    dtypes: what a pandas user gets."""
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    block = readme.split("- From a notebook", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(root)
+    names: dict = {}
+    exec(textwrap.dedent(block), names)
+    top, ops, findings = names["top"], names["ops"], names["findings"]
+    assert list(top.columns) == ["name", "dur"] and len(top) == 5
+    assert top["dur"].dtype == "int64" and pd.api.types.is_string_dtype(top["name"])
+    assert top["dur"].is_monotonic_decreasing
+    assert len(ops) == 10 and ops.loc[0, "name"] == "Python GC"
+    numeric = {c: str(ops[c].dtype) for c in ops.columns if c not in ("name", "kind")}
+    assert numeric == {"calls": "int64", "self_cpu_dur": "int64", "self_cpu_pct": "float64", "cpu_dur": "int64",
+                       "self_device_dur": "int64", "self_device_pct": "float64", "device_dur": "int64",
+                       "avg_cpu_dur": "int64"}
+    assert ops["self_device_pct"].isna().all()           # a CPU trace: declared DOUBLE, every cell NULL
+    assert list(findings.columns[:9]) == ["rank", "query_id", "title", "severity", "per_step_ns", "impact_pct",
+                                          "scope", "cost", "impact_ns"]
+    assert findings.loc[0, "query_id"] == "catalog.gc_gil_stall"
+    assert findings["impact_pct"].dtype == "float64" and findings["count"].dtype == "int64"
+    # closed: the engine is gone, and a later query says so in one sentence
+    with pytest.raises(ks.errors.EngineError, match="it was closed"):
+        names["t"].query("SELECT 1")
 
 
 def test_ranks_read_every_rank_as_one_frame():

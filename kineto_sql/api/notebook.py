@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from kineto_sql.diagnose.model import Diagnosis
+from kineto_sql.diagnose.narrate import cost, reason
 from kineto_sql.diagnose.render_text import render_text
 from kineto_sql.diagnose.run import diagnose_trace
 from kineto_sql.engine.processor import EngineChoice
@@ -35,14 +36,32 @@ def load(path, engine: EngineChoice = EngineChoice()) -> Trace | Ranks:
     return Ranks(path, engine) if path.is_dir() else Trace(path, engine)
 
 
-def frame(rows: Rows) -> pd.DataFrame:
-    """Rows as a DataFrame with numeric dtypes: a column whose cells are all numbers (or NULL) is numeric."""
+# The entrypoint column types (PerfettoSQL) whose values are numbers: such a column is numeric even when every
+# cell is NULL (a CPU trace's device columns), float64 then.
+NUMERIC_TYPES = ("LONG", "INT", "DOUBLE", "DURATION", "TIMESTAMP", "BOOL", "ID", "JOINID", "ARGSETID")
+
+
+def frame(rows: Rows, numeric: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Rows as a DataFrame with numeric dtypes: a column whose cells are all numbers (or NULL) is numeric,
+    and so is every column named in `numeric` (declared numeric by its rule)."""
     df = rows.to_pandas()
     for column in df.columns:
         cells = [v for v in df[column] if v is not None]
-        if cells and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in cells):
+        if column in numeric and not cells:
+            df[column] = df[column].astype("float64")
+        elif cells and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in cells):
             df[column] = pd.to_numeric(df[column])
     return df
+
+
+def declared_numeric(spec) -> tuple[str, ...]:
+    """The columns a rule's entrypoint declares with a numeric type (RETURNS TABLE(...))."""
+    from kineto_sql.sql.text import entrypoint_signature
+
+    signature = entrypoint_signature(spec.sql, spec.entrypoint)
+    if signature is None:
+        return ()
+    return tuple(c.name for c in signature.columns if c.type.split("(")[0].strip() in NUMERIC_TYPES)
 
 
 class Trace:
@@ -69,7 +88,7 @@ class Trace:
     def run(self, query_id: str, **params) -> pd.DataFrame:
         """One catalog query (`kineto-sql list`), its parameters as keyword arguments."""
         result = run_query(self._tp, query_id, params)
-        df = frame(result.rows)
+        df = frame(result.rows, declared_numeric(result.spec))
         if result.not_applicable:
             df.attrs["not_applicable"] = result.not_applicable
             warnings.warn(f"not applicable: {result.not_applicable}", stacklevel=2)
@@ -129,6 +148,10 @@ class Ranks:
         return f"<kineto_sql.Ranks {self.path.name}: {len(self.files)} rank file(s)>"
 
 
+COLUMNS = ["rank", "query_id", "title", "severity", "per_step_ns", "impact_pct", "scope", "cost", "impact_ns",
+           "count", "steps", "cross_rank_note", "evidence", "fix"]
+
+
 class Report:
     """A diagnosis: `findings` (every trace's, ranked), `to_pandas()`, text as `str()`, HTML in Jupyter."""
 
@@ -144,14 +167,18 @@ class Report:
         return tuple(t.verdict for t in self.diagnosis.traces)
 
     def to_pandas(self) -> pd.DataFrame:
-        """One row per finding: rank, query, severity, claimed time per step and share, steps, evidence, fix."""
+        """One row per finding, costed as the text report costs it: per step (`per_step_ns`, the claimed time
+        over the windows it is drawn from; NaN for a one-time cold-start finding) and in the report's words
+        (`cost`); `impact_ns` is the total over the capture. Then steps, the cross-rank note of a rank
+        directory, the first evidence row and the fix."""
         rows = [{"rank": t.rank, "query_id": f.query_id, "title": f.title, "severity": f.severity,
-                 "impact_ns": f.impact_ns, "impact_pct": f.impact_pct, "count": f.count,
-                 "steps": list(f.where.steps), "evidence": f.evidence[0] if f.evidence else "", "fix": f.fix}
+                 "per_step_ns": f.per_step_ns, "impact_pct": f.impact_pct, "scope": f.scope, "cost": cost(f),
+                 "impact_ns": f.impact_ns, "count": f.count, "steps": list(f.where.steps),
+                 "cross_rank_note": f.cross_rank_note, "evidence": f.evidence[0] if f.evidence else "", "fix": f.fix}
                 for t in self.diagnosis.traces for f in t.findings]
-        columns = ["rank", "query_id", "title", "severity", "impact_ns", "impact_pct", "count", "steps",
-                   "evidence", "fix"]
-        return pd.DataFrame(rows, columns=columns)
+        df = pd.DataFrame(rows, columns=COLUMNS)
+        df["per_step_ns"] = df["per_step_ns"].astype("float64" if df["per_step_ns"].isna().any() else "int64")
+        return df
 
     def __str__(self) -> str:
         return render_text(self.diagnosis)
@@ -160,6 +187,8 @@ class Report:
         return render_text(self.diagnosis)
 
     def _repr_html_(self) -> str:
-        verdicts = "".join(f"<p><b>{html.escape(v.regime)}</b>: {html.escape(v.regime_reason)}</p>"
-                           for v in self.verdicts)
-        return verdicts + self.to_pandas().drop(columns=["steps"]).to_html(index=False, escape=True)
+        verdicts = "".join(f"<p><b>{html.escape(v.regime)}</b>: {html.escape(reason(v))}</p>" for v in self.verdicts)
+        shown = self.to_pandas()[["rank", "query_id", "severity", "cost", "evidence", "fix"]]
+        if shown["rank"].isna().all():
+            shown = shown.drop(columns=["rank"])
+        return verdicts + shown.to_html(index=False, escape=True)
