@@ -24,6 +24,7 @@ COMMANDS = {
     "show": "kineto_sql.cli.query_cmds:show_command",
     "run": "kineto_sql.cli.query_cmds:run_command",
     "lint": "kineto_sql.cli.query_cmds:lint_command",
+    "test": "kineto_sql.cli.test_cmd:command",
     "new": "kineto_sql.cli.query_cmds:new_command",
     "mcp": "kineto_sql.cli.mcp_cmd:command",
 }

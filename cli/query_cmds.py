@@ -157,9 +157,9 @@ def lint_command(ids: tuple[str, ...], update_lock: bool, force: bool, fmt: str)
     """Check every query file against queries/README.md; print `path:line: what to fix`.
 
     Exit status 1 when anything is wrong. With --rules DIR, the user rules there are linted too (by the
-    same checks; their cases run with `pytest`, see README: Your own rules). `--update-lock` writes the generated queries/LOCK.toml (per
-    query: version, SQL hash, included lib versions, case digests; it refuses where SQL or a case changed and
-    the version did not) and queries/REFERENCE.md. IDS (e.g. catalog.gc_gil_stall, lib.steps) limit the
+    same checks; `kineto-sql test --rules DIR` runs their cases). `--update-lock` writes the generated
+    queries/LOCK.toml (per query: version, SQL hash, included lib versions, case digests; it refuses where SQL
+    or a case changed and the version did not) and queries/REFERENCE.md. IDS (e.g. catalog.gc_gil_stall, lib.steps) limit the
     update to those entries.
 
     \b

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +10,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from kineto_sql import open_trace
 from kineto_sql.catalog import cases as rule_tests
+from kineto_sql.devtools.rule_tests import canonical_value
 from tests.conftest import CORPUS, GOLDEN
 
 GOLDEN_TRACES = GOLDEN / "traces"
@@ -56,25 +56,6 @@ def load_trace(tmp_path):
     yield load
     for tp in opened:
         tp.close()
-
-
-def canonical_value(value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "NULL"
-    try:
-        if pd.isna(value):
-            return "NULL"
-    except (TypeError, ValueError):
-        pass
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    if isinstance(value, float):
-        if value.is_integer() and abs(value) < 1e15:
-            return str(int(value))
-        return format(value, ".6g")
-    if hasattr(value, "item"):
-        return canonical_value(value.item())
-    return str(value)
 
 
 MAX_SNAPSHOT_ROWS = 200

@@ -54,6 +54,7 @@ def good_args(command: str, ranks: Path) -> list[str]:
         "show": ["show", "reading.op_table"],
         "run": ["run", "reading.op_table", str(TRACE), "-p", "top_n", "3"],
         "lint": ["lint"],
+        "test": ["test", "hta.kernel_type_breakdown", "--cases-only"],
         "new": ["new", "catalog.contract_probe"],
     }[command]
 
@@ -73,6 +74,7 @@ BAD = {
     "show": (["show", "catalog.nope"], "bad_input"),
     "run": (["run", "catalog.nope", "missing.json.gz"], "bad_input"),
     "lint": (["lint", "--update-lock", "catalog.nope"], "bad_input"),
+    "test": (["test", "catalog.nope"], "bad_input"),
     "new": (["new", "Bad-Name"], "bad_input"),
     "mcp": (["mcp", "--bogus"], "usage"),
 }

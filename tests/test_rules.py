@@ -7,17 +7,14 @@ a detector fires on its planted trace and stays silent on the fixed twin. Corpus
 """
 from __future__ import annotations
 
-import gzip
-from pathlib import Path
-
 import pytest
 
 from kineto_sql.catalog.spec import load_catalog
-from kineto_sql.catalog.cases import SUFFIX, RowCase, TraceCheck, count_findings, load_rule_tests
+from kineto_sql.catalog.cases import SUFFIX, RowCase, TraceCheck, load_rule_tests
+from kineto_sql.devtools.rule_tests import PASSED, check_failure, run_case
 from kineto_sql.run.runner import run_query
 from kineto_sql.sql.package import package_dir
-from tests.kineto_builder import from_case
-from tests.query_support import canonical_value, load_trace, resolve_trace_name  # noqa: F401  (fixture)
+from tests.query_support import load_trace, resolve_trace_name  # noqa: F401  (fixture)
 
 CATALOG = load_catalog()
 RULE_TESTS = {spec.id: load_rule_tests(spec.id, spec.path) for spec in CATALOG.specs}
@@ -68,34 +65,11 @@ def test_reference_is_current():
         "queries/REFERENCE.md is stale: run `kineto-sql lint --update-lock`")
 
 
-def _build(tmp_path: Path, case: RowCase) -> Path:
-    if case.trace_json is not None:
-        path = tmp_path / "case.json.gz"
-        with gzip.open(path, "wt") as f:
-            f.write(case.trace_json)
-        return path
-    return from_case(list(case.events), case.metadata).write(tmp_path, "case.json.gz")
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.rule_id}:{c.name}")
 def test_case(tmp_path, case: RowCase):
-    from kineto_sql import open_trace
-
-    tp = open_trace(_build(tmp_path, case))
-    try:
-        run = run_query(tp, case.rule_id, case.params)
-    finally:
-        tp.close()
-    if case.not_applicable:
-        assert run.not_applicable is not None
-        return
-    assert run.not_applicable is None, run.not_applicable
-    if case.expect_count is not None:
-        assert len(run.df) == case.expect_count, run.df.to_string()
-    if case.columns:
-        got = sorted([canonical_value(v) for v in row] for row in run.df[list(case.columns)].itertuples(index=False))
-        want = sorted([canonical_value(v) for v in row] for row in case.rows)
-        assert got == want
+    """The case as `kineto-sql test` runs it (kineto_sql/devtools/rule_tests.py): one judge for both."""
+    outcome = run_case(case, directory=tmp_path)
+    assert outcome.outcome == PASSED, outcome.message
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.id)
@@ -105,13 +79,5 @@ def test_trace_check(loaded, check: TraceCheck):
         pytest.skip(f"{check.trace} is not recorded/present ({path})")
     if check.todo:
         pytest.xfail(check.todo)
-    run = run_query(loaded(path), check.rule_id)
-    if check.outcome == "not_applicable_on":
-        assert run.not_applicable is not None
-        return
-    assert run.not_applicable is None, run.not_applicable
-    count = count_findings(run.df, check.fires_when)
-    if check.outcome == "fires_on":
-        assert count >= 1, f"{check.rule_id} stayed silent on {check.trace}"
-    else:
-        assert count == 0, f"{check.rule_id} fired {count} time(s) on {check.trace}"
+    failure = check_failure(check, run_query(loaded(path), check.rule_id))
+    assert failure is None, failure

@@ -2,10 +2,11 @@
 
 A small user rule in tmp_path is listed, shown, linted, locked (in DIR/LOCK.toml, never the installed lock),
 run, tried and diagnosed like a built-in rule; it fires at its threshold and stays silent just under it;
-its cases run through the built-in rules' case machinery."""
+its cases run with the built-in rules' judge, from the command line too (`kineto-sql test --rules DIR`)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,8 @@ from kineto_sql.catalog import user_rules
 from kineto_sql.catalog.cases import load_rule_tests
 from kineto_sql.catalog.spec import load_catalog
 from kineto_sql.cli.main import cli
-from kineto_sql.run.runner import run_query
 from kineto_sql.sql.package import queries_root
-from tests.kineto_builder import CpuOp, KinetoTrace, ProfilerStep, from_case
+from tests.kineto_builder import CpuOp, KinetoTrace, ProfilerStep
 
 RULE_SQL = """\
 -- id: catalog.slow_user_op
@@ -167,19 +167,19 @@ def test_fires_at_the_threshold_and_stays_silent_just_under(rules, trace):
 
 
 def test_its_cases_run_as_the_built_in_rules_cases_do(rules, tmp_path):
-    from kineto_sql import open_trace
+    """The judge of tests/test_rules.py (kineto_sql/devtools/rule_tests.py) passes the user rule's cases."""
+    from kineto_sql.devtools.rule_tests import run_case
 
     user_rules.activate([rules])
     spec = load_catalog().get("catalog.slow_user_op")
     tests = load_rule_tests(spec.id, spec.path)
     assert list(tests.problems) == [] and [c.name for c in tests.cases] == ["fires_at_the_threshold", "silent_just_under"]
-    counts = {}
-    for case in tests.cases:
-        path = from_case(list(case.events), case.metadata).write(tmp_path, f"{case.name}.json.gz")
-        with open_trace(path) as tp:
-            run = run_query(tp, case.rule_id, case.params)
-        counts[case.name] = [(int(r.step), int(r.dur)) for r in run.df.itertuples(index=False)]
-    assert counts == {"fires_at_the_threshold": [(1, 1_000_000)], "silent_just_under": []}
+    outcomes = [run_case(case, directory=tmp_path) for case in tests.cases]
+    assert [(o.name, o.outcome, o.message) for o in outcomes] == [
+        ("fires_at_the_threshold", "passed", ""), ("silent_just_under", "passed", "")]
+    # the same judge fails a case whose pinned rows differ, and says how
+    wrong = replace(tests.cases[0], rows=((1, 999_000),))
+    assert run_case(wrong, directory=tmp_path).message == "step, dur: expected [1, 999000], got [1, 1000000]"
 
 
 def test_pyproject_entry_without_the_option(rules, monkeypatch):
@@ -203,3 +203,76 @@ def test_a_rule_may_not_shadow_a_built_in_one(rules):
     assert line.startswith(f"error: {rules.resolve() / 'catalog' / 'gc_gil_stall.sql'} has the same name as ")
     missing = _cli("list", "--rules", rules / "nope")
     assert missing.exit_code == 2 and "does not exist" in missing.stderr
+
+
+FAILING_CASE = """
+[[case]]
+name = "wrongly_silent_at_the_threshold"
+events = [
+  { type = "ProfilerStep", step = 1, ts_us = 0, dur_us = 5000 },
+  { type = "CpuOp", name = "aten::slow", ts_us = 10, dur_us = 1000 },
+]
+expect_count = 0
+"""
+
+TRACE_CHECKS = """
+[traces]
+fires_on = ["golden:matmul_tiny_vs_big_fixed"]     # aten::mm runs 50.3 ms
+silent_on = ["golden:gc_stall_planted", "golden:not_recorded_here"]   # its longest op runs 237 us
+"""
+
+
+def test_its_cases_run_from_the_command_line(rules):
+    """`kineto-sql test --rules DIR`: a pip user runs their rule's cases with the built-in rules' judge
+    (kineto_sql/devtools/rule_tests.py, which tests/test_rules.py uses too); a failing case is named with
+    why, and exits 1 with one error line."""
+    passing = _cli("test", "--rules", rules, "-q")
+    assert passing.exit_code == 0, passing.output
+    assert passing.stdout.splitlines() == ["passed  catalog.slow_user_op:fires_at_the_threshold",
+                                           "passed  catalog.slow_user_op:silent_just_under"]
+    assert passing.stderr.splitlines() == ["2 case(s) and check(s) of 1 rule(s): 2 passed"]
+    cases = rules / "catalog" / "slow_user_op.test.toml"
+    cases.write_text(RULE_CASES + FAILING_CASE)
+    failing = _cli("test", "--rules", rules, "-q")
+    assert failing.exit_code == 1
+    assert failing.stdout.splitlines() == ["passed  catalog.slow_user_op:fires_at_the_threshold",
+                                           "passed  catalog.slow_user_op:silent_just_under",
+                                           "failed  catalog.slow_user_op:wrongly_silent_at_the_threshold  "
+                                           "expected 0 row(s), got 1"]
+    assert failing.stderr.splitlines() == [
+        "3 case(s) and check(s) of 1 rule(s): 2 passed, 1 failed",
+        "error: test: 1 of 3 failed: catalog.slow_user_op:wrongly_silent_at_the_threshold"]
+    doc = json.loads(_cli("test", "catalog.slow_user_op", "--rules", rules, "-q", "--format", "json").stdout)
+    assert doc["exit"] == {"code": 1, "reason": failing.stderr.splitlines()[-1].removeprefix("error: ")}
+    assert doc["result"]["counts"]["failed"] == 1 and doc["result"]["rules"] == ["catalog.slow_user_op"]
+    assert [(o["name"], o["outcome"]) for o in doc["result"]["outcomes"]] == [
+        ("fires_at_the_threshold", "passed"), ("silent_just_under", "passed"),
+        ("wrongly_silent_at_the_threshold", "failed")]
+
+
+def test_its_trace_checks_and_a_broken_case(rules):
+    """[traces] checks run where their trace is present (fires on the 50 ms op, silent where the longest op
+    is 237 us), an absent trace is skipped and said; a case naming an event type that does not exist is one
+    failed outcome with the sentence, never a traceback; the cases alone with --cases-only."""
+    cases = rules / "catalog" / "slow_user_op.test.toml"
+    cases.write_text(RULE_CASES + TRACE_CHECKS)
+    run = _cli("test", "--rules", rules, "-q")
+    assert run.exit_code == 0, run.output
+    assert run.stdout.splitlines()[2:] == [
+        "passed  catalog.slow_user_op:default-fires-golden:matmul_tiny_vs_big_fixed",
+        "passed  catalog.slow_user_op:default-silent-golden:gc_stall_planted",
+        "skipped catalog.slow_user_op:default-silent-golden:not_recorded_here  golden:not_recorded_here is not "
+        f"present ({Path(__file__).resolve().parents[1] / 'golden' / 'traces' / 'not_recorded_here.json.gz'})"]
+    assert run.stderr.splitlines() == ["5 case(s) and check(s) of 1 rule(s): 4 passed, 1 skipped"]
+    assert len(_cli("test", "--rules", rules, "-q", "--cases-only").stdout.splitlines()) == 2
+    cases.write_text(RULE_CASES.replace('type = "CpuOp", name = "aten::slow", ts_us = 10, dur_us = 999',
+                                        'type = "CpuOps", name = "aten::slow", ts_us = 10, dur_us = 999'))
+    broken = _cli("test", "--rules", rules, "-q", "--cases-only")
+    assert broken.exit_code == 1
+    assert broken.stdout.splitlines()[1] == (
+        "failed  catalog.slow_user_op:silent_just_under  event 2: type 'CpuOps' is not one of CpuOp, PythonFrame, "
+        "ProfilerStep, Launch, Kernel, MemoryEvent")
+    (rules / "catalog" / "slow_user_op.test.toml").unlink()
+    missing = _cli("test", "--rules", rules, "-q")
+    assert missing.exit_code == 1 and missing.stdout.startswith(
+        "failed  catalog.slow_user_op:slow_user_op.test.toml  no test file slow_user_op.test.toml beside the rule")

@@ -2,7 +2,7 @@
 
 Two parts (queries/README.md, "Tests of a rule"):
 
-- `[[case]]` tables: exact-row cases on a tiny trace, built from `events` (tests/kineto_builder.py classes,
+- `[[case]]` tables: exact-row cases on a tiny trace, built from `events` (kineto_sql/devtools/kineto_builder.py classes,
   one inline table each, `type = "CpuOp"` ...; `repeat = N` with `every_us = D` lays N copies D us apart
   and replaces `{i}` in their strings by 0..N-1) or given verbatim as `trace_json`. `params` overrides
   defaults; `expect_count` is the number of rows; `columns` + `rows` pin those columns of every row
@@ -12,7 +12,8 @@ Two parts (queries/README.md, "Tests of a rule"):
   `golden:<stem>` / `corpus:<stem>` traces, optional `fires_when` ("column" or "column=value": only rows
   where it holds count), `todo = { trace = "reason" }` for a known wrong answer (xfail).
 
-This module only reads and writes the files; tests/test_rules.py runs them.
+This module only reads and writes the files; kineto_sql/devtools/rule_tests.py runs them (for `kineto-sql
+test` and tests/test_rules.py alike).
 """
 from __future__ import annotations
 
@@ -189,10 +190,11 @@ def _toml_string(text: str) -> str:
 # ---- trace names: golden:<stem> and corpus:<stem> -----------------------------------------------------
 
 def repo_root() -> Path:
-    """The source checkout the package runs from (an editable install): queries/ sits in it."""
-    from kineto_sql.sql.package import queries_root
+    """The source checkout the package runs from (an editable install): queries/ sits in it (the built-in
+    queries/, also while --rules combines rule directories with it in a temporary tree)."""
+    from kineto_sql.catalog.user_rules import builtin_root
 
-    return queries_root().parent
+    return builtin_root().parent
 
 
 def golden_dir() -> Path:

@@ -130,6 +130,12 @@ def _forget_cached_catalog() -> None:
         diagnose_run.query_plan.cache_clear()
 
 
+def builtin_root() -> Path:
+    """The queries/ directory the built-in rules come from, whether or not rule directories are combined
+    with it (queries_root() is then the combined, temporary tree)."""
+    return Path(_active.get("builtin") or queries_root())
+
+
 def user_rule_ids() -> dict[str, Path]:
     """The active user rules' ids (and lib modules') -> their real file."""
     owners = _active.get("owners") or {}
