@@ -88,8 +88,11 @@ def people_tables(df: pd.DataFrame, title: str | None, width: int) -> list[Table
     numeric = {c: _is_numeric(df[c]) for c in cells}
     need = {c: max([len(x) for x in cells[c]] + [len(c)]) for c in cells}
     if sum(need.values()) + _FRAME * len(need) + 1 > width:  # headers of numbers fold before anything splits
-        need = {c: max([len(x) for x in cells[c]] + [min(len(c), 8) if numeric[c] else len(c)]) for c in cells}
-    key = next((c for c in cells if not numeric[c]), None)
+        need = {c: max([len(x) for x in cells[c]] + [min(len(c), 8) if numeric[c] or not any(cells[c]) else len(c)])
+                for c in cells}
+    # the column that names a row, repeated in every continued table: a rank table's rank, else the first
+    # column of text (one without any value names nothing)
+    key = "rank" if "rank" in cells else next((c for c in cells if not numeric[c] and any(cells[c])), None)
     key_width = min(need[key], max(12, width // 3)) if key else 0
     groups, group, used = [], [], 1 + (key_width + _FRAME if key else 0)
     for column in cells:

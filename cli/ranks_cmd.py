@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import textwrap
 from pathlib import Path
 
 import click
@@ -10,7 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kineto_sql.cli.engine_options import engine_choice, engine_options, jobs_option, jobs_or_default
-from kineto_sql.cli.output import (finish, emit_frame, emit_result, format_option, frame_records, friendly_errors,
+from kineto_sql.cli.output import (console, finish, emit_frame, emit_result, format_option, frame_records, friendly_errors,
                                    rank_failures)
 from kineto_sql.cli.progress import stage
 
@@ -89,14 +90,23 @@ def command(directory: Path, fmt: str, jobs: int | None, hta_compat: bool, thres
         long = _long_frame(report)
         click.echo(long.to_csv(index=False), nl=False)
         return finish(code, reason)
+    width = console().width  # sentences wrap where tables do: a terminal's width, COLUMNS, or none in a pipe
+
+    def say(text: str) -> None:
+        click.echo(textwrap.fill(text, width=width, break_long_words=False, break_on_hyphens=False))
+
     for key, _qid, title in ANALYSES:
-        emit_frame(_rounded(report.tables[key]), fmt, title=title)
+        table = report.tables[key]
+        if set(table.columns) <= {"rank"}:  # the analysis answered on no rank (a CPU-only job has no kernels)
+            say(f"{title}: not applicable to these ranks (no rank gave it a value)")
+            continue
+        emit_frame(_rounded(table), fmt, title=title)
     emit_frame(_rounded(report.clock), fmt, title="Clock offset of each rank against the lowest (us, from collective ends)")
     emit_frame(_rounded(report.summary), fmt, title="Per-rank quantities compared (us)")
     emit_frame(_rounded(report.distribution.drop(columns=["meaning", "direction", "ord", "ranks"])), fmt,
                title="Distribution across ranks")
     click.echo("")
-    click.echo(verdict.narration)
+    say(verdict.narration)
     finish(code, reason)
 
 

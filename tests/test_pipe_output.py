@@ -20,6 +20,7 @@ GOLDEN = ROOT / "golden" / "traces"
 TRACE = GOLDEN / "gc_stall_planted.json.gz"
 OTHER = GOLDEN / "gc_stall_fixed.json.gz"
 RANKS = GOLDEN / "ddp_allreduce_planted"
+CORPUS = ROOT.parent / "shared" / "corpus"
 
 
 def _run(*args):
@@ -184,6 +185,70 @@ def test_narrow_tables_keep_every_number(args, columns):
         for column in numeric:
             cell = human(column, row[column])
             assert cell == "" or any(f" {cell} " in line for line in lines), (column, cell)
+
+
+def _numbers_stay_whole(tables: list[list[dict]], lines: list[str], rounded: bool = False) -> int:
+    """Every cell of every numeric column of `tables` (rows as --format json gives them) appears whole, as
+    the text table writes it (cli.output.human), between spaces on one line. Returns the cells checked."""
+    checked = 0
+    for rows in tables:
+        if not rows:
+            continue
+        numeric = [c for c in rows[0] if any(r.get(c) is not None for r in rows) and all(
+            isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in rows if r.get(c) is not None)]
+        for row in rows:
+            for column in numeric:
+                value = row[column]
+                if value is None:
+                    continue
+                cell = human(column, round(value, 2) if rounded and isinstance(value, float) else value)
+                assert any(f" {cell} " in line for line in lines), (column, cell)
+                checked += 1
+    return checked
+
+
+def _at_width(columns: str, *args) -> list[str]:
+    result = CliRunner(env={"COLUMNS": columns}).invoke(cli, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= int(columns)
+    return lines
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
+@pytest.mark.parametrize("trace", [TRACE, CORPUS / "hta_amd_mi250_minitoy_train_rocm6_2.json.gz"],
+                         ids=["cpu-golden", "gpu-corpus"])
+def test_info_tables_keep_every_number(trace, columns):
+    """info's tables (GPU streams, processes, the loader's changes) at 80 and 200 columns."""
+    if not trace.exists():
+        pytest.skip(f"{trace} is not present (the shared corpus)")
+    (info,) = json.loads(_run("info", trace, "-q", "--format", "json").stdout)["result"]["traces"]
+    lines = _at_width(columns, "info", trace, "-q")
+    tables = [info["processes"], info["streams"], [{"count": f["count"]} for f in info["fixes"]]]
+    assert _numbers_stay_whole(tables, lines) >= 3 * len(info["processes"])
+    if trace != TRACE:
+        assert info["streams"] and " 149 us " in "\n".join(lines)   # busy_ns 149360 on device 2's stream
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
+@pytest.mark.parametrize("directory", [GOLDEN / "ddp_allreduce_planted", CORPUS / "hta_sampled_2rank"],
+                         ids=["cpu-golden", "gpu-corpus"])
+def test_ranks_tables_keep_every_number(directory, columns):
+    """ranks' tables (HTA's analyses per rank, clock offsets, the quantities compared, their distribution)
+    at 80 and 200 columns; an analysis no rank could answer (a CPU-only job) is one line, not an empty table."""
+    if not directory.exists():
+        pytest.skip(f"{directory} is not present (the shared corpus)")
+    result = json.loads(_run("ranks", directory, "-q", "--format", "json").stdout)["result"]
+    lines = _at_width(columns, "ranks", directory, "-q")
+    drop = ("meaning", "direction", "ord", "ranks")   # the distribution's bookkeeping, not shown
+    tables = [*result["tables"].values(), result["clock"], result["summary"],
+              [{k: v for k, v in r.items() if k not in drop} for r in result["distribution"]]]
+    assert _numbers_stay_whole(tables, lines, rounded=True) > 20
+    empty = [k for k, rows in result["tables"].items() if all(set(r) == {"rank"} for r in rows)]
+    text = " ".join(lines)
+    assert text.count(": not applicable to these ranks (no rank gave it a value)") == len(empty)
+    assert bool(empty) == ("golden" in str(directory))
+    assert " ".join(result["narration"].split()) in text        # the verdict, wrapped to the width
 
 
 def test_a_terminal_gets_one_spinner_that_follows_the_stages(monkeypatch):
