@@ -116,11 +116,45 @@ def build_server(traces: Traces | None = None):
     @envelope
     def diagnose(path: str) -> dict:
         """The verdict on the step and every finding ranked by the step time it claims; each finding has
-        its rule id, steps, claimed time, evidence, fix and the commands that reproduce it."""
-        report = traces.get(path).diagnose()
-        return report.diagnosis.traces[0].to_json()
+        its rule id, window (where: steps, ts_ns..end_ns), claimed time (claimed_ns, per_step_ns), the
+        predicted step after its fix (predicted_step_ns), evidence, fix, the commands that reproduce it,
+        and `sql`: the SQL that gives its rows (run it with the sql tool on the same trace)."""
+        t = traces.get(path)
+        found = t.diagnose().diagnosis.traces[0].to_json()
+        for finding in found["findings"]:
+            finding["sql"] = reproducing_sql(t.processor, finding["query_id"])
+        return found
+
+    @server.tool(structured_output=False)  # the envelope, as JSON text
+    @envelope
+    def diff(before: list[str], after: list[str], limit: int = 20) -> dict:
+        """What changed from BEFORE to AFTER (each a list of trace files, directories or globs: several
+        captures of the same code a side make the interval hold run-to-run noise), as `kineto-sql diff`:
+        the headline with its 95% interval, the verdict (steady windows, ledger buckets that moved,
+        comparability checks), then ops and kernels by time moved per step (the first `limit`)."""
+        from kineto_sql.diff import traces as trace_diff
+        from kineto_sql.diff.sides import SEPARATOR, split_sides
+
+        sides = split_sides([*before, SEPARATOR, *after])
+        loaded = [[trace_diff.side_file(p) for p in side] for side in sides]
+        report = trace_diff.build_diff(loaded[0], loaded[1])
+        return {"before_captures": [str(p) for p in sides[0]], "after_captures": [str(p) for p in sides[1]],
+                "headline": report.headline, "step_change_pct": report.step_change_pct,
+                "verdict": report.verdict.to_json() if report.verdict is not None else None,
+                "status_counts": report.status_counts, **_rows(report.rows, limit)}
 
     return server
+
+
+def reproducing_sql(tp, query_id: str) -> str:
+    """The statements that give a rule's rows at its defaults on this trace: its module's INCLUDE, then the
+    call of its entrypoint (what `kineto-sql run ID TRACE` runs)."""
+    from kineto_sql.run.runner import entrypoint_call, fill_trace_params, resolve_params, resolve_spec
+    from kineto_sql.sql.literals import include_statement
+
+    spec = resolve_spec(query_id)
+    values = fill_trace_params(tp, spec, resolve_params(spec, {}))
+    return f"{include_statement(spec.module)}\n{entrypoint_call(spec, values)}"
 
 
 def serve() -> None:
