@@ -63,7 +63,7 @@ def command(ids: tuple[str, ...], cases_only: bool, fmt: str, engine_kind: str, 
     failed = [x for x in outcomes if x.outcome == FAILED]
     summary = (f"{len(outcomes)} case(s) and check(s) of {len(specs)} rule(s): "
                + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
-    reason = (f"test: {len(failed)} of {len(outcomes)} failed: " + ", ".join(x.id for x in failed[:5])
+    reason = (f"test: {len(failed)} of {len(outcomes)} failed ({summary}): " + ", ".join(x.id for x in failed[:5])
               + (", ..." if len(failed) > 5 else "")) if failed else None
     rows = [{**x.to_json(), "message": user_rules.shown(x.message)} for x in outcomes]
     if fmt == "json":
@@ -72,5 +72,6 @@ def command(ids: tuple[str, ...], cases_only: bool, fmt: str, engine_kind: str, 
         import pandas as pd
 
         emit_frame(pd.DataFrame(rows, columns=["rule_id", "kind", "name", "outcome", "message"]), fmt)
-    click.echo(summary, err=True)
-    finish(1 if failed else 0, reason)
+    if not failed:
+        click.echo(summary, err=True)
+    finish(1 if failed else 0, reason)  # a failure: its one `error:` line, with the counts

@@ -240,8 +240,8 @@ def test_its_cases_run_from_the_command_line(rules):
                                            "failed  catalog.slow_user_op:wrongly_silent_at_the_threshold  "
                                            "expected 0 row(s), got 1"]
     assert failing.stderr.splitlines() == [
-        "3 case(s) and check(s) of 1 rule(s): 2 passed, 1 failed",
-        "error: test: 1 of 3 failed: catalog.slow_user_op:wrongly_silent_at_the_threshold"]
+        "error: test: 1 of 3 failed (3 case(s) and check(s) of 1 rule(s): 2 passed, 1 failed): "
+        "catalog.slow_user_op:wrongly_silent_at_the_threshold"]
     doc = json.loads(_cli("test", "catalog.slow_user_op", "--rules", rules, "-q", "--format", "json").stdout)
     assert doc["exit"] == {"code": 1, "reason": failing.stderr.splitlines()[-1].removeprefix("error: ")}
     assert doc["result"]["counts"]["failed"] == 1 and doc["result"]["rules"] == ["catalog.slow_user_op"]
