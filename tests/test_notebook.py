@@ -104,6 +104,27 @@ def test_ranks_read_every_rank_as_one_frame():
     assert df["slices"].dtype == "int64" and (df["slices"] > 100).all()
 
 
+def test_ranks_diagnose_gives_each_rank_its_rows_and_the_cross_rank_note():
+    """A planted straggler (rank 0 works 40.3 ms a step, rank 1 14.1 ms and waits): every rank's findings,
+    costed per step, and rank 1's wait carries the cross-rank reading's note as its own field (set by
+    kineto_sql/fleet/run.py), first in its narration's "why", while its evidence stays the rule's."""
+    report = ks.load(RANKS).diagnose()
+    assert report.diagnosis.ranks_summary["straggler"] == 0
+    df = report.to_pandas()
+    assert df["rank"].dtype == "int64" and sorted(set(df["rank"])) == [0, 1]
+    assert df["per_step_ns"].dtype == "int64"
+    host = df[df["query_id"] == "catalog.host_composition"].set_index("rank")["per_step_ns"]
+    assert host.to_dict() == {0: 40_268_291, 1: 14_102_555}
+    noted = df[df["cross_rank_note"].notna()]
+    assert sorted(zip(noted["rank"], noted["query_id"])) == [(1, "catalog.exposed_communication"),
+                                                            (1, "catalog.straggler_rank")]
+    wait = next(f for t in report.diagnosis.traces if t.rank == 1 for f in t.findings
+                if f.query_id == "catalog.exposed_communication")
+    assert wait.cross_rank_note.endswith("part of this wait is for rank 0.")
+    assert not any(e.startswith("The cross-rank reading") for e in wait.evidence)
+    assert wait.narration.split("Why we think so: ")[1].startswith(wait.cross_rank_note)
+
+
 def test_a_directory_without_traces_is_one_sentence(tmp_path):
     with pytest.raises(ks.errors.TraceInputError, match="holds no trace files"):
         ks.load(tmp_path)
