@@ -62,6 +62,14 @@ class LazyGroup(click.Group):
                 hint = f" (see `{exc.ctx.command_path} --help`)"
             _click_failure(argv, exc.format_message() + hint, "usage", exc.exit_code)
 
+    def format_commands(self, ctx, formatter):
+        """Each command with its whole first sentence, wrapped (click cuts it at the terminal's width)."""
+        rows = [(name, command.get_short_help_str(limit=10_000)) for name in self.list_commands(ctx)
+                if (command := self.get_command(ctx, name)) is not None and not command.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def get_command(self, ctx, name):
         if name in self.lazy and name not in self.commands:
             module, attr = self.lazy[name].split(":")

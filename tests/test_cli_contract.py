@@ -212,6 +212,25 @@ def test_old_spellings_still_work():
     assert quiet.exit_code == 0 and "kineto-sql: [" not in quiet.stderr
 
 
+@pytest.mark.parametrize("columns", ["80", "200"])
+def test_the_help_gives_every_commands_whole_first_sentence(columns):
+    """`kineto-sql --help` names every command with its first sentence whole (wrapped, never cut to `...`),
+    at 80 and 200 columns; "Start here" leads with diagnose."""
+    from click.utils import _make_default_short_help
+
+    result = CliRunner(env={"COLUMNS": columns}).invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    text = result.stdout
+    start = text.split("Start here:")[1].split("Options:")[0].split()
+    assert start[:2] == ["kineto-sql", "diagnose"]
+    listing = text.split("Commands:\n")[1]
+    flat = " ".join(listing.split())
+    for name in COMMANDS:
+        sentence = _make_default_short_help(_command(name).help, 10_000)
+        assert sentence.endswith(".") and f"{name} {sentence}" in flat, name
+    assert "..." not in listing
+
+
 def test_no_command_prints_the_help_and_an_unknown_one_is_one_line():
     bare = CliRunner().invoke(cli, [])
     assert bare.exit_code == 0 and bare.stdout.startswith("Usage: ") and "Start here:" in bare.stdout
