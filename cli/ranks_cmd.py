@@ -100,6 +100,8 @@ def command(directory: Path, fmt: str, jobs: int | None, hta_compat: bool, thres
         if set(table.columns) <= {"rank"}:  # the analysis answered on no rank (a CPU-only job has no kernels)
             say(f"{title}: not applicable to these ranks (no rank gave it a value)")
             continue
+        if key == "kernel_types":  # one column per kernel type, in us: named so that people read a duration
+            table = table.rename(columns={c: f"{c}_us" for c in table.columns if c != "rank"})
         emit_frame(_rounded(table), fmt, title=title)
     emit_frame(_rounded(report.clock), fmt, title="Clock offset of each rank against the lowest (us, from collective ends)")
     emit_frame(_rounded(report.summary), fmt, title="Per-rank quantities compared (us)")

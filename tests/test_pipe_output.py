@@ -241,7 +241,9 @@ def test_ranks_tables_keep_every_number(directory, columns):
     result = json.loads(_run("ranks", directory, "-q", "--format", "json").stdout)["result"]
     lines = _at_width(columns, "ranks", directory, "-q")
     drop = ("meaning", "direction", "ord", "ranks")   # the distribution's bookkeeping, not shown
-    tables = [*result["tables"].values(), result["clock"], result["summary"],
+    # GPU time by kernel type: a column per type, in us; the text names them so (COMMUNICATION_us: 336 ms)
+    kinds = [{k if k == "rank" else f"{k}_us": v for k, v in r.items()} for r in result["tables"]["kernel_types"]]
+    tables = [*(t for k, t in result["tables"].items() if k != "kernel_types"), kinds, result["clock"], result["summary"],
               [{k: v for k, v in r.items() if k not in drop} for r in result["distribution"]]]
     assert _numbers_stay_whole(tables, lines, rounded=True) > 20
     empty = [k for k, rows in result["tables"].items() if all(set(r) == {"rank"} for r in rows)]
