@@ -188,6 +188,10 @@ def test_pyproject_entry_without_the_option(rules, monkeypatch):
     monkeypatch.chdir(project)
     assert "catalog.slow_user_op" in [r["id"] for r in _json("list", "--kind", "detector")]
     user_rules.deactivate()
+    tested = _cli("test", "-q")   # the project's rules, not the built-in ones
+    assert tested.exit_code == 0 and tested.stdout.splitlines() == [
+        "passed  catalog.slow_user_op:fires_at_the_threshold", "passed  catalog.slow_user_op:silent_just_under"]
+    user_rules.deactivate()
     (project / "pyproject.toml").write_text('[tool.kineto-sql]\nrules = "my_rules"\n')
     bad = _cli("list")
     assert bad.exit_code == 2 and bad.stderr.splitlines() == [
