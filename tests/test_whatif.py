@@ -197,3 +197,50 @@ def test_overlapping_a_collective_saves_only_what_compute_can_cover(load_trace):
     p = predict(load_graph(tp), ["catalog.exposed_communication"], has_device=True)
     assert (p.basis, p.measured_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 100 * US)
     assert (p.saving_low_ns, p.saving_high_ns) == (0, 100 * US)
+
+
+def copy_after_compute_after_collective(copy_launch_us: int):
+    """One compute stream: a 200 us GEMM, a 500 us all-reduce, a 100 us GEMM that reads its output; a
+    kernel on a second stream (stream 20) that reads the second GEMM's output starts 1 us after it ends; a
+    stream sync at the end waits for both streams. `copy_launch_us`: when the host launches the second
+    stream's kernel (long before it runs: the device held it back; or 4 us before it runs: its launch did)."""
+    events = [
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=0, dur_us=20),
+        Launch(1, ts_us=10, dur_us=2),
+        Kernel(1, ts_us=20, dur_us=200, name="volta_sgemm_128x64_nn"),
+        Launch(2, ts_us=12, dur_us=2),
+        Kernel(2, ts_us=220, dur_us=500, name="ncclDevKernel_AllReduce_Sum_f32_RING_LL"),
+        Launch(3, ts_us=14, dur_us=2),
+        Kernel(3, ts_us=720, dur_us=100, name="volta_sgemm_128x64_nn"),
+        Launch(5, ts_us=copy_launch_us, dur_us=2),
+        Kernel(5, ts_us=821, dur_us=5, name="elementwise_kernel", stream=20),
+    ]
+    sync_at = max(100, copy_launch_us + 2)
+    return events + [Launch(4, ts_us=sync_at, dur_us=827 - sync_at, name="cudaStreamSynchronize")]
+
+
+def test_a_kernel_held_back_by_another_streams_compute_moves_with_it(load_trace):
+    # The second stream's kernel was launched at 16 us and ran at 821 us, 1 us after the GEMM on stream 7
+    # ended: it waited for that GEMM (an event edge), not for its launch. Overlapping the all-reduce moves
+    # the GEMM to 220..320 and the kernel to 321..326; the sync then waits for the all-reduce (720 + its
+    # 1 us tail): 827 -> 721, the GEMM's 100 us, the kernel's 5 and the 1 us between them.
+    tp = load_trace(KinetoTrace(copy_after_compute_after_collective(copy_launch_us=16)))
+    graph = load_graph(tp)
+    event = graph.edge_kind == "event"
+    assert [(int(graph.ids[s]), int(graph.ids[d])) for s, d in zip(graph.src[event], graph.dst[event])] \
+        == [(int(graph.ids[graph.kind == "device"][2]), int(graph.ids[graph.kind == "device"][3]))]
+    assert step_of(tp) == 1000 * US
+    p = predict(graph, ["catalog.exposed_communication"], has_device=True)
+    assert (p.basis, p.measured_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 106 * US)
+
+
+def test_a_kernel_its_launch_explains_does_not_move_with_other_streams(load_trace):
+    # The same kernel launched at 815 us and run 4 us after its launch returned: the host paced it, no
+    # event edge; the sync (817..827) waits for it at 826 whatever the compute stream does: saves nothing.
+    tp = load_trace(KinetoTrace(copy_after_compute_after_collective(copy_launch_us=815)))
+    graph = load_graph(tp)
+    assert not (graph.edge_kind == "event").any()
+    assert step_of(tp) == 1000 * US
+    p = predict(graph, ["catalog.exposed_communication"], has_device=True)
+    assert (p.basis, p.measured_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 0)

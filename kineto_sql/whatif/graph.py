@@ -101,6 +101,7 @@ def build(nodes, edges, windows) -> Graph:
     gap = _ints(edges, "gap")[ok]
     dur = _own_time(ts, dur, src, dst, to_end, gap)
     src, dst, edge_kind, to_end, gap = _event_waits(ts, dur, stream_key, kind, tag, src, dst, edge_kind, to_end, gap)
+    gap = _stream_gaps(ts, dur, src, dst, edge_kind, gap)
     gap = _launch_gaps(ts, dur, src, dst, edge_kind, gap)
     wins = {int(r["id"]): (int(r["ts"]), int(r["dur"]), None if r["step"] is None else int(r["step"]),
                            bool(r["is_cold"])) for r in windows.records()}
@@ -126,22 +127,31 @@ def _own_time(ts, dur, src, dst, to_end, gap):
 
 def _event_waits(ts, dur, stream_key, kind, tag, src, dst, edge_kind, to_end, gap):
     """Inferred cross-stream waits (cudaStreamWaitEvent, which Kineto records without the event it waits
-    on): a kernel that started neither behind its own stream's previous work nor at its launch, but within
-    EVENT_SLACK_NS after a collective on another stream of its device ended, waited for that collective
-    (compute waiting for its all-reduce / all-to-all: what overlapping the collective would change). An
-    `event` edge from it, with the measured gap; its launch then no longer explains its start."""
+    on). A device activity that started more than EVENT_SLACK_NS after both its launch returned and its own
+    stream's previous activity ended was held back by something else on the device: when an activity on
+    another stream of its device ended within EVENT_SLACK_NS of its start (either side: activities on two
+    streams are timed by the device with a few us of jitter, so the waited one can appear to end a little
+    after the waiter starts) and after its launch, it
+    waited for that activity (compute waiting for its all-reduce / all-to-all, a copy stream waiting for
+    the compute that produced its tensor). An `event` edge from it, with the measured gap; its launch then
+    no longer explains its start. Any class of activity can be waited for: limiting the source to
+    collectives left a copy that waited on a compute stream held at its measured launch latency (6 ms on
+    hta_trace_diff_control), so nothing that sped up the compute could move it."""
     n = len(ts)
     device = stream_key >> 32
-    comm = (kind == "device") & (tag == "communication")
     stream = np.flatnonzero(edge_kind == "stream")
     launch = np.flatnonzero(edge_kind == "launch")
     end = ts + dur
     prev_end = np.full(n, NONE)
-    prev_end[dst[stream]] = end[src[stream]] + np.minimum(gap[stream], 0)
+    prev_end[dst[stream]] = end[src[stream]]
     launched_at = np.full(n, NONE)
     np.maximum.at(launched_at, dst[launch], end[src[launch]])
     dev_nodes = np.flatnonzero(kind == "device")
-    held = dev_nodes[(ts[dev_nodes] > prev_end[dev_nodes]) & (launched_at[dev_nodes] > NONE)]
+    t = ts[dev_nodes]
+    before, launched = prev_end[dev_nodes], launched_at[dev_nodes]
+    # (NONE: no predecessor / no launch; compared first, the subtraction would overflow)
+    held = dev_nodes[((before == NONE) | (t - np.maximum(before, t - 2 * EVENT_SLACK_NS) > EVENT_SLACK_NS))
+                     & (launched > NONE) & (t - np.maximum(launched, t - 2 * EVENT_SLACK_NS) > EVENT_SLACK_NS)]
     if held.size == 0:
         return src, dst, edge_kind, to_end, gap
     # activities by (device, end); for each held kernel the last few that ended before it on its device
@@ -151,10 +161,10 @@ def _event_waits(ts, dur, stream_key, kind, tag, src, dst, edge_kind, to_end, ga
     for k in held.tolist():
         lo = int(np.searchsorted(keys_dev, device[k], "left"))
         hi = int(np.searchsorted(keys_dev, device[k], "right"))
-        j = lo + int(np.searchsorted(keys_end[lo:hi], ts[k], "right")) - 1
+        j = lo + int(np.searchsorted(keys_end[lo:hi], ts[k] + EVENT_SLACK_NS, "right")) - 1
         for c in by_end[max(j - 3, lo):j + 1][::-1].tolist():  # the latest ends first, at most 4 looked at
-            if comm[c] and stream_key[c] != stream_key[k] and ts[k] - end[c] <= EVENT_SLACK_NS \
-                    and end[c] > launched_at[k]:
+            if stream_key[c] != stream_key[k] and abs(ts[k] - end[c]) <= EVENT_SLACK_NS \
+                    and ts[c] < ts[k] and end[c] > launched_at[k]:
                 new_src.append(c)
                 new_dst.append(k)
                 new_gap.append(int(ts[k] - end[c]))
@@ -167,6 +177,19 @@ def _event_waits(ts, dur, stream_key, kind, tag, src, dst, edge_kind, to_end, ga
             np.concatenate([gap, np.array(new_gap, dtype=np.int64)]))
 
 
+def _stream_gaps(ts, dur, src, dst, edge_kind, gap):
+    """An activity that started within EVENT_SLACK_NS after its stream's previous one ended was queued
+    behind it (the device's own delay between back-to-back activities): its stream edge keeps that measured
+    delay, so the stream, not the launch, explains its start (the SQL edge carries min(0, gap): it only
+    says the activity cannot start before its predecessor ends)."""
+    stream = np.flatnonzero(edge_kind == "stream")
+    measured = ts[dst[stream]] - (ts[src[stream]] + dur[src[stream]])
+    behind = (measured > 0) & (measured <= EVENT_SLACK_NS)
+    out = gap.copy()
+    out[stream[behind]] = measured[behind]
+    return out
+
+
 def _launch_gaps(ts, dur, src, dst, edge_kind, gap):
     """A queued kernel's launch edge gets the typical launch latency (never more than it measured), so that
     once the queue ahead of it drains it can start that long after its launch, not at its measured time."""
@@ -176,7 +199,7 @@ def _launch_gaps(ts, dur, src, dst, edge_kind, gap):
     stream = np.flatnonzero(edge_kind == "stream")
     queued = np.zeros(len(ts), dtype=bool)
     prev_end = ts[src[stream]] + dur[src[stream]]
-    queued[dst[stream]] = ts[dst[stream]] <= prev_end
+    queued[dst[stream]] = ts[dst[stream]] <= prev_end + np.maximum(gap[stream], 0)
     # a kernel held back by another stream's work (an event edge) owes its start to that work, not its launch
     queued[dst[edge_kind == "event"]] = True
     q = queued[dst[launch]]
