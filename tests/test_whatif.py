@@ -244,3 +244,58 @@ def test_a_kernel_its_launch_explains_does_not_move_with_other_streams(load_trac
     assert step_of(tp) == 1000 * US
     p = predict(graph, ["catalog.exposed_communication"], has_device=True)
     assert (p.basis, p.measured_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 0)
+
+
+ENGINE = 2  # the autograd engine's device thread
+
+
+def backward_on_the_engine_thread(main_launch_inside: bool = False):
+    """The main thread runs a forward op and launches its kernel (10..12 us), then calls backward() and
+    records nothing until 900 us; the autograd engine's thread starts at 110 us, launches a 300 us kernel,
+    waits for it at a stream sync (120..421), works on the host until 790 and launches one last kernel;
+    the main thread resumes at 900 and launches the optimizer's kernel. `main_launch_inside`: the main
+    thread also launches at 500 us (it was not blocked in backward())."""
+    events = [
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=0, dur_us=12),
+        Launch(1, ts_us=10, dur_us=2),
+        Kernel(1, ts_us=20, dur_us=50, name="volta_sgemm_128x64_nn"),
+        CpuOp("autograd::engine::evaluate_function: MmBackward0", ts_us=105, dur_us=8, tid=ENGINE),
+        Launch(2, ts_us=110, dur_us=2, tid=ENGINE),
+        Kernel(2, ts_us=120, dur_us=300, name="volta_sgemm_128x64_nn"),
+        Launch(3, ts_us=120, dur_us=301, name="cudaStreamSynchronize", tid=ENGINE),
+        Launch(4, ts_us=790, dur_us=2, tid=ENGINE),
+        Kernel(4, ts_us=792, dur_us=5),
+        Launch(9, ts_us=900, dur_us=2),
+        Kernel(9, ts_us=902, dur_us=10),
+    ]
+    if main_launch_inside:
+        events += [Launch(5, ts_us=500, dur_us=2), Kernel(5, ts_us=502, dur_us=5)]
+    return events
+
+
+def test_the_caller_of_backward_resumes_when_the_engine_thread_finishes(load_trace):
+    # fork: the main thread's launch (ends 12) -> the engine's idle stretch (0..110, 98 us after the
+    # launch); join: the engine's last launch (ends 792) -> the main thread's span (12..900, resumes 108 us
+    # later). Without the engine's sync wait (300 us, the kernel it waited for ran alone) the engine's last
+    # launch ends at 492, the main thread resumes at 600: the step saves the 300 us.
+    tp = load_trace(KinetoTrace(backward_on_the_engine_thread()))
+    graph = load_graph(tp)
+    kinds = {k: [(int(graph.ts[s]) // US, int(graph.ts[d]) // US, int(g) // US)
+                 for s, d, g in zip(graph.src[graph.edge_kind == k], graph.dst[graph.edge_kind == k],
+                                    graph.gap[graph.edge_kind == k])] for k in ("fork", "join")}
+    assert kinds == {"fork": [(10, 0, 98)], "join": [(790, 12, 108)]}
+    assert step_of(tp) == 1000 * US
+    p = predict(graph, ["catalog.sync_forcing_op"], has_device=True)
+    assert (p.basis, p.measured_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 300 * US)
+
+
+def test_a_main_thread_that_launched_during_the_backward_is_not_joined_to_it(load_trace):
+    # the main thread launched at 500 us: no node of it spans the engine's run, so it was not blocked in
+    # backward(); no fork or join, and the engine's sync does not hold the main thread: saves nothing
+    tp = load_trace(KinetoTrace(backward_on_the_engine_thread(main_launch_inside=True)))
+    graph = load_graph(tp)
+    assert not np.isin(graph.edge_kind, ("fork", "join")).any()
+    assert step_of(tp) == 1000 * US
+    p = predict(graph, ["catalog.sync_forcing_op"], has_device=True)
+    assert (p.basis, p.measured_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 0)

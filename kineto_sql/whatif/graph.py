@@ -36,7 +36,7 @@ class Graph:
     is_end: np.ndarray
     src: np.ndarray
     dst: np.ndarray
-    edge_kind: np.ndarray     # 'thread', 'launch', 'stream', 'wait', 'event' (inferred cross-stream wait)
+    edge_kind: np.ndarray     # 'thread', 'launch', 'stream', 'wait', 'fork', 'join', 'event' (inferred cross-stream wait)
     to_end: np.ndarray        # True: the edge holds back the destination's end
     gap: np.ndarray
     windows: dict             # window id -> (ts, dur, step, is_cold)
