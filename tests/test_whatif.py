@@ -3,6 +3,7 @@ edits of it predict exact savings on hand-built traces where the answer is known
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from kineto_sql.whatif import load_graph, replay
 from kineto_sql.whatif.edits import EDITS, shorten
@@ -299,3 +300,42 @@ def test_a_main_thread_that_launched_during_the_backward_is_not_joined_to_it(loa
     assert step_of(tp) == 1000 * US
     p = predict(graph, ["catalog.sync_forcing_op"], has_device=True)
     assert (p.basis, p.measured_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 0)
+
+
+def back_to_back(delay_us: int):
+    """Two kernels launched at once; the second starts `delay_us` after the first ends; a stream sync waits
+    for both (ends 1 us after the second)."""
+    end2 = 520 + delay_us + 100
+    return [
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=5, dur_us=15),
+        Launch(1, ts_us=10, dur_us=2),
+        Kernel(1, ts_us=20, dur_us=500, name="volta_sgemm_128x64_nn"),
+        Launch(2, ts_us=14, dur_us=2),
+        Kernel(2, ts_us=520 + delay_us, dur_us=100, name="volta_sgemm_128x64_nn"),
+        Launch(3, ts_us=100, dur_us=end2 + 1 - 100, name="cudaStreamSynchronize"),
+    ]
+
+
+@pytest.mark.parametrize("delay_us", [7, 20])
+def test_a_kernel_a_few_us_behind_its_stream_moves_with_it(load_trace, delay_us):
+    # the second GEMM started 7 us (or the 20 us slack) after the first ended, 500+ us after its launch:
+    # the stream held it, not the launch. Halving the first (500 -> 250 us) moves it, and the sync, up by
+    # 250 us.
+    tp = load_trace(KinetoTrace(back_to_back(delay_us=delay_us)))
+    graph = load_graph(tp)
+    first = graph.ids == graph.ids[graph.kind == "device"][0]
+    halved = shorten(graph, first, 0.5)
+    assert replay(graph).window_durations(graph) == {1: 1000 * US}
+    assert replay(halved).window_durations(halved) == {1: 750 * US}
+
+
+def test_a_kernel_further_than_the_slack_behind_its_stream_keeps_its_launch_gap(load_trace):
+    # 25 us after the first GEMM (more than the 20 us slack) and nothing else on the device ended then:
+    # what held it is unknown, so its measured start after its launch stays: halving the first GEMM does
+    # not move it (the graph claims no saving it cannot explain)
+    tp = load_trace(KinetoTrace(back_to_back(delay_us=25)))
+    graph = load_graph(tp)
+    first = graph.ids == graph.ids[graph.kind == "device"][0]
+    halved = shorten(graph, first, 0.5)
+    assert replay(halved).window_durations(halved) == replay(graph).window_durations(graph) == {1: 1000 * US}

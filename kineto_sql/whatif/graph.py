@@ -131,7 +131,9 @@ def _event_waits(ts, dur, stream_key, kind, tag, src, dst, edge_kind, to_end, ga
     stream's previous activity ended was held back by something else on the device: when an activity on
     another stream of its device ended within EVENT_SLACK_NS of its start (either side: activities on two
     streams are timed by the device with a few us of jitter, so the waited one can appear to end a little
-    after the waiter starts) and after its launch, it
+    after the waiter starts), after its launch, and was launched before it (an event can only be waited
+    for once the work before it is queued: this also keeps a host / device clock skew from closing a cycle
+    through the inferred edge), it
     waited for that activity (compute waiting for its all-reduce / all-to-all, a copy stream waiting for
     the compute that produced its tensor). An `event` edge from it, with the measured gap; its launch then
     no longer explains its start. Any class of activity can be waited for: limiting the source to
@@ -164,7 +166,7 @@ def _event_waits(ts, dur, stream_key, kind, tag, src, dst, edge_kind, to_end, ga
         j = lo + int(np.searchsorted(keys_end[lo:hi], ts[k] + EVENT_SLACK_NS, "right")) - 1
         for c in by_end[max(j - 3, lo):j + 1][::-1].tolist():  # the latest ends first, at most 4 looked at
             if stream_key[c] != stream_key[k] and abs(ts[k] - end[c]) <= EVENT_SLACK_NS \
-                    and ts[c] < ts[k] and end[c] > launched_at[k]:
+                    and ts[c] < ts[k] and end[c] > launched_at[k] and launched_at[c] <= launched_at[k]:
                 new_src.append(c)
                 new_dst.append(k)
                 new_gap.append(int(ts[k] - end[c]))
