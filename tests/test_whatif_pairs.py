@@ -24,7 +24,10 @@ CASES: dict[str, tuple[str, float, str | None]] = {
     # every twin window (19.7-30.0, median 23.7), but 50.3-83.8 ms in the 6 windows of the three steps up
     # to each full collection. The excess (~30-55 ms a window) recurs with the GC cycle yet lies outside
     # every 'Python GC' event (the same 56-57 collections a window, 3.4-7.8 ms), in the step's own
-    # allocation loop: the trace cannot tell it from machine noise, so no edit removes it.
+    # allocation loop, as stalls: between two collections the loop takes ~170 us at the median, but the
+    # slow windows hold 5-9 gaps of 1-4.7 ms (28-61 ms in all; 1-4 gaps, 4-17 ms, in the others), the
+    # length of a scheduler tick: the thread was off the CPU. The trace cannot tie those stalls to GC (nor
+    # tell them from a loaded machine), so no edit removes them.
     "gc_stall": ("catalog.gc_gil_stall", TARGET,
                  "6 of 10 planted windows carry 25-55 ms more non-GC host work than the twin's (median "
                  "51.6 vs 23.7 ms); the edit removes only the time inside the GC events"),
