@@ -339,3 +339,50 @@ def test_a_kernel_further_than_the_slack_behind_its_stream_keeps_its_launch_gap(
     first = graph.ids == graph.ids[graph.kind == "device"][0]
     halved = shorten(graph, first, 0.5)
     assert replay(halved).window_durations(halved) == replay(graph).window_durations(graph) == {1: 1000 * US}
+
+
+def launch_blocked_until(returns_us: int):
+    """A 500 us GEMM, then three 50 us kernels queued behind it; the second of their launches (14 us) is
+    blocked until `returns_us` (the launch queue was full, or the host was slow); a stream sync waits
+    for the last kernel; the host works after the sync until the window ends at 1000 us."""
+    return [
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=0, dur_us=20),
+        Launch(1, ts_us=10, dur_us=2),
+        Kernel(1, ts_us=20, dur_us=500, name="volta_sgemm_128x64_nn"),
+        Launch(2, ts_us=12, dur_us=2),
+        Kernel(2, ts_us=520, dur_us=50, name="volta_sgemm_128x64_nn"),
+        Launch(3, ts_us=14, dur_us=returns_us - 14),
+        Kernel(3, ts_us=570, dur_us=50, name="volta_sgemm_128x64_nn"),
+        Launch(4, ts_us=returns_us, dur_us=2),
+        Kernel(4, ts_us=620, dur_us=50, name="volta_sgemm_128x64_nn"),
+        Launch(5, ts_us=returns_us + 2, dur_us=671 - returns_us - 2, name="cudaStreamSynchronize"),
+    ]
+
+
+def test_a_launch_blocked_on_a_full_queue_is_released_by_the_kernel_that_frees_a_slot(load_trace):
+    # the launch returned at 521 us, 1 us after the GEMM ahead of it ended: a `queue` edge from the GEMM.
+    # Halving the GEMM (500 -> 250 us) releases the host at 271: every kernel and the sync move up by
+    # 250 us (the window ends 1000 -> 750). Taken as 507 us of host work, the same edit saved 41 us.
+    tp = load_trace(KinetoTrace(launch_blocked_until(521)))
+    graph = load_graph(tp)
+    queue = graph.edge_kind == "queue"
+    assert [(int(graph.ts[s]) // US, int(graph.ts[d]) // US, int(g) // US)
+            for s, d, g in zip(graph.src[queue], graph.dst[queue], graph.gap[queue])] == [(20, 14, 1)]
+    assert step_of(tp) == 1000 * US
+    gemm = graph.ids == graph.ids[graph.kind == "device"][0]
+    halved = shorten(graph, gemm, 0.5)
+    assert replay(halved).window_durations(halved) == {1: 750 * US}
+
+
+def test_a_long_launch_that_ends_with_no_device_work_stays_host_work(load_trace):
+    # returned at 560 us: no activity ended within 20 us before, so nothing says the queue held it: its
+    # 546 us stay host work, and halving the GEMM only lets the next kernel start its launch latency
+    # (8 us, the median of the unqueued kernels) after the launch instead of 10: 1000 -> 998 us
+    tp = load_trace(KinetoTrace(launch_blocked_until(560)))
+    graph = load_graph(tp)
+    assert not (graph.edge_kind == "queue").any()
+    assert step_of(tp) == 1000 * US
+    gemm = graph.ids == graph.ids[graph.kind == "device"][0]
+    halved = shorten(graph, gemm, 0.5)
+    assert replay(halved).window_durations(halved) == {1: 998 * US}

@@ -36,7 +36,8 @@ class Graph:
     is_end: np.ndarray
     src: np.ndarray
     dst: np.ndarray
-    edge_kind: np.ndarray     # 'thread', 'launch', 'stream', 'wait', 'fork', 'join', 'event' (inferred cross-stream wait)
+    edge_kind: np.ndarray     # 'thread', 'launch', 'stream', 'wait', 'fork', 'join'; inferred: 'event'
+                              # (cross-stream wait), 'queue' (a launch blocked on a full launch queue)
     to_end: np.ndarray        # True: the edge holds back the destination's end
     gap: np.ndarray
     windows: dict             # window id -> (ts, dur, step, is_cold)
@@ -99,10 +100,14 @@ def build(nodes, edges, windows) -> Graph:
     edge_kind = _strs(edges, "kind")[ok]
     to_end = (_strs(edges, "constrains") == "end")[ok]
     gap = _ints(edges, "gap")[ok]
-    dur = _own_time(ts, dur, src, dst, to_end, gap)
+    src, dst, edge_kind, to_end, gap = _queue_waits(ts, dur, stream_key, kind, tag, src, dst, edge_kind, to_end,
+                                                    gap)
+    # the inferred edges below compare measured times; the graph keeps each node's own time
+    own = _own_time(ts, dur, src, dst, to_end, gap)
     src, dst, edge_kind, to_end, gap = _event_waits(ts, dur, stream_key, kind, tag, src, dst, edge_kind, to_end, gap)
     gap = _stream_gaps(ts, dur, src, dst, edge_kind, gap)
     gap = _launch_gaps(ts, dur, src, dst, edge_kind, gap)
+    dur = own
     wins = {int(r["id"]): (int(r["ts"]), int(r["dur"]), None if r["step"] is None else int(r["step"]),
                            bool(r["is_cold"])) for r in windows.records()}
     return Graph(ids=ids, window=raw_window[order], kind=kind, tag=tag, lane=lane,
@@ -123,6 +128,52 @@ def _own_time(ts, dur, src, dst, to_end, gap):
     overlap = np.clip(waited_end - ts, 0, dur)
     own[has] = dur[has] - overlap[has]
     return own
+
+
+def _queue_waits(ts, dur, stream_key, kind, tag, src, dst, edge_kind, to_end, gap):
+    """Launch-queue back-pressure: a launch call blocks while the device's launch queue is full and returns
+    when an activity ahead of it completes and frees a slot (PyTorch docs, "CUDA semantics", asynchronous
+    execution; the queue holds ~1,000 launches). A launch that lasted more than EVENT_SLACK_NS beyond the
+    median launch call and returned within EVENT_SLACK_NS after an activity on its device ended (one that
+    was launched before it started and ended while it was blocked) waited for that activity: a `queue` edge
+    from it, constraining the launch's end, with the measured gap; the launch's own time is then what is
+    left after that end, so when the device work ahead gets shorter the host is released earlier instead
+    of keeping the blocked time as host work."""
+    n = len(ts)
+    calls = np.flatnonzero((kind == "call") & (tag == "launch"))
+    if calls.size == 0:
+        return src, dst, edge_kind, to_end, gap
+    typical = int(np.median(dur[calls]))
+    blocked = calls[dur[calls] - typical > EVENT_SLACK_NS]
+    if blocked.size == 0:
+        return src, dst, edge_kind, to_end, gap
+    device = np.where(kind == "device", stream_key >> 32, -1)
+    launch = np.flatnonzero(edge_kind == "launch")
+    call_device = np.full(n, -1, dtype=np.int64)
+    call_device[src[launch]] = device[dst[launch]]
+    launched_at = np.full(n, NONE)
+    np.maximum.at(launched_at, dst[launch], ts[src[launch]] + dur[src[launch]])
+    dev_nodes = np.flatnonzero(kind == "device")
+    end = ts + dur
+    by_end = dev_nodes[np.lexsort((end[dev_nodes], device[dev_nodes]))]
+    keys_dev, keys_end = device[by_end], end[by_end]
+    new_src, new_dst, new_gap = [], [], []
+    for k in blocked[call_device[blocked] >= 0].tolist():
+        lo = int(np.searchsorted(keys_dev, call_device[k], "left"))
+        hi = int(np.searchsorted(keys_dev, call_device[k], "right"))
+        j = lo + int(np.searchsorted(keys_end[lo:hi], end[k], "right")) - 1
+        for c in by_end[max(j - 3, lo):j + 1][::-1].tolist():  # the latest ends first, at most 4 looked at
+            if end[k] - end[c] <= EVENT_SLACK_NS and end[c] > ts[k] and NONE < launched_at[c] <= ts[k]:
+                new_src.append(c)
+                new_dst.append(k)
+                new_gap.append(int(end[k] - end[c]))
+                break
+    count = len(new_src)
+    return (np.concatenate([src, np.array(new_src, dtype=np.int64)]),
+            np.concatenate([dst, np.array(new_dst, dtype=np.int64)]),
+            np.concatenate([edge_kind, np.full(count, "queue", dtype=object)]),
+            np.concatenate([to_end, np.ones(count, dtype=bool)]),
+            np.concatenate([gap, np.array(new_gap, dtype=np.int64)]))
 
 
 def _event_waits(ts, dur, stream_key, kind, tag, src, dst, edge_kind, to_end, gap):
