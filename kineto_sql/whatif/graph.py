@@ -15,7 +15,9 @@ WINDOWS = "SELECT id, ts, dur, step, is_cold FROM kineto_iterations ORDER BY id"
 # latency, the median latency of the kernels that were not queued (capped at this many ns where none was).
 DEFAULT_LAUNCH_LATENCY_NS = 5_000
 NONE = np.iinfo(np.int64).min
-# how soon after another stream's activity ends a kernel must start to be taken as waiting for it
+# The device's timing slack: how soon after another stream's activity ends a kernel must start to be taken as
+# waiting for it (an event edge), after its own stream's previous one to be taken as queued behind it, and
+# after a device activity ends a long launch must return to be taken as blocked on the full launch queue.
 EVENT_SLACK_NS = 20_000
 
 
@@ -133,7 +135,7 @@ def _own_time(ts, dur, src, dst, to_end, gap):
 def _queue_waits(ts, dur, stream_key, kind, tag, src, dst, edge_kind, to_end, gap):
     """Launch-queue back-pressure: a launch call blocks while the device's launch queue is full and returns
     when an activity ahead of it completes and frees a slot (PyTorch docs, "CUDA semantics", asynchronous
-    execution; the queue holds ~1,000 launches). A launch that lasted more than EVENT_SLACK_NS beyond the
+    execution: the host runs ahead only as far as the queue lets it). A launch that lasted more than EVENT_SLACK_NS beyond the
     median launch call and returned within EVENT_SLACK_NS after an activity on its device ended (one that
     was launched before it started and ended while it was blocked) waited for that activity: a `queue` edge
     from it, constraining the launch's end, with the measured gap; the launch's own time is then what is
@@ -184,8 +186,7 @@ def _event_waits(ts, dur, stream_key, kind, tag, src, dst, edge_kind, to_end, ga
     streams are timed by the device with a few us of jitter, so the waited one can appear to end a little
     after the waiter starts), after its launch, and was launched before it (an event can only be waited
     for once the work before it is queued: this also keeps a host / device clock skew from closing a cycle
-    through the inferred edge), it
-    waited for that activity (compute waiting for its all-reduce / all-to-all, a copy stream waiting for
+    through the inferred edge), it waited for that activity (compute waiting for its all-reduce / all-to-all, a copy stream waiting for
     the compute that produced its tensor). An `event` edge from it, with the measured gap; its launch then
     no longer explains its start. Any class of activity can be waited for: limiting the source to
     collectives left a copy that waited on a compute stream held at its measured launch latency (6 ms on
