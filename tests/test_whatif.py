@@ -3,6 +3,7 @@ edits of it predict exact savings on hand-built traces where the answer is known
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from kineto_sql.whatif import load_graph, replay
 from kineto_sql.whatif.edits import EDITS, shorten
@@ -197,3 +198,191 @@ def test_overlapping_a_collective_saves_only_what_compute_can_cover(load_trace):
     p = predict(load_graph(tp), ["catalog.exposed_communication"], has_device=True)
     assert (p.basis, p.measured_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 100 * US)
     assert (p.saving_low_ns, p.saving_high_ns) == (0, 100 * US)
+
+
+def copy_after_compute_after_collective(copy_launch_us: int):
+    """One compute stream: a 200 us GEMM, a 500 us all-reduce, a 100 us GEMM that reads its output; a
+    kernel on a second stream (stream 20) that reads the second GEMM's output starts 1 us after it ends; a
+    stream sync at the end waits for both streams. `copy_launch_us`: when the host launches the second
+    stream's kernel (long before it runs: the device held it back; or 4 us before it runs: its launch did)."""
+    events = [
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=0, dur_us=20),
+        Launch(1, ts_us=10, dur_us=2),
+        Kernel(1, ts_us=20, dur_us=200, name="volta_sgemm_128x64_nn"),
+        Launch(2, ts_us=12, dur_us=2),
+        Kernel(2, ts_us=220, dur_us=500, name="ncclDevKernel_AllReduce_Sum_f32_RING_LL"),
+        Launch(3, ts_us=14, dur_us=2),
+        Kernel(3, ts_us=720, dur_us=100, name="volta_sgemm_128x64_nn"),
+        Launch(5, ts_us=copy_launch_us, dur_us=2),
+        Kernel(5, ts_us=821, dur_us=5, name="elementwise_kernel", stream=20),
+    ]
+    sync_at = max(100, copy_launch_us + 2)
+    return events + [Launch(4, ts_us=sync_at, dur_us=827 - sync_at, name="cudaStreamSynchronize")]
+
+
+def test_a_kernel_held_back_by_another_streams_compute_moves_with_it(load_trace):
+    # The second stream's kernel was launched at 16 us and ran at 821 us, 1 us after the GEMM on stream 7
+    # ended: it waited for that GEMM (an event edge), not for its launch. Overlapping the all-reduce moves
+    # the GEMM to 220..320 and the kernel to 321..326; the sync then waits for the all-reduce (720 + its
+    # 1 us tail): 827 -> 721, the GEMM's 100 us, the kernel's 5 and the 1 us between them.
+    tp = load_trace(KinetoTrace(copy_after_compute_after_collective(copy_launch_us=16)))
+    graph = load_graph(tp)
+    event = graph.edge_kind == "event"
+    assert [(int(graph.ids[s]), int(graph.ids[d])) for s, d in zip(graph.src[event], graph.dst[event])] \
+        == [(int(graph.ids[graph.kind == "device"][2]), int(graph.ids[graph.kind == "device"][3]))]
+    assert step_of(tp) == 1000 * US
+    p = predict(graph, ["catalog.exposed_communication"], has_device=True)
+    assert (p.basis, p.measured_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 106 * US)
+
+
+def test_a_kernel_its_launch_explains_does_not_move_with_other_streams(load_trace):
+    # The same kernel launched at 815 us and run 4 us after its launch returned: the host paced it, no
+    # event edge; the sync (817..827) waits for it at 826 whatever the compute stream does: saves nothing.
+    tp = load_trace(KinetoTrace(copy_after_compute_after_collective(copy_launch_us=815)))
+    graph = load_graph(tp)
+    assert not (graph.edge_kind == "event").any()
+    assert step_of(tp) == 1000 * US
+    p = predict(graph, ["catalog.exposed_communication"], has_device=True)
+    assert (p.basis, p.measured_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 0)
+
+
+ENGINE = 2  # the autograd engine's device thread
+
+
+def backward_on_the_engine_thread(main_launch_inside: bool = False):
+    """The main thread runs a forward op and launches its kernel (10..12 us), then calls backward() and
+    records nothing until 900 us; the autograd engine's thread starts at 110 us, launches a 300 us kernel,
+    waits for it at a stream sync (120..421), works on the host until 790 and launches one last kernel;
+    the main thread resumes at 900 and launches the optimizer's kernel. `main_launch_inside`: the main
+    thread also launches at 500 us (it was not blocked in backward())."""
+    events = [
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=0, dur_us=12),
+        Launch(1, ts_us=10, dur_us=2),
+        Kernel(1, ts_us=20, dur_us=50, name="volta_sgemm_128x64_nn"),
+        CpuOp("autograd::engine::evaluate_function: MmBackward0", ts_us=105, dur_us=8, tid=ENGINE),
+        Launch(2, ts_us=110, dur_us=2, tid=ENGINE),
+        Kernel(2, ts_us=120, dur_us=300, name="volta_sgemm_128x64_nn"),
+        Launch(3, ts_us=120, dur_us=301, name="cudaStreamSynchronize", tid=ENGINE),
+        Launch(4, ts_us=790, dur_us=2, tid=ENGINE),
+        Kernel(4, ts_us=792, dur_us=5),
+        Launch(9, ts_us=900, dur_us=2),
+        Kernel(9, ts_us=902, dur_us=10),
+    ]
+    if main_launch_inside:
+        events += [Launch(5, ts_us=500, dur_us=2), Kernel(5, ts_us=502, dur_us=5)]
+    return events
+
+
+def test_the_caller_of_backward_resumes_when_the_engine_thread_finishes(load_trace):
+    # fork: the main thread's launch (ends 12) -> the engine's idle stretch (0..110, 98 us after the
+    # launch); join: the engine's last launch (ends 792) -> the main thread's span (12..900, resumes 108 us
+    # later). Without the engine's sync wait (300 us, the kernel it waited for ran alone) the engine's last
+    # launch ends at 492, the main thread resumes at 600: the step saves the 300 us.
+    tp = load_trace(KinetoTrace(backward_on_the_engine_thread()))
+    graph = load_graph(tp)
+    kinds = {k: [(int(graph.ts[s]) // US, int(graph.ts[d]) // US, int(g) // US)
+                 for s, d, g in zip(graph.src[graph.edge_kind == k], graph.dst[graph.edge_kind == k],
+                                    graph.gap[graph.edge_kind == k])] for k in ("fork", "join")}
+    assert kinds == {"fork": [(10, 0, 98)], "join": [(790, 12, 108)]}
+    assert step_of(tp) == 1000 * US
+    p = predict(graph, ["catalog.sync_forcing_op"], has_device=True)
+    assert (p.basis, p.measured_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 300 * US)
+
+
+def test_a_main_thread_that_launched_during_the_backward_is_not_joined_to_it(load_trace):
+    # the main thread launched at 500 us: no node of it spans the engine's run, so it was not blocked in
+    # backward(); no fork or join, and the engine's sync does not hold the main thread: saves nothing
+    tp = load_trace(KinetoTrace(backward_on_the_engine_thread(main_launch_inside=True)))
+    graph = load_graph(tp)
+    assert not np.isin(graph.edge_kind, ("fork", "join")).any()
+    assert step_of(tp) == 1000 * US
+    p = predict(graph, ["catalog.sync_forcing_op"], has_device=True)
+    assert (p.basis, p.measured_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 0)
+
+
+def back_to_back(delay_us: int):
+    """Two kernels launched at once; the second starts `delay_us` after the first ends; a stream sync waits
+    for both (ends 1 us after the second)."""
+    end2 = 520 + delay_us + 100
+    return [
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=5, dur_us=15),
+        Launch(1, ts_us=10, dur_us=2),
+        Kernel(1, ts_us=20, dur_us=500, name="volta_sgemm_128x64_nn"),
+        Launch(2, ts_us=14, dur_us=2),
+        Kernel(2, ts_us=520 + delay_us, dur_us=100, name="volta_sgemm_128x64_nn"),
+        Launch(3, ts_us=100, dur_us=end2 + 1 - 100, name="cudaStreamSynchronize"),
+    ]
+
+
+@pytest.mark.parametrize("delay_us", [7, 20])
+def test_a_kernel_a_few_us_behind_its_stream_moves_with_it(load_trace, delay_us):
+    # the second GEMM started 7 us (or the 20 us slack) after the first ended, 500+ us after its launch:
+    # the stream held it, not the launch. Halving the first (500 -> 250 us) moves it, and the sync, up by
+    # 250 us.
+    tp = load_trace(KinetoTrace(back_to_back(delay_us=delay_us)))
+    graph = load_graph(tp)
+    first = graph.ids == graph.ids[graph.kind == "device"][0]
+    halved = shorten(graph, first, 0.5)
+    assert replay(graph).window_durations(graph) == {1: 1000 * US}
+    assert replay(halved).window_durations(halved) == {1: 750 * US}
+
+
+def test_a_kernel_further_than_the_slack_behind_its_stream_keeps_its_launch_gap(load_trace):
+    # 25 us after the first GEMM (more than the 20 us slack) and nothing else on the device ended then:
+    # what held it is unknown, so its measured start after its launch stays: halving the first GEMM does
+    # not move it (the graph claims no saving it cannot explain)
+    tp = load_trace(KinetoTrace(back_to_back(delay_us=25)))
+    graph = load_graph(tp)
+    first = graph.ids == graph.ids[graph.kind == "device"][0]
+    halved = shorten(graph, first, 0.5)
+    assert replay(halved).window_durations(halved) == replay(graph).window_durations(graph) == {1: 1000 * US}
+
+
+def launch_blocked_until(returns_us: int):
+    """A 500 us GEMM, then three 50 us kernels queued behind it; the second of their launches (14 us) is
+    blocked until `returns_us` (the launch queue was full, or the host was slow); a stream sync waits
+    for the last kernel; the host works after the sync until the window ends at 1000 us."""
+    return [
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=0, dur_us=20),
+        Launch(1, ts_us=10, dur_us=2),
+        Kernel(1, ts_us=20, dur_us=500, name="volta_sgemm_128x64_nn"),
+        Launch(2, ts_us=12, dur_us=2),
+        Kernel(2, ts_us=520, dur_us=50, name="volta_sgemm_128x64_nn"),
+        Launch(3, ts_us=14, dur_us=returns_us - 14),
+        Kernel(3, ts_us=570, dur_us=50, name="volta_sgemm_128x64_nn"),
+        Launch(4, ts_us=returns_us, dur_us=2),
+        Kernel(4, ts_us=620, dur_us=50, name="volta_sgemm_128x64_nn"),
+        Launch(5, ts_us=returns_us + 2, dur_us=671 - returns_us - 2, name="cudaStreamSynchronize"),
+    ]
+
+
+def test_a_launch_blocked_on_a_full_queue_is_released_by_the_kernel_that_frees_a_slot(load_trace):
+    # the launch returned at 521 us, 1 us after the GEMM ahead of it ended: a `queue` edge from the GEMM.
+    # Halving the GEMM (500 -> 250 us) releases the host at 271: every kernel and the sync move up by
+    # 250 us (the window ends 1000 -> 750). Taken as 507 us of host work, the same edit saved 41 us.
+    tp = load_trace(KinetoTrace(launch_blocked_until(521)))
+    graph = load_graph(tp)
+    queue = graph.edge_kind == "queue"
+    assert [(int(graph.ts[s]) // US, int(graph.ts[d]) // US, int(g) // US)
+            for s, d, g in zip(graph.src[queue], graph.dst[queue], graph.gap[queue])] == [(20, 14, 1)]
+    assert step_of(tp) == 1000 * US
+    gemm = graph.ids == graph.ids[graph.kind == "device"][0]
+    halved = shorten(graph, gemm, 0.5)
+    assert replay(halved).window_durations(halved) == {1: 750 * US}
+
+
+def test_a_long_launch_that_ends_with_no_device_work_stays_host_work(load_trace):
+    # returned at 560 us: no activity ended within 20 us before, so nothing says the queue held it: its
+    # 546 us stay host work, and halving the GEMM only lets the next kernel start its launch latency
+    # (8 us, the median of the unqueued kernels) after the launch instead of 10: 1000 -> 998 us
+    tp = load_trace(KinetoTrace(launch_blocked_until(560)))
+    graph = load_graph(tp)
+    assert not (graph.edge_kind == "queue").any()
+    assert step_of(tp) == 1000 * US
+    gemm = graph.ids == graph.ids[graph.kind == "device"][0]
+    halved = shorten(graph, gemm, 0.5)
+    assert replay(halved).window_durations(halved) == {1: 998 * US}

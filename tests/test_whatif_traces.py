@@ -85,3 +85,21 @@ def test_narration_leads_with_the_predicted_step(diagnosed):
             f"{p['predicted_step_ns'] / 1e6:.1f} ms, -{p['saving_pct']:.1f}%. ")
     assert p["headline"] == lead[0].lower() + lead[1:-2]
     assert gc.narration.startswith(lead)
+
+
+@needs_corpus
+def test_a_capture_with_a_full_launch_queue_replays_device_bound(loaded):
+    # hta_ns_resolution_rank0: 533 launch calls over 100 us (170 ms), 531 of them returning within 20 us
+    # after a kernel ended: the queue was full. Each gets a queue edge (777 launches in all pass the 20 us
+    # test), so halving every kernel releases the host and the three steady 95.6 ms windows replay to
+    # 49.1-49.9 ms; taken as host work, the same edit left every window unchanged.
+    from kineto_sql.whatif.edits import shorten
+
+    graph = load_graph(loaded(CORPUS / "hta_ns_resolution_rank0.pt.trace.json.gz"))
+    assert int((graph.edge_kind == "queue").sum()) == 777
+    result = replay(graph)
+    assert result.cyclic == 0
+    assert result.window_durations(graph) == {w: graph.windows[w][1] for w in graph.windows}
+    halved = shorten(graph, graph.kind == "device", 0.5)
+    widths = replay(halved).window_durations(halved)
+    assert {w: round(widths[w] / 1e6, 1) for w in (3, 4, 5)} == {3: 49.9, 4: 49.1, 5: 49.2}

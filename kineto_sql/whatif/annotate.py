@@ -19,11 +19,18 @@ def annotate(tp, findings, has_device: bool) -> tuple[list, dict | None]:
     """(findings with their prediction, in the order given; the top findings' prediction together or None).
     Each predicted finding's narration leads with its headline (kineto_sql.diagnose.narrate writes it).
 
-    The order stays the claimed-time ranking: ranking by the replayed saving was tried and reverted, because
-    the graph has no launch-queue back-pressure edge (a launch call that blocks while the device's queue is
-    full is taken as host work), so on a device-bound capture with a full queue the replay finds a host-bound
-    path and says overlapping an exposed collective saves nothing (hta_trace_diff_control: 0 ms against 19%
-    of the step exposed), and on a CPU capture a host read saves nothing by construction."""
+    The order stays the claimed-time ranking. Ranking by the replayed saving was tried and reverted: on
+    hta_trace_diff_control overlapping the exposed collective replays to ~0 ms against 19% of the step
+    exposed. That is not a missing launch-queue back-pressure edge (its launches take 6 us at the median,
+    42 of 8,568 over 20 us: the queue never fills); the step is host-bound: the forward's launches, the
+    caller of backward() waiting for the autograd engine's thread (fork / join edges), and host reads
+    that wait on the data-dependent all-to-alls. With those edges the replay still says 0.06 ms for the
+    overlap, and the blocking copy and the stream sync each replay to < 0.1 ms alone but 76.8 -> 64.4 ms
+    together: every blocking copy there is followed by a stream sync that waits for the same all-to-all,
+    so the host waits twice for the same work and removing one wait leaves the other. A ranking by each
+    finding's own replayed saving would put all three last, under findings sized by their claim (an
+    upper bound), so it is not adopted; the top findings replayed together carry that answer. On a CPU
+    capture a host read saves nothing by construction."""
     try:
         graph = load_graph(tp)
     except KinetoSqlError:

@@ -122,7 +122,7 @@ def overlap_collectives(graph: Graph, low: bool) -> tuple[Graph, int]:
     edited = graph.drop_edges(drop)
     # a sync that waited for device work also waits for the last collective that started before that work
     # ended (the sync returned after it); collectives are looked up per window by binary search
-    waits = np.flatnonzero(graph.to_end)
+    waits = np.flatnonzero(graph.to_end & (graph.edge_kind == "wait"))
     waited_until = np.full(graph.n, np.iinfo(np.int64).min)
     np.maximum.at(waited_until, graph.dst[waits], graph.ts[graph.src[waits]] + graph.dur[graph.src[waits]])
     tail = np.full(graph.n, np.iinfo(np.int64).max)

@@ -1,6 +1,7 @@
--- version: 2
+-- version: 3
 
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
+INCLUDE PERFETTO MODULE kineto.lib.host_slices;
 INCLUDE PERFETTO MODULE kineto.lib.dep_graph_nodes;
 
 -- Graph edges. A node starts at the latest of its `start` edges' (source end + gap); it ends at the
@@ -13,8 +14,10 @@ CREATE OR REPLACE PERFETTO TABLE kineto_dep_graph_edges(
   src LONG,
   -- Destination node id.
   dst LONG,
-  -- thread (host order), launch (call -> its device activity), stream (device order) or wait (a
-  -- blocking call waits for device work).
+  -- thread (host order), launch (call -> its device activity), stream (device order), wait (a
+  -- blocking call waits for device work), fork (the autograd engine's thread starts the backward once the
+  -- calling thread reached backward()) or join (the calling thread's backward() returns once the engine's
+  -- thread finished).
   kind STRING,
   -- `start` when the edge holds back the destination's start, `end` when it holds back its end.
   constrains STRING,
@@ -158,6 +161,138 @@ WITH
   wait AS (
     SELECT window_id, src, dst, sync_end - max(end_ts) OVER (PARTITION BY dst) AS gap
     FROM waited
+  ),
+  -- The autograd engine runs a CUDA backward on its own thread per device while the thread that called
+  -- backward() blocks until the graph task is done (PyTorch docs, "Autograd mechanics", thread safety /
+  -- "Multithreading": the calling thread waits for the engine's device threads). Kineto records neither
+  -- the hand-off nor the wait: the caller shows one long span with no call of its own, the engine thread
+  -- an idle stretch from the window start to its first call. Where the window's main lane has one node
+  -- spanning the whole of an engine lane's run (it recorded nothing while the engine worked), two edges
+  -- say so: fork, from the main lane's node before that span to the engine lane's first node (its idle
+  -- stretch ends that long after the caller got there), and join, from the engine lane's last node to
+  -- the span (the caller resumes that long after the engine finished). Both `end` edges with the measured
+  -- gap, like a sync's wait: once the backward ends earlier after an edit, the caller resumes earlier.
+  engine_lanes AS (
+    SELECT DISTINCT th.lane AS utid
+    FROM kineto_host_slices AS h
+    JOIN _kineto_dep_graph_threads AS th
+      USING (utid)
+    WHERE
+      h.name GLOB 'autograd::engine::evaluate_function: *'
+  ),
+  engine_nodes AS MATERIALIZED (
+    SELECT
+      n.id,
+      n.window_id,
+      n.utid,
+      n.kind,
+      n.ts,
+      n.ts + n.dur AS end_ts,
+      row_number() OVER (PARTITION BY n.window_id, n.utid ORDER BY n.ts, n.dur) AS first_rn,
+      row_number() OVER (PARTITION BY n.window_id, n.utid ORDER BY n.ts + n.dur DESC, n.ts DESC) AS last_rn
+    FROM lane_nodes AS n
+    JOIN _kineto_dep_graph_lanes AS l
+      ON l.window_id = n.window_id
+      AND l.utid = n.utid
+      AND NOT l.is_main
+    WHERE
+      n.utid IN (SELECT utid FROM engine_lanes)
+  ),
+  engine_first_calls AS (
+    SELECT window_id, utid, min(ts) AS first_call_ts
+    FROM engine_nodes
+    WHERE
+      kind = 'call'
+    GROUP BY window_id, utid
+  ),
+  engine_runs AS (
+    SELECT
+      f.window_id,
+      f.utid,
+      f.id AS first_id,
+      f.end_ts AS first_end,
+      la.id AS last_id,
+      la.end_ts AS last_end,
+      fc.first_call_ts
+    FROM engine_nodes AS f
+    JOIN engine_nodes AS la
+      ON la.window_id = f.window_id
+      AND la.utid = f.utid
+      AND la.last_rn = 1
+    JOIN engine_first_calls AS fc
+      ON fc.window_id = f.window_id
+      AND fc.utid = f.utid
+    WHERE
+      f.first_rn = 1
+      AND f.kind = 'host'
+  ),
+  -- the main lane's nodes numbered in order; for each engine run the last main node that started at or
+  -- before its first call (a running max over the merged sequence, as for the syncs above)
+  main_nodes AS (
+    SELECT
+      n.id,
+      n.window_id,
+      n.kind,
+      n.ts,
+      n.ts + n.dur AS end_ts,
+      row_number() OVER (PARTITION BY n.window_id ORDER BY n.ts, n.dur) AS seq
+    FROM lane_nodes AS n
+    JOIN _kineto_dep_graph_lanes AS l
+      ON l.window_id = n.window_id
+      AND l.utid = n.utid
+      AND l.is_main
+  ),
+  main_probe AS (
+    SELECT window_id, ts, 0 AS is_probe, seq, NULL AS utid
+    FROM main_nodes
+    UNION ALL
+    SELECT window_id, first_call_ts, 1, NULL, utid
+    FROM engine_runs
+  ),
+  caller_seq AS (
+    SELECT window_id, utid, at_seq
+    FROM (
+      SELECT
+        p.*,
+        max(p.seq) OVER (PARTITION BY p.window_id ORDER BY p.ts, p.is_probe ROWS UNBOUNDED PRECEDING) AS at_seq
+      FROM main_probe AS p
+    )
+    WHERE
+      is_probe = 1
+  ),
+  engine_calls AS (
+    SELECT
+      r.window_id,
+      r.first_id,
+      r.first_end,
+      r.last_id,
+      r.last_end,
+      caller.id AS caller_id,
+      caller.end_ts AS caller_end,
+      prior.id AS before_id,
+      prior.end_ts AS before_end
+    FROM engine_runs AS r
+    JOIN caller_seq AS cs
+      ON cs.window_id = r.window_id
+      AND cs.utid = r.utid
+    JOIN main_nodes AS caller
+      ON caller.window_id = cs.window_id
+      AND caller.seq = cs.at_seq
+    JOIN main_nodes AS prior
+      ON prior.window_id = cs.window_id
+      AND prior.seq = cs.at_seq - 1
+    WHERE
+      caller.kind = 'host'
+      AND caller.end_ts >= r.last_end
+      AND prior.end_ts <= r.first_end
+  ),
+  fork AS (
+    SELECT window_id, before_id AS src, first_id AS dst, first_end - before_end AS gap
+    FROM engine_calls
+  ),
+  join_back AS (
+    SELECT window_id, last_id AS src, caller_id AS dst, caller_end - last_end AS gap
+    FROM engine_calls
   )
 SELECT window_id, src, dst, 'thread' AS kind, 'start' AS constrains, gap
 FROM thread_order
@@ -178,4 +313,10 @@ SELECT window_id, src, dst, 'wait', 'end', gap
 FROM own_copy
 UNION ALL
 SELECT window_id, src, dst, 'wait', 'end', gap
-FROM wait;
+FROM wait
+UNION ALL
+SELECT window_id, src, dst, 'fork', 'end', gap
+FROM fork
+UNION ALL
+SELECT window_id, src, dst, 'join', 'end', gap
+FROM join_back;
