@@ -390,7 +390,7 @@ def test_step_table_rows(load_trace):
                                       "verdict", "cold_start"]].itertuples(index=False)]
     assert got == [(1, 1000 * US, 0, 200 * US, 50 * US, 5.0, "sparse", 1),
                    (2, 500 * US, 0, 20 * US, 0, 0.0, "sparse", 0)]
-    assert run.id_version == "reading.step_table@4"
+    assert run.id_version == "reading.step_table@5"
 
 
 def test_step_table_params_change_verdict_and_cold_start(load_trace):

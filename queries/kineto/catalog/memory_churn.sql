@@ -1,5 +1,5 @@
 -- id: catalog.memory_churn
--- version: 5
+-- version: 6
 -- kind: detector
 -- title: Memory churn: allocator round trips to the driver / system inside iterations
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Memory churn -> malloc
@@ -98,7 +98,8 @@ WITH
       lag(m.total_reserved) OVER (PARTITION BY m.source, m.device_type, m.device ORDER BY m.ts, m.id) AS prev_reserved
     FROM kineto_memory AS m
   ),
-  placed AS (
+  -- MATERIALIZED: four CTEs below read it, and SQLite would otherwise place every event again for each
+  placed AS MATERIALIZED (
     SELECT e.*, w.window_id
     FROM ev AS e
     JOIN kineto_window_of!(kineto_memory) AS w

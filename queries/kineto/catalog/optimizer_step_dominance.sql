@@ -1,5 +1,5 @@
 -- id: catalog.optimizer_step_dominance
--- version: 3
+-- version: 4
 -- kind: detector
 -- title: Optimizer step dominance: thousands of tiny per-parameter ops after backward
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Optimizer step
@@ -26,6 +26,7 @@
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 INCLUDE PERFETTO MODULE kineto.lib.window_of;
 INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
+INCLUDE PERFETTO MODULE intervals.intersect;
 
 -- A step that already runs foreach / fused kernels does not fire even when long (the fused CPU Adam still
 -- runs ~8 bookkeeping ops per parameter): that is a parameter-count problem, not this row's flag.
@@ -84,15 +85,19 @@ WITH
     SELECT window_id, noun, window_dur
     FROM kineto_ledger_claim('busy.elementwise, busy.compute_other, idle.launch, idle.host_compute, host.ops')
   ),
-  inside AS (
-    SELECT a.id AS opt_id, o.name, o.dur
-    FROM opt AS a
+  -- each op's start in the optimizer steps of its process: an interval intersect of the start points with
+  -- the steps (linear in ops + steps, not a scan of the ops per optimizer step)
+  inside AS MATERIALIZED (
+    SELECT ii.id_1 AS opt_id, o.name, o.dur
+    FROM _interval_intersect!(
+      (
+        (SELECT id, ts, 1 AS dur, upid FROM kineto_cpu_ops WHERE NOT is_annotation AND upid IS NOT NULL),
+        (SELECT id, ts, dur, upid FROM opt WHERE dur > 0 AND upid IS NOT NULL)
+      ),
+      (upid)
+    ) AS ii
     JOIN kineto_cpu_ops AS o
-      ON o.upid = a.upid
-      AND o.ts >= a.ts
-      AND o.ts < a.ts + a.dur
-    WHERE
-      NOT o.is_annotation
+      ON o.id = ii.id_0
   ),
   counts AS (
     SELECT

@@ -1,5 +1,5 @@
 -- id: catalog.schedule_distortion
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Profiler schedule distortion: the active window holds a cold or compile step, or too few steps
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, minor fault "Profiler schedule
@@ -26,6 +26,7 @@
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.python_gc;
+INCLUDE PERFETTO MODULE intervals.intersect;
 
 -- One row per distortion found (kinds: few_steps, step_zero, cold_first_step, compile_step).
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_schedule_distortion(
@@ -92,16 +93,24 @@ WITH
     WHERE
       rn = 1
   ),
-  compile_steps AS (
-    SELECT s.step, s.ts, s.dur, count(f.id) AS frames
-    FROM s
-    JOIN slice AS f
-      ON f.ts >= s.ts
-      AND f.ts < s.ts + s.dur
+  -- compile frames first (one GLOB scan of the slices), then each one's step by an interval intersect of
+  -- the frame's start with the steps: linear in slices + steps, not a scan of the slices per step
+  compile_frames AS (
+    SELECT f.id, f.ts, 1 AS dur
+    FROM slice AS f
     WHERE
       f.name GLOB '*torch/_dynamo/convert_frame.py(*): _compile*'
       OR f.name GLOB '*torch/_inductor/compile_fx.py(*): compile_fx*'
       OR f.name GLOB 'Compiled Function*Inductor*'
+  ),
+  compile_steps AS (
+    SELECT s.step, s.ts, s.dur, count(ii.id_0) AS frames
+    FROM _interval_intersect!(
+      (compile_frames, (SELECT rn AS id, ts, dur FROM s WHERE dur > 0)),
+      ()
+    ) AS ii
+    JOIN s
+      ON s.rn = ii.id_1
     GROUP BY s.step
   ),
   found AS (

@@ -1,4 +1,4 @@
--- version: 3
+-- version: 4
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
@@ -92,7 +92,7 @@ WITH
     WHERE
       id_0 != id_1
   ),
-  oriented AS (
+  oriented AS MATERIALIZED (
     SELECT
       a.id AS a_id,
       a.ts AS a_ts,
@@ -143,8 +143,35 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_host_tree_contested(
   container_id LONG
 ) AS
 WITH
-  contested AS (
-    SELECT child_id FROM _kineto_host_cross_lane GROUP BY child_id
+  -- per contested slice: its number of cross-lane containers (one for almost all: a slice on a lane
+  -- around a stretch of the thread) and, for those with one, which
+  contested AS MATERIALIZED (
+    SELECT child_id, count(*) AS n, min(container_id) AS container_id
+    FROM _kineto_host_cross_lane
+    GROUP BY child_id
+  ),
+  -- one cross-lane container: it against Perfetto's parent, compared in place (no window over all of them)
+  single AS (
+    SELECT
+      x.child_id,
+      CASE
+        WHEN p.id IS NULL THEN c.id
+        WHEN c.ts > p.ts OR (c.ts = p.ts AND (c.dur < p.dur OR (c.dur = p.dur AND c.id > p.id))) THEN c.id
+        ELSE p.id
+      END AS container_id
+    FROM contested AS x
+    CROSS JOIN kineto_host_slices AS c
+      ON c.id = x.container_id
+    CROSS JOIN kineto_host_slices AS h
+      ON h.id = x.child_id
+    LEFT JOIN kineto_host_slices AS p
+      ON p.id = h.parent_id
+    WHERE
+      x.n = 1
+  ),
+  -- several: ranked
+  several AS (
+    SELECT child_id FROM contested WHERE n > 1
   ),
   ranked AS (
     SELECT
@@ -155,10 +182,14 @@ WITH
         ORDER BY p.ts DESC, p.dur ASC, p.id DESC
       ) AS rn
     FROM (
-      SELECT child_id, container_id FROM _kineto_host_cross_lane
+      SELECT l.child_id, l.container_id
+      FROM _kineto_host_cross_lane AS l
+      WHERE
+        -- `+`: the list is looked up per row, not handed to the table as an IN constraint (10x slower)
+        +l.child_id IN (SELECT child_id FROM several)
       UNION ALL
       SELECT h.id, h.parent_id
-      FROM contested AS x
+      FROM several AS x
       CROSS JOIN kineto_host_slices AS h
         ON h.id = x.child_id
       WHERE
@@ -168,9 +199,11 @@ WITH
       ON p.id = c.container_id
   )
 SELECT child_id, container_id
-FROM ranked
-WHERE
-  rn = 1
+FROM (
+  SELECT child_id, container_id FROM single
+  UNION ALL
+  SELECT child_id, container_id FROM ranked WHERE rn = 1
+)
 ORDER BY child_id;
 
 -- The parent of every host slice in torch's tree: Perfetto's parent when it is a host slice, except for

@@ -1,4 +1,4 @@
--- version: 2
+-- version: 3
 
 -- FLOPs and bytes per op come from kineto.lib.op_flops (record_shapes); the innermost op with a model
 -- owns the kernels (aten::linear -> aten::addmm), and every device activity launched from it or from
@@ -15,6 +15,7 @@ INCLUDE PERFETTO MODULE kineto.lib.op_flops;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.device_specs;
+INCLUDE PERFETTO MODULE intervals.intersect;
 
 -- Ops with a model that no op of theirs with a model sits under: the ones that own kernels.
 CREATE OR REPLACE PERFETTO TABLE _kineto_op_roofline_owners(
@@ -38,10 +39,30 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_op_roofline_owners(
   end_ts LONG
 ) AS
 WITH
-  covered AS (
-    SELECT DISTINCT anc.id
+  model_ops AS MATERIALIZED (
+    SELECT f.id, s.ts, s.dur, s.track_id, s.depth
     FROM kineto_op_flops AS f
-    CROSS JOIN ancestor_slice(f.id) AS anc
+    JOIN slice AS s
+      USING (id)
+  ),
+  -- ops with a model under them: on a track slices nest, so an op with a model that starts inside another
+  -- one's range, deeper on the same track, is its descendant (one interval intersect, not a walk up every
+  -- op's ancestors)
+  covered AS (
+    SELECT DISTINCT ii.id_1 AS id
+    FROM _interval_intersect!(
+      (
+        (SELECT id, ts, 1 AS dur, track_id FROM model_ops),
+        (SELECT id, ts, dur, track_id FROM model_ops WHERE dur > 0)
+      ),
+      (track_id)
+    ) AS ii
+    JOIN model_ops AS g
+      ON g.id = ii.id_0
+    JOIN model_ops AS f
+      ON f.id = ii.id_1
+    WHERE
+      g.depth > f.depth
   )
 SELECT f.id, f.name, f.family, f.shape, f.precision, f.flops, f.bytes, s.ts, s.ts + s.dur AS end_ts
 FROM kineto_op_flops AS f

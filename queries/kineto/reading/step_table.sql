@@ -1,5 +1,5 @@
 -- id: reading.step_table
--- version: 4
+-- version: 5
 -- kind: reading
 -- title: Step table: step width, CPU busy, GPU busy and occupancy per ProfilerStep
 -- references: "torch.profiler & HTA: the Framework View", Reading order, step 1; "Profiling in PyTorch: A
@@ -34,7 +34,20 @@ WITH
     FROM _interval_intersect!(
       (
         (SELECT window_id AS id, window_ts AS ts, window_dur AS dur, upid FROM kineto_ledger_windows WHERE window_dur > 0),
-        (SELECT id, ts, dur, upid FROM kineto_cpu_ops WHERE NOT is_annotation AND dur > 0)
+        -- an op inside its parent op (same process) adds nothing to the union: only the outer ones
+        (
+          SELECT o.id, o.ts, o.dur, o.upid
+          FROM kineto_cpu_ops AS o
+          LEFT JOIN kineto_cpu_ops AS p
+            ON p.id = o.parent_id
+          WHERE
+            NOT o.is_annotation
+            AND o.dur > 0
+            AND NOT coalesce(
+              NOT p.is_annotation AND p.upid = o.upid AND p.ts <= o.ts AND p.ts + p.dur >= o.ts + o.dur,
+              FALSE
+            )
+        )
       ),
       (upid)
     ) AS ii
