@@ -102,7 +102,7 @@ FROM specs;
 -- the clock the peak is quoted at: H100 SXM 989.4 / 256 = 3.86 T/s, "3.9 TFLOPS of special functions"
 -- in FlashAttention-3 (Shah et al. 2024, section 3.1). AMD models have no row: their transcendental rate
 -- is not published per model, and their attention is judged by the matrix peak alone.
-CREATE OR REPLACE PERFETTO TABLE kineto_device_exp_rates(
+CREATE OR REPLACE PERFETTO TABLE _kineto_device_exp_rates(
   -- Short model name, as in kineto_device_specs.
   model STRING,
   -- Exponentials per second, T/s.

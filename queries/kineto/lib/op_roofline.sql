@@ -12,7 +12,7 @@
 -- ops use the fp32 (vector) peak, which never matters since they sit far left of the ridge.
 -- Attention and softmax are judged against the roof of their class, not the dense-GEMM peak alone: the
 -- softmax between attention's two matmuls evaluates one exponential per score on the special-function
--- units, which run at a small fraction of the tensor cores' rate (kineto_device_exp_rates: H100 SXM 3.9 T/s
+-- units, which run at a small fraction of the tensor cores' rate (_kineto_device_exp_rates: H100 SXM 3.9 T/s
 -- against 989 TFLOP/s), so an attention kernel can go no faster than its exponentials either (the limit
 -- FlashAttention-3, section 3.1, works around). The time at the roof is the longest of FLOPs / peak,
 -- bytes / bandwidth and exps / exp rate; `bound` is `exp` when the exponentials take longest (a head dim
@@ -204,7 +204,7 @@ WITH
     FROM grouped AS g
     LEFT JOIN spec AS s
       ON 1
-    LEFT JOIN kineto_device_exp_rates AS x
+    LEFT JOIN _kineto_device_exp_rates AS x
       ON x.model = s.model
   ),
   -- the exponentials bound the op when they take longer than its FLOPs at the peak and its bytes at the
