@@ -1,4 +1,4 @@
--- version: 9
+-- version: 8
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
@@ -111,11 +111,8 @@ FROM excluded;
 -- first launch of a kernel). Position alone is no cold start: a first step slowed by a sync, a copy or a
 -- slow batch is a step like the others. GC time inside the window is not counted as width: a GC pause in
 -- the first step is a GC pause, not a cold start. A capture without launches shows no one-time work as
--- runtime calls; there a first window that the profiler numbers ProfilerStep#N with N >= 1 is no cold
--- start (torch.profiler counts every step from its start, so N iterations of the same loop ran before it,
--- in the schedule's wait and warmup, and paid the one-time work: lazy init, the optimizer's state, the
--- first allocations), and otherwise the width test alone decides (ProfilerStep#0, or inferred windows,
--- which carry no count). Not seen as one-time work: compilation that runs as ordinary host ops.
+-- runtime calls; there the width test alone decides. Not seen as one-time work: compilation that runs as
+-- ordinary host ops.
 CREATE OR REPLACE PERFETTO TABLE kineto_iterations(
   -- Window id, unique in the trace, in time order per process.
   id LONG,
@@ -133,8 +130,7 @@ CREATE OR REPLACE PERFETTO TABLE kineto_iterations(
   -- The marker the windows were cut at (ProfilerStep#N, the marker name, or NULL for the capture).
   marker STRING,
   -- First iteration that is wider than 1.5x the median of the others (GC time excluded), the excess mostly
-  -- one-time work where the process launches device work (without launches: not a ProfilerStep#N, N >= 1,
-  -- that N counted steps preceded): cold start.
+  -- one-time work where the process launches device work: cold start.
   is_cold BOOL
 ) AS
 WITH
@@ -501,12 +497,7 @@ SELECT
     r.rn = 1
     AND r.cnt >= 2
     AND r.width > 1.5 * m.median_width
-    AND IIF(
-      o.launches,
-      2 * o.one_time_dur >= r.width - m.median_width,
-      -- no launches: a step the profiler counted others before is warm
-      NOT (r.source = 'profiler_step' AND r.step >= 1)
-    )
+    AND (NOT o.launches OR 2 * o.one_time_dur >= r.width - m.median_width)
   ) AS is_cold
 FROM ranked AS r
 LEFT JOIN rest_median AS m
