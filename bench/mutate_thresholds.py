@@ -5,7 +5,8 @@ shows a part of the rule no case pins.
 1. threshold: the rule's first numeric `-- default`, multiplied by 4.
 2. join: the rule's first join condition broken (in the rule's own SQL; a rule without a join of its own
    gets the first join of the first lib module it includes):
-   - `ON a = b` -> `ON a != b` (every row paired with the partners it should not have);
+   - `ON a = b` -> `ON a != b`, `ON a IS b` -> `ON a IS NOT b` (every row paired with the partners it
+     should not have);
    - `JOIN T AS x USING (c)` -> `JOIN (SELECT c + 1 AS c, * FROM T) AS x USING (c)` (each row paired with
      the partner one key further on: window i with window i-1, op i with op i-1).
    `ON 1` (a deliberate cross join with a one-row table) is left alone.
@@ -21,6 +22,7 @@ py = repo / ".venv/bin/python"
 only = set(sys.argv[2:])
 
 ON_EQ = re.compile(r"\bON\s+([\w.]+)\s*=\s*([\w.]+)")
+ON_IS = re.compile(r"\bON\s+([\w.]+)\s+IS\s+(?!NOT\b)([\w.]+)")
 USING = re.compile(r"\bJOIN\s+(\w+!?\([^()]*\)|\w+)\s+AS\s+(\w+)\s+USING\s*\((\w+)\)")
 INCLUDE = re.compile(r"^INCLUDE PERFETTO MODULE kineto\.lib\.(\w+);", re.M)
 
@@ -30,6 +32,8 @@ def break_join(text):
     hits = []
     for m in ON_EQ.finditer(text):
         hits.append((m.start(), m.start(0), m.end(0), f"ON {m[1]} != {m[2]}", m[0]))
+    for m in ON_IS.finditer(text):
+        hits.append((m.start(), m.start(0), m.end(0), f"ON {m[1]} IS NOT {m[2]}", m[0]))
     for m in USING.finditer(text):
         table, alias, col = m.groups()
         hits.append((m.start(), m.start(0), m.end(0),
