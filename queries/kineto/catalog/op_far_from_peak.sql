@@ -7,7 +7,9 @@
 -- what: one op (all its shapes, record_shapes) takes at least min_share_pct of the device's kernel
 --   time, its kernels last long enough to be judged (mean per call >= min_call_us), and it runs under
 --   max_pct_of_roof of the roof at its arithmetic intensity (kineto.lib.device_specs peaks), weighted by
---   time over its shapes (the time it would take at the roof over the time it took).
+--   time over its shapes (the time it would take at the roof over the time it took). Attention and softmax
+--   are judged against the roof of their class, not the dense-GEMM peak alone: their exponentials at the
+--   device's special-function rate bound them too (kineto.lib.op_roofline, bound `exp`).
 -- confirming: `kineto-sql run reading.op_roofline TRACE`: the op's FLOPs and bytes per call, achieved TFLOP/s
 --   and TB/s, intensity, bound and % of peak; its kernels (names tell the algorithm cuBLAS / cuDNN /
 --   MIOpen picked) in reading.op_table; whether the same shape runs faster elsewhere in the trace.

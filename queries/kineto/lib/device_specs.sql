@@ -1,4 +1,4 @@
--- version: 1
+-- version: 2
 
 -- Peak numbers of the accelerators a roofline is drawn against, shipped as data (one VALUES table, so a
 -- paste bundle carries it into the Perfetto UI). Dense peaks, never the "with sparsity" figure the
@@ -93,6 +93,32 @@ SELECT
   link AS link_gbps,
   source
 FROM specs;
+
+-- The exponential rate of each NVIDIA model, T exp/s: the roof of an attention kernel's softmax
+-- (kineto.lib.op_roofline). Each SM's special-function units return 16 results per clock for exp2
+-- (CUDA C++ Programming Guide, "Arithmetic Instructions" throughput table, every compute capability from
+-- 5.0 on); per clock the SM's tensor cores do 1024 dense FP16 FLOPs on Volta, GA10x and Ada, 2048 on A100,
+-- 4096 on Hopper and 8192 on Blackwell, so the rate is the dense FP16 matrix peak above x 16 / that, at
+-- the clock the peak is quoted at: H100 SXM 989.4 / 256 = 3.86 T/s, "3.9 TFLOPS of special functions"
+-- in FlashAttention-3 (Shah et al. 2024, section 3.1). AMD models have no row: their transcendental rate
+-- is not published per model, and their attention is judged by the matrix peak alone.
+CREATE OR REPLACE PERFETTO TABLE _kineto_device_exp_rates(
+  -- Short model name, as in kineto_device_specs.
+  model STRING,
+  -- Exponentials per second, T/s.
+  exp_tops DOUBLE
+) AS
+SELECT
+  model,
+  fp16_tflops * 16.0 / CASE
+    WHEN model GLOB 'A100*' THEN 2048
+    WHEN model GLOB 'H1*' OR model GLOB 'H2*' THEN 4096
+    WHEN model GLOB 'B*' THEN 8192
+    ELSE 1024
+  END AS exp_tops
+FROM kineto_device_specs
+WHERE
+  vendor = 'NVIDIA';
 
 -- The spec row of one device name (deviceProperties[].name), or no row when the model is unknown.
 CREATE OR REPLACE PERFETTO FUNCTION _kineto_device_spec_for(

@@ -1,4 +1,4 @@
--- version: 3
+-- version: 4
 
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 INCLUDE PERFETTO MODULE kineto.lib.dtypes;
@@ -17,6 +17,10 @@ INCLUDE PERFETTO MODULE kineto.lib.dtypes;
 -- - sdpa: 2*B*H*Lq*Lk*(D + Dv) (QK^T and PV), halved when is_causal; backward ops are 2.5x the forward
 --   (two matmuls to recompute, five in all, as FlashAttention's paper counts). Bytes: q, k, v and the
 --   output once (backward: read q k v out dout, write dq dk dv: 2x).
+-- - exps: the exponentials a special-function unit evaluates (kineto.lib.op_roofline's roof for attention):
+--   one per attention score B*H*Lq*Lk (halved when causal), forward and backward alike (the backward
+--   recomputes P = exp(S - logsumexp) once, FlashAttention-2 Algorithm 2); one per element for softmax
+--   and log_softmax; 0 for every other op.
 -- - elementwise / norm / reduction: FLOPs = elements x a nominal per-element count (1 for add / mul /
 --   relu, 5 for a normalisation, 8 for gelu); these ops are memory-bound on every GPU in
 --   kineto.lib.device_specs, so the byte count is what matters: every tensor input read once plus the
@@ -131,6 +135,8 @@ CREATE OR REPLACE PERFETTO TABLE kineto_op_flops(
   flops DOUBLE,
   -- Bytes moved to and from device memory by the model (each tensor once).
   bytes DOUBLE,
+  -- Exponentials on the special-function units (attention scores, softmax elements; 0 for other ops).
+  exps DOUBLE,
   -- model or kineto (the trace's own `flops` arg).
   flops_source STRING
 ) AS
@@ -356,7 +362,8 @@ WITH
       id, name, family, precision, arg_set_id,
       'M=' || g_m || ' N=' || g_n || ' K=' || g_k || IIF(g_batch > 1, ' batch=' || g_batch, '') AS shape,
       2.0 * g_batch * g_m * g_n * g_k + IIF(g_bias > 0, 1.0 * g_batch * g_m * g_n, 0) AS flops,
-      1.0 * es * (an + bn + g_batch * g_m * g_n + g_bias) AS bytes
+      1.0 * es * (an + bn + g_batch * g_m * g_n + g_bias) AS bytes,
+      0.0 AS exps
     FROM gemm
     WHERE
       g_batch IS NOT NULL AND g_m IS NOT NULL AND g_n IS NOT NULL AND g_k IS NOT NULL
@@ -369,7 +376,8 @@ WITH
       1.0 * es * IIF(
         kind = 'conv',
         an + bn + a0 * v_k * v_out + coalesce(cn, 0),
-        an + bn + cn + v_gin * bn + v_gw * cn)
+        an + bn + cn + v_gin * bn + v_gw * cn),
+      0.0
     FROM conv
     WHERE
       v_out > 0
@@ -378,7 +386,8 @@ WITH
       id, name, family, precision, arg_set_id,
       'BH=' || t_bh || ' Lq=' || t_lq || ' Lk=' || t_lk || ' D=' || t_d || IIF(t_causal < 1, ' causal', ''),
       2.0 * t_bh * t_lq * t_lk * (t_d + t_dv) * t_causal * mult,
-      1.0 * es * (an + bn + coalesce(cn, bn) + t_bh * t_lq * t_dv) * IIF(mult > 1, 2, 1)
+      1.0 * es * (an + bn + coalesce(cn, bn) + t_bh * t_lq * t_dv) * IIF(mult > 1, 2, 1),
+      1.0 * t_bh * t_lq * t_lk * t_causal
     FROM attn
     UNION ALL
     SELECT
@@ -387,7 +396,8 @@ WITH
         || IIF(ra > 4, ', ...', '') || ']',
       1.0 * flops_per_elem * max(an, coalesce(bn, 0)),
       1.0 * es * an + coalesce(1.0 * bes * bn, 0) + coalesce(1.0 * ces * cn, 0)
-        + writes_out * es * max(an, coalesce(bn, 0))
+        + writes_out * es * max(an, coalesce(bn, 0)),
+      IIF(name IN ('aten::_softmax', 'aten::_log_softmax'), 1.0 * an, 0.0)
     FROM shaped
     WHERE
       kind = 'pointwise'
@@ -400,5 +410,6 @@ SELECT
   precision,
   coalesce(extract_arg(arg_set_id, 'args.flops'), flops) AS flops,
   bytes,
+  exps,
   IIF(extract_arg(arg_set_id, 'args.flops') IS NOT NULL, 'kineto', 'model') AS flops_source
 FROM modelled;

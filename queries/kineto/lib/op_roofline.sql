@@ -1,4 +1,4 @@
--- version: 3
+-- version: 4
 
 -- FLOPs and bytes per op come from kineto.lib.op_flops (record_shapes); the innermost op with a model
 -- owns the kernels (aten::linear -> aten::addmm), and every device activity launched from it or from
@@ -10,6 +10,13 @@
 -- Peaks (kineto.lib.device_specs): the op's precision picks bf16 / fp16 / fp32 matrix peak for GEMM and
 -- attention; fp32 convolutions use TF32 (cuDNN's default allow_tf32); elementwise, norm and reduction
 -- ops use the fp32 (vector) peak, which never matters since they sit far left of the ridge.
+-- Attention and softmax are judged against the roof of their class, not the dense-GEMM peak alone: the
+-- softmax between attention's two matmuls evaluates one exponential per score on the special-function
+-- units, which run at a small fraction of the tensor cores' rate (_kineto_device_exp_rates: H100 SXM 3.9 T/s
+-- against 989 TFLOP/s), so an attention kernel can go no faster than its exponentials either (the limit
+-- FlashAttention-3, section 3.1, works around). The time at the roof is the longest of FLOPs / peak,
+-- bytes / bandwidth and exps / exp rate; `bound` is `exp` when the exponentials take longest (a head dim
+-- under 64 on Hopper, under 128 on Blackwell).
 
 INCLUDE PERFETTO MODULE kineto.lib.op_flops;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
@@ -33,6 +40,8 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_op_roofline_owners(
   flops DOUBLE,
   -- Bytes.
   bytes DOUBLE,
+  -- Exponentials (attention scores, softmax elements).
+  exps DOUBLE,
   -- Op start.
   ts LONG,
   -- Op end.
@@ -64,7 +73,7 @@ WITH
     WHERE
       g.depth > f.depth
   )
-SELECT f.id, f.name, f.family, f.shape, f.precision, f.flops, f.bytes, s.ts, s.ts + s.dur AS end_ts
+SELECT f.id, f.name, f.family, f.shape, f.precision, f.flops, f.bytes, f.exps, s.ts, s.ts + s.dur AS end_ts
 FROM kineto_op_flops AS f
 JOIN slice AS s
   USING (id)
@@ -156,13 +165,15 @@ RETURNS TABLE(
   peak_tflops DOUBLE,
   -- Peak memory bandwidth, TB/s.
   peak_tbps DOUBLE,
-  -- compute or memory (intensity above / below the ridge peak_tflops / peak_tbps).
+  -- compute or memory (intensity above / below the ridge peak_tflops / peak_tbps), or exp when the
+  -- exponentials at the device's exp rate take longer than both (attention with a small head dim).
   bound STRING,
   -- Achieved FLOP/s as % of peak_tflops.
   pct_of_peak_flops DOUBLE,
   -- Achieved bandwidth as % of peak_tbps.
   pct_of_peak_bw DOUBLE,
-  -- Achieved FLOP/s as % of the roof at this intensity: min(peak, intensity x bandwidth).
+  -- Achieved FLOP/s as % of the roof at this intensity: min(peak, intensity x bandwidth); for an op whose
+  -- exponentials bound it, the time they take at the exp rate as % of the device time.
   pct_of_roof DOUBLE,
   -- Start of the first call.
   ts TIMESTAMP,
@@ -184,6 +195,7 @@ WITH
       sum(t.device_dur) AS device_dur,
       sum(o.flops) AS flops,
       sum(o.bytes) AS bytes,
+      sum(o.exps) AS exps,
       min(o.ts) AS ts,
       max(o.end_ts) - min(o.ts) AS dur
     FROM _kineto_op_roofline_owners AS o
@@ -207,10 +219,20 @@ WITH
         WHEN g.precision = 'fp32' AND g.family = 'conv' THEN coalesce(s.tf32_tflops, s.fp32_tflops)
         WHEN g.precision = 'fp32' THEN s.fp32_tflops
       END AS peak_tflops,
-      s.hbm_tbps AS peak_tbps
+      s.hbm_tbps AS peak_tbps,
+      -- ns the exponentials take at the device's exp rate (NULL: no rate for the model)
+      g.exps / x.exp_tops / 1e3 AS exp_dur
     FROM grouped AS g
     LEFT JOIN spec AS s
       ON 1
+    LEFT JOIN _kineto_device_exp_rates AS x
+      ON x.model = s.model
+  ),
+  -- the exponentials bound the op when they take longer than its FLOPs at the peak and its bytes at the
+  -- bandwidth
+  roofed AS (
+    SELECT r.*, coalesce(r.exp_dur > max(r.flops / r.peak_tflops, r.bytes / r.peak_tbps) / 1e3, 0) AS exp_bound
+    FROM rated AS r
   )
 SELECT
   name,
@@ -230,13 +252,18 @@ SELECT
   peak_tbps,
   CASE
     WHEN peak_tflops IS NULL OR peak_tbps IS NULL OR intensity IS NULL THEN NULL
+    WHEN exp_bound THEN 'exp'
     WHEN intensity >= peak_tflops / peak_tbps THEN 'compute'
     ELSE 'memory'
   END AS bound,
   100.0 * achieved_tflops / peak_tflops AS pct_of_peak_flops,
   100.0 * achieved_tbps / peak_tbps AS pct_of_peak_bw,
-  100.0 * achieved_tflops / min(peak_tflops, intensity * peak_tbps) AS pct_of_roof,
+  IIF(
+    exp_bound,
+    100.0 * exp_dur / device_dur,
+    100.0 * achieved_tflops / min(peak_tflops, intensity * peak_tbps)
+  ) AS pct_of_roof,
   ts,
   dur
-FROM rated
+FROM roofed
 ORDER BY device_dur DESC, name, shape;
