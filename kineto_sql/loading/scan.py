@@ -75,7 +75,9 @@ class TraceScan:
 
     def begins_at(self, points: set) -> list[tuple[int, int, int]]:
         """(index, track, ts) of the slice-pushing events (in file order) whose (track, ts) is in `points`."""
-        return [(i, track, ts) for i, track, ts in zip(self.push_index, self.push_track, self.push_ts)
+        at = {ts for _, ts in points}  # (the events at none of those times are passed over in C)
+        return [(i, track, ts) for i, track, ts in compress(zip(self.push_index, self.push_track, self.push_ts),
+                                                            map(at.__contains__, self.push_ts))
                 if (track, ts) in points]
 
     def begin_counts(self, at: set | None = None) -> Counter:
