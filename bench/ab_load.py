@@ -5,8 +5,8 @@ interleaved, without its HTA and in-process sides (which need an HTA venv and do
     python bench/ab_load.py --old OLD/python --side main=MAIN/python --no-bare --trace T.json.gz   # three installs
 
 Per trace (T itself, then its compact rewrite replicated each of --sizes times): medians of whole-process wall
-and CPU seconds (user + system of the process tree) and of the tree's peak PSS (one sampled round per side),
-and the new/old ratios; one JSON line per trace.
+and CPU seconds (user + system of the process tree) and of the tree's peak PSS (--memory-rounds sampled rounds
+per side), and the new/old ratios; one JSON line per trace.
 """
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ def main() -> None:
                     help="one more side, the python of another venv (e.g. main=/work/main/.venv/bin/python); "
                          "reported with its NAME/old ratios")
     ap.add_argument("--no-bare", action="store_true", help="leave out the bare engine's side")
+    ap.add_argument("--memory-rounds", type=int, default=1,
+                    help="rounds that sample the tree's PSS (after the timed ones; the median is reported)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kineto_ab_load_") as tmp:
         files = [("original", args.trace)]
@@ -48,7 +50,7 @@ def main() -> None:
                 sides[name] = (python, KINETO_LOAD_2, str(f))
             if not args.no_bare:
                 sides["bare"] = (args.new, BARE_LOAD, str(f))
-            runs = interleaved(sides, args.repeat, memory_rounds=1)
+            runs = interleaved(sides, args.repeat, memory_rounds=args.memory_rounds)
             row = {"trace": label, "json_mb": round(json_mb(f), 1)}
             for side, rows in runs.items():
                 for key in ("wall_s", "cpu_s", "peak_tree_pss_mb"):

@@ -24,8 +24,11 @@ UNSET = msgspec.UNSET
 Raw = msgspec.Raw
 
 
-class Event(msgspec.Struct, forbid_unknown_fields=True):
-    """One entry of traceEvents. UNSET: the field is not in the file (None is a JSON null)."""
+class Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """One entry of traceEvents. UNSET: the field is not in the file (None is a JSON null).
+
+    gc=False: an event holds only JSON values (never itself, nor a container that holds it), so it can be
+    in no reference cycle; untracked by the cyclic collector, each is 16 bytes smaller and made faster."""
 
     ph: Any = UNSET
     name: Any = UNSET

@@ -155,8 +155,8 @@ def _intended_and_at_risk(events: list, scan: TraceScan, moved: set[int]) -> tup
         if not starts_here:
             at_risk.append(j)
             continue
-        if begun is None:
-            begun = scan.begin_counts()
+        if begun is None:  # (counted only where a flow event sits: a third of the slices on a GPU trace)
+            begun = scan.begin_counts(set(map(ts_ns.__getitem__, scan.flow_indices)))
         # (the intended slice is on the flow's thread, at the flow's ts: starts_here)
         if begun[(track, ts)] > 1 or intended in moved or not (e.ph != "f" or e.bp == "e"):
             at_risk.append(j)

@@ -11,6 +11,7 @@ validate's), by the ids as validated, and numbered by thread once the pid/tid fi
 """
 from __future__ import annotations
 
+from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from itertools import compress
@@ -42,7 +43,7 @@ class TraceScan:
     # The slice-pushing events (X, thread-scoped i/I) that have a timestamp, in file order: event index,
     # track number, ts ns, -dur ns (0 for instants and an X without dur), and whether it is an X event
     # with a dur (those are the ones the overlap split places).
-    push_index: list
+    push_index: list  # (or an int64 array)
     push_track: list
     push_ts: list
     push_negdur: list
@@ -74,12 +75,17 @@ class TraceScan:
 
     def begins_at(self, points: set) -> list[tuple[int, int, int]]:
         """(index, track, ts) of the slice-pushing events (in file order) whose (track, ts) is in `points`."""
-        return [(i, track, ts) for i, track, ts in zip(self.push_index, self.push_track, self.push_ts)
+        at = {ts for _, ts in points}  # (the events at none of those times are passed over in C)
+        return [(i, track, ts) for i, track, ts in compress(zip(self.push_index, self.push_track, self.push_ts),
+                                                            map(at.__contains__, self.push_ts))
                 if (track, ts) in points]
 
-    def begin_counts(self) -> Counter:
-        """(track number, ts ns) -> how many slice-pushing events begin there."""
-        return Counter(zip(self.push_track, self.push_ts))
+    def begin_counts(self, at: set | None = None) -> Counter:
+        """(track number, ts ns) -> how many slice-pushing events begin there; `at`: only those whose ts is in
+        it are counted (the others read 0)."""
+        if at is None:
+            return Counter(zip(self.push_track, self.push_ts))
+        return Counter(compress(zip(self.push_track, self.push_ts), map(at.__contains__, self.push_ts)))
 
 
 def _rows_nest(rows: list) -> bool:
@@ -128,8 +134,9 @@ class ScanParts:
     def __init__(self):
         self.keys: dict = {}
         self.ts_ns: list = []  # per kept event
-        self.p_index, self.p_key, self.p_ts, self.p_negdur, self.p_placed = [], [], [], [], []
-        self.with_args: list = []  # the X events with args: index
+        # (event indices as int64 arrays, not lists: no int object per slice, ~20 MB less on a 112 MB trace)
+        self.p_index, self.p_key, self.p_ts, self.p_negdur, self.p_placed = array("q"), [], [], [], []
+        self.with_args = array("q")  # the X events with args: index
         self.with_args_keys: list = []  # and key number
         self.flow_indices, self.flow_keys = [], []
 

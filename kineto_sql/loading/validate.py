@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
+from math import floor
 
 import msgspec
 import orjson
@@ -99,12 +100,124 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
         keys, ts_all, with_args, with_args_keys = parts.keys, parts.ts_ns, parts.with_args, parts.with_args_keys
         p_index, p_key, p_ts, p_negdur, p_placed = parts.p_index, parts.p_key, parts.p_ts, parts.p_negdur, parts.p_placed
         flow_indices, flow_keys = parts.flow_indices, parts.flow_keys
+        id_pairs = []  # key number -> its (pid, tid) as first seen
     drops: dict[str, list[int]] = defaultdict(list)
     fixes: dict[str, list[int]] = defaultdict(list)
     kept, bad_metadata = [], []
     shared = {}.setdefault
     phases, pids, tids, zero_tid_pids, metadata_at, odd_ids = {}, {}, {}, set(), [], []
+    x_count, x_ph = 0, None  # (the X events _x_ok took: counted into phases["X"] after the loop)
     for index, e in enumerate(entries):
+        # The X event as Kineto writes it (most events): its own branch, which checks and records only what
+        # such an event can need; anything else goes on to the general checks below.
+        if e.__class__ is Event and e.ph == "X":
+            ts, dur, pid, tid = e.ts, e.dur, e.pid, e.tid
+            tk, dk = ts.__class__, dur.__class__
+            if ((tk is int or tk is float) and (dk is int or dk is float) and pid.__class__ is int
+                    and tid.__class__ is int and -MAX_US <= ts and 0 <= dur and ts + dur <= MAX_US):
+                if x_ph is None:
+                    x_ph = shared(e.ph, e.ph)
+                    phases.setdefault(x_ph, 0)
+                e.ph = x_ph
+                x_count += 1
+                name = e.name
+                if name.__class__ is str:
+                    e.name = shared(name, name)
+                elif type(name) not in _TEXT_TYPES:
+                    e.name = text_of(name)
+                    fixes["name_or_cat_coerced_to_text"].append(index)
+                cat = e.cat
+                if cat.__class__ is str:
+                    e.cat = shared(cat, cat)
+                elif type(cat) not in _TEXT_TYPES:
+                    e.cat = text_of(cat)
+                    fixes["name_or_cat_coerced_to_text"].append(index)
+                args = e.args
+                if odd_args and type(args) is Raw and bytes(memoryview(args)[:1]) not in b"{n":
+                    e.args = args = {"value": text_of(msgspec.json.decode(args))}
+                    fixes["args_not_object_wrapped"].append(index)
+                k = len(kept)
+                kept.append(e)
+                if not (0 <= pid <= UINT32_MAX and 0 <= tid <= UINT32_MAX):
+                    odd_ids.append(k)
+                if parts is None:
+                    pids[pid] = None
+                    tids[tid] = None
+                    if tid == 0 and pid != 0:
+                        zero_tid_pids.add(pid)
+                    continue
+                key = (pid, tid)
+                number = keys.get(key)
+                if number is None:
+                    # (a pair seen before was recorded then, by this branch or by the general one: its pid and
+                    # tid are in pids and tids already, in order of first appearance)
+                    number = keys[key] = len(keys)
+                    id_pairs.append(key)
+                    pids[pid] = None
+                    tids[tid] = None
+                    if tid == 0 and pid != 0:
+                        zero_tid_pids.add(pid)
+                else:  # one int object per distinct pid and tid, as for the strings (~28 MB less on a 112 MB trace)
+                    e.pid, e.tid = id_pairs[number]
+                ts = ts * 1000 if tk is int else floor(ts * 1000 + 0.5)
+                ts_all.append(ts)
+                if args is not UNSET:
+                    with_args.append(k)
+                    with_args_keys.append(number)
+                p_index.append(k)
+                p_key.append(number)
+                p_ts.append(ts)
+                p_negdur.append(-(dur * 1000) if dk is int else -floor(dur * 1000 + 0.5))
+                p_placed.append(True)
+                continue
+        # A flow event as Kineto writes it (most of the others): the same, in its own branch.
+        if e.__class__ is Event and e.ph.__class__ is str and e.ph in _FLOW and parts is not None:
+            ts, pid, tid, flow_id, scope, bp = e.ts, e.pid, e.tid, e.id, e.s, e.bp
+            tk = ts.__class__
+            if ((tk is int or tk is float) and pid.__class__ is int and tid.__class__ is int
+                    and (flow_id.__class__ is int or flow_id.__class__ is str) and -MAX_US <= ts <= MAX_US
+                    and (scope is UNSET or scope.__class__ is str) and (bp is UNSET or bp.__class__ is str)):
+                ph = e.ph = shared(e.ph, e.ph)
+                if scope is not UNSET:
+                    e.s = shared(scope, scope)
+                if bp is not UNSET:
+                    e.bp = shared(bp, bp)
+                name = e.name
+                if name.__class__ is str:
+                    e.name = shared(name, name)
+                elif type(name) not in _TEXT_TYPES:
+                    e.name = text_of(name)
+                    fixes["name_or_cat_coerced_to_text"].append(index)
+                cat = e.cat
+                if cat.__class__ is str:
+                    e.cat = shared(cat, cat)
+                elif type(cat) not in _TEXT_TYPES:
+                    e.cat = text_of(cat)
+                    fixes["name_or_cat_coerced_to_text"].append(index)
+                args = e.args
+                if odd_args and type(args) is Raw and bytes(memoryview(args)[:1]) not in b"{n":
+                    e.args = {"value": text_of(msgspec.json.decode(args))}
+                    fixes["args_not_object_wrapped"].append(index)
+                k = len(kept)
+                kept.append(e)
+                phases[ph] = phases.get(ph, 0) + 1
+                if not (0 <= pid <= UINT32_MAX and 0 <= tid <= UINT32_MAX):
+                    odd_ids.append(k)
+                key = (pid, tid)
+                number = keys.get(key)
+                if number is None:  # (as in the X branch)
+                    number = keys[key] = len(keys)
+                    id_pairs.append(key)
+                    pids[pid] = None
+                    tids[tid] = None
+                    if tid == 0 and pid != 0:
+                        zero_tid_pids.add(pid)
+                else:
+                    e.pid, e.tid = id_pairs[number]
+                ts_all.append(ts * 1000 if tk is int else floor(ts * 1000 + 0.5))
+                flow_indices.append(k)
+                flow_keys.append(number)
+                continue
         if type(e) is not Event:
             drops["not a JSON object"].append(index)
             continue
@@ -203,6 +316,7 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
             number = keys.get(key)
             if number is None:
                 number = keys[key] = len(keys)
+                id_pairs.append(key)
             ts = ts * 1000 if ts.__class__ is int else (None if ts is None else fast_ns(ts))
             ts_all.append(ts)
             k = len(kept) - 1
@@ -231,6 +345,8 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
         else:
             ts_all.append(None)
 
+    if x_count:
+        phases[x_ph] += x_count
     for reason, indices in drops.items():
         report.drop(reason, indices)
     for kind, indices in fixes.items():
@@ -240,6 +356,8 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
                "a metadata event (ph M: a process or thread name) with a ts or dur that is not a number makes the "
                "engine refuse the whole file; the field is left out (the name needs no time)",
                examples=bad_metadata[:EXAMPLES])
+    if len(kept) == len(entries):
+        kept = entries  # (every entry kept: one list of them, not two, while the fixes run)
     return kept, Survey(phases, pids, tids, zero_tid_pids, metadata_at, odd_ids, parts)
 
 
