@@ -7,6 +7,10 @@ num_workers=0 -> 4 (input-bound fix). Prints one Markdown table.
     python bench/whatif_pairs.py --pairs DIR     (NAME_planted*.json.gz beside NAME_fixed*.json.gz, e.g. a
                                                   GOLDEN_ACTIVE=10 recording: the fault id is read from
                                                   each trace's ground truth)
+    python bench/whatif_pairs.py --runs DIR      (several captures a side, NAME_planted_rN / NAME_fixed_rN, e.g.
+                                                  GOLDEN_TAG=rN recordings: the prediction is the median over
+                                                  the planted captures, the measured change is the median of
+                                                  the fixed captures' median steps minus the planted ones')
 """
 from __future__ import annotations
 
@@ -96,13 +100,49 @@ def row(name, planted, fixed, rule):
             f"| {err} | {spread} |")
 
 
+def runs(directory: Path, rules: dict[str, str]) -> None:
+    import re
+    import statistics
+
+    groups: dict[str, list[Path]] = {}
+    for planted in sorted(directory.glob("*_planted_r*.json.gz")):
+        groups.setdefault(re.sub(r"_planted_r\d+\.json\.gz$", "", planted.name), []).append(planted)
+    print("| scenario | rule | captures | predicted change, ms (median; per capture) | measured change, ms "
+          "(median steps planted -> fixed) | error |")
+    print("|---|---|---|---|---|---|")
+    for name, planted in groups.items():
+        fixed = [p.with_name(p.name.replace("_planted_", "_fixed_")) for p in planted]
+        fixed = [f for f in fixed if f.exists()]
+        fault = recorded_pairs(directory)
+        rule = next((rules.get(f) for pl, _, f in fault if pl in planted), None)
+        changes = []
+        for path in planted:
+            finding, _ = predicted(path, rule)
+            if finding is not None and finding.prediction is not None:
+                changes.append(-finding.prediction["saving_ns"])
+        before = statistics.median(measured(p)[0] for p in planted)
+        after = statistics.median(measured(f)[0] for f in fixed)
+        real = after - before
+        if not changes:
+            print(f"| {name} | {rule} | {len(planted)} / {len(fixed)} | not fired | {real / 1e6:+.2f} | |")
+            continue
+        pred = statistics.median(changes)
+        err = "" if real == 0 else f"{100.0 * (pred - real) / abs(real):+.0f}%"
+        print(f"| {name} | {rule} | {len(planted)} / {len(fixed)} | {pred / 1e6:+.2f} "
+              f"({', '.join(f'{c / 1e6:+.2f}' for c in changes)}) | {real / 1e6:+.2f} ({before / 1e6:.2f} -> "
+              f"{after / 1e6:.2f}) | {err} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--golden", type=Path, default=REPO / "golden")
     parser.add_argument("--corpus", type=Path, default=REPO / ".." / "shared" / "corpus")
     parser.add_argument("--pairs", type=Path, default=None)
+    parser.add_argument("--runs", type=Path, default=None)
     args = parser.parse_args()
     rules = owners()
+    if args.runs:
+        return runs(args.runs, rules)
     print("| pair | rule | basis | planted: median step -> predicted, ms (change; saving range) "
           "| fixed twin measured, ms (change) | prediction error vs measured change "
           "| steady windows planted / fixed, ms |")

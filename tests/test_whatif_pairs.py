@@ -90,3 +90,54 @@ def test_measured_change_in_the_predicted_range(loaded, diagnosed):
     low, high = p["saving_range_ns"]
     assert low <= -measured_change <= high
     assert abs(low + measured_change) <= TARGET * abs(measured_change)
+
+
+# ---------------------------------------------------------------- three captures a side, recorded on a quiet machine
+
+RERUNS = PAIRS.parent / "reruns"
+
+# scenario -> (the rule whose fix is the twin's knob, why it misses or None). golden/reruns/NAME_{planted,fixed}_rN
+# were recorded in turn (planted r1, fixed r1, planted r2, ...) with torch 2.13 on CPU while nothing else ran:
+# the off-CPU stalls that dominate the a10 pairs above are absent. The prediction is the median of the three
+# planted captures' predictions; the measured change is the median of the fixed captures' median steps minus
+# the planted ones'. Numbers when written: predicted vs measured change.
+QUIET: dict[str, tuple[str, str | None]] = {
+    # -12.01 (-11.61, -12.01, -12.66) vs -9.94 ms (19.44 -> 9.50): -21%
+    "input_bound": ("catalog.input_bound", None),
+    # -3.61 (-3.61, -3.42, -3.77) vs -4.53 ms (5.52 -> 0.99): +20%. The claim counts the small ops' own time;
+    # the fix (fewer, larger ops) also removes the Python that issued them, so the real saving is a little
+    # larger than the claimed one.
+    "op_storm": ("catalog.small_op_storm", None),
+    # -3.58 vs -2.64 ms (15.19 -> 12.54): -35%. The edit removes the GC passes; diff measures host.gc -3.3 ms
+    # per step between the sides, but the twin's other host time is ~0.7 ms longer, so the step falls less.
+    "gc_stall": ("catalog.gc_gil_stall", "the twin's GC time falls by the predicted amount (host.gc -3.3 ms) "
+                 "but the rest of its step is ~0.7 ms longer: -3.58 predicted vs -2.64 ms measured"),
+    # -5.06 vs -3.31 ms (10.36 -> 7.05): -53%. As for the a10 pair: the twin's fix is a cheaper collate still
+    # in the main process, not a DataLoader that keeps up (the wait to zero, which the edit models).
+    "collate_heavy_python": ("catalog.input_bound", "the twin's fix is a cheaper collate in the main process, "
+                             "not a wait that shrinks to zero: -5.06 predicted vs -3.31 ms measured"),
+}
+
+
+def _quiet_params():
+    for name, (rule, why) in QUIET.items():
+        marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+        yield pytest.param(name, rule, id=name, marks=marks)
+
+
+@pytest.mark.parametrize(("name", "rule"), _quiet_params())
+def test_prediction_on_three_quiet_captures_a_side(loaded, diagnosed, name, rule):
+    import statistics
+
+    sides = {v: [RERUNS / f"{name}_{v}_r{i}.json.gz" for i in (1, 2, 3)] for v in ("planted", "fixed")}
+    predictions = []
+    for path in sides["planted"]:
+        finding = next(f for f in diagnosed(path).findings if f.query_id == rule)
+        assert finding.prediction is not None
+        predictions.append(-finding.prediction["saving_ns"])
+    before, after = (statistics.median(median_step(load_graph(loaded(p))) for p in sides[v])
+                     for v in ("planted", "fixed"))
+    predicted_change, measured_change = statistics.median(predictions), after - before
+    assert measured_change < 0, "the fix makes the step faster"
+    assert abs(predicted_change - measured_change) <= TARGET * abs(measured_change), \
+        (name, predicted_change / 1e6, measured_change / 1e6)
