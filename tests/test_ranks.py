@@ -187,7 +187,7 @@ def _shape_balance(rows: list[tuple]) -> pd.DataFrame:
 
 
 def test_same_work_is_the_machine_and_more_work_is_data_imbalance():
-    from kineto_sql.fleet.verdict import straggler_cause
+    from kineto_sql.fleet.verdict import _cause_text, straggler_cause
 
     mm, big = "[[256, 384], [384, 384]]", "[[512, 384], [384, 384]]"
     same = _shape_balance([(r, "aten::mm", mm, 3.0) for r in range(4)] + [(r, "aten::tanh", "[[256]]", 3.0)
@@ -199,6 +199,9 @@ def test_same_work_is_the_machine_and_more_work_is_data_imbalance():
                           + [(r, "aten::tanh", "[[256]]", 3.0) for r in range(4)])
     assert more.loc[2, "work_diff_pct"] == pytest.approx(250.0) and more.loc[2, "work_differs"]
     assert straggler_cause(2, more.reset_index()) == "data imbalance"
+    # over 100% is a share of the typical rank's calls, and said so
+    assert "differ in op or input shape from the typical rank's by 250% of that rank's calls" in \
+        _cause_text(2, more.reset_index())
     # the same count on larger inputs: a row the others lack (+1) and one it lacks (-1) per step, of 2
     larger = _shape_balance([(r, "aten::mm", big if r == 1 else mm, 1.0) for r in range(3)]
                             + [(r, "aten::add", "[[8]]", 1.0) for r in range(3)])

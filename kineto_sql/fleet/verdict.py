@@ -116,9 +116,11 @@ def _cause_text(r: int, shapes: pd.DataFrame | None) -> str:
         return ""
     pct = float(row["work_diff_pct"])
     if cause == "data imbalance":
-        return (f"Its work is not the others': {pct:.0f}% of its op calls per step differ in op or input shape "
-                f"from the typical rank's (record_shapes), so it was given more work: data imbalance (variable "
-                f"sequence length, uneven sharding), not a slow machine.")
+        # work_diff_pct is the difference as a share of the typical rank's calls: it passes 100% when the
+        # straggler makes more calls than the typical rank, so it is not said as a share of its own calls
+        return (f"Its work is not the others': its op calls per step differ in op or input shape from the "
+                f"typical rank's by {pct:.0f}% of that rank's calls (record_shapes), so it was given more work: "
+                f"data imbalance (variable sequence length, uneven sharding), not a slow machine.")
     if cause == "machine":
         return (f"It runs the same ops on the same input shapes as the others (within {pct:.1f}% of the typical "
                 f"rank's op calls per step, record_shapes), so the same work takes it longer: the machine (a "
