@@ -110,11 +110,13 @@ def runs(directory: Path, rules: dict[str, str]) -> None:
     print("| scenario | rule | captures | predicted change, ms (median; per capture) | measured change, ms "
           "(median steps planted -> fixed) | error |")
     print("|---|---|---|---|---|---|")
+    fault_of = {planted: fault for planted, _, fault in recorded_pairs(directory)}
     for name, planted in groups.items():
         fixed = [p.with_name(p.name.replace("_planted_", "_fixed_")) for p in planted]
         fixed = [f for f in fixed if f.exists()]
-        fault = recorded_pairs(directory)
-        rule = next((rules.get(f) for pl, _, f in fault if pl in planted), None)
+        if not fixed:
+            continue  # repeated recordings of one variant (a same-scenario set), no pair
+        rule = rules.get(fault_of.get(planted[0], ""))
         changes = []
         for path in planted:
             finding, _ = predicted(path, rule)
