@@ -170,12 +170,7 @@ def _queue_waits(ts, dur, stream_key, kind, tag, src, dst, edge_kind, to_end, ga
                 new_dst.append(k)
                 new_gap.append(int(end[k] - end[c]))
                 break
-    count = len(new_src)
-    return (np.concatenate([src, np.array(new_src, dtype=np.int64)]),
-            np.concatenate([dst, np.array(new_dst, dtype=np.int64)]),
-            np.concatenate([edge_kind, np.full(count, "queue", dtype=object)]),
-            np.concatenate([to_end, np.ones(count, dtype=bool)]),
-            np.concatenate([gap, np.array(new_gap, dtype=np.int64)]))
+    return _with_edges((src, dst, edge_kind, to_end, gap), new_src, new_dst, new_gap, "queue", to_end_=True)
 
 
 def _event_waits(ts, dur, stream_key, kind, tag, src, dst, edge_kind, to_end, gap):
@@ -223,11 +218,17 @@ def _event_waits(ts, dur, stream_key, kind, tag, src, dst, edge_kind, to_end, ga
                 new_dst.append(k)
                 new_gap.append(int(ts[k] - end[c]))
                 break
+    return _with_edges((src, dst, edge_kind, to_end, gap), new_src, new_dst, new_gap, "event", to_end_=False)
+
+
+def _with_edges(edges, new_src, new_dst, new_gap, kind: str, to_end_: bool):
+    """The edge arrays (src, dst, edge_kind, to_end, gap) with inferred edges of one kind appended."""
+    src, dst, edge_kind, to_end, gap = edges
     count = len(new_src)
     return (np.concatenate([src, np.array(new_src, dtype=np.int64)]),
             np.concatenate([dst, np.array(new_dst, dtype=np.int64)]),
-            np.concatenate([edge_kind, np.full(count, "event", dtype=object)]),
-            np.concatenate([to_end, np.zeros(count, dtype=bool)]),
+            np.concatenate([edge_kind, np.full(count, kind, dtype=object)]),
+            np.concatenate([to_end, np.full(count, to_end_, dtype=bool)]),
             np.concatenate([gap, np.array(new_gap, dtype=np.int64)]))
 
 
