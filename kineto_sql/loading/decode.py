@@ -131,9 +131,11 @@ _TOP = dict[str, Raw]
 
 
 def decode_trace(raw: bytes, path: Path) -> Decoded:
-    """The document as typed events; one sentence for a text that is not a trace."""
+    """The document as typed events; one sentence for a text that is not a trace. `raw`: bytes, or any
+    buffer with bytes' find methods (the mapped file: source.read_bytes)."""
     try:
-        start = raw.lstrip()[:1]
+        first = _CONTENT.search(raw)  # (raw may be a mmap: no lstrip; regex \s is bytes.strip's whitespace)
+        start = b"" if first is None else first.group()
         split = _split_top(raw) if start == b"{" else None
         if split is not None:
             try:
@@ -170,6 +172,7 @@ def _decode_events(raw: bytes, events_text, metadata: dict) -> Decoded:
 
 
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_CONTENT = re.compile(rb"\S")
 _TRIES = 64
 
 
@@ -234,6 +237,7 @@ _BYTE = re.compile(r"\(byte (\d+)\)")
 
 def _not_json(raw: bytes, path: Path, message: str) -> str:
     """The sentence for a text msgspec could not decode: where, and what is near."""
+    raw = raw if type(raw) is bytes else bytes(raw)
     if "truncated" in message:
         return f"{path} is truncated JSON (the file ends mid-event); re-export the trace from torch.profiler"
     found = _BYTE.search(message)
