@@ -24,7 +24,34 @@ UNSET = msgspec.UNSET
 Raw = msgspec.Raw
 
 
-class Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+class _Fields(msgspec.Struct, gc=False):
+    """The dict-like reading the fixes share (a missing field reads as None, as a dict's get)."""
+
+    def get(self, key: str, default=None):
+        value = getattr(self, key, UNSET)
+        return default if value is UNSET else value
+
+    def __getitem__(self, key: str):
+        value = self.get(key, UNSET)
+        if value is UNSET:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key: str, value) -> None:
+        setattr(self, key, value)
+
+    def __contains__(self, key: str) -> bool:
+        return getattr(self, key, UNSET) is not UNSET
+
+    def __delitem__(self, key: str) -> None:
+        setattr(self, key, UNSET)
+
+    def update(self, **fields) -> None:
+        for key, value in fields.items():
+            setattr(self, key, value)
+
+
+class Event(_Fields, forbid_unknown_fields=True, gc=False):
     """One entry of traceEvents. UNSET: the field is not in the file (None is a JSON null).
 
     gc=False: an event holds only JSON values (never itself, nor a container that holds it), so it can be
@@ -50,29 +77,34 @@ class Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     cname: Any = UNSET
     args: Raw = UNSET  # the text as written; a dict once a fix rewrote it
 
-    # The dict-like reading the fixes share (a missing field reads as None, as a dict's get).
-    def get(self, key: str, default=None):
-        value = getattr(self, key, UNSET)
-        return default if value is UNSET else value
 
-    def __getitem__(self, key: str):
-        value = self.get(key, UNSET)
-        if value is UNSET:
-            raise KeyError(key)
-        return value
+class KinetoEvent(_Fields, forbid_unknown_fields=True, gc=False):
+    """An Event with only the fields Kineto writes, in Event's order (so it is written as the same bytes):
+    a trace whose events hold no other field is decoded into these, 64 bytes smaller each (~19 MB on a 35 MB
+    trace, held until the events are written). A fix that sets another field (flows.py's explicit binding)
+    makes the event an Event first (`full`)."""
 
-    def __setitem__(self, key: str, value) -> None:
-        setattr(self, key, value)
+    ph: Any = UNSET
+    name: Any = UNSET
+    cat: Any = UNSET
+    pid: Any = UNSET
+    tid: Any = UNSET
+    ts: Any = UNSET
+    dur: Any = UNSET
+    id: Any = UNSET
+    bp: Any = UNSET
+    s: Any = UNSET
+    args: Raw = UNSET
 
-    def __contains__(self, key: str) -> bool:
-        return getattr(self, key, UNSET) is not UNSET
 
-    def __delitem__(self, key: str) -> None:
-        setattr(self, key, UNSET)
+EVENT_TYPES = (KinetoEvent, Event)
 
-    def update(self, **fields) -> None:
-        for key, value in fields.items():
-            setattr(self, key, value)
+
+def full(e):
+    """`e` as an Event (which can hold every field); the same event if it is one."""
+    if e.__class__ is KinetoEvent:
+        return Event(**{name: getattr(e, name) for name in KinetoEvent.__struct_fields__})
+    return e
 
 
 class Outlier:
@@ -164,11 +196,16 @@ def decode_trace(raw: bytes, path: Path) -> Decoded:
 
 
 def _decode_events(raw: bytes, events_text, metadata: dict) -> Decoded:
-    try:
-        events = msgspec.json.decode(events_text, type=list[Event])
-        return Decoded(events, metadata, events_text, odd_args=_ODD_ARGS.search(raw) is not None)
-    except msgspec.ValidationError:
-        return _decode_each(events_text, metadata)
+    for decoder in _DECODERS:  # (Kineto's fields only, else every field Event has, else one entry at a time)
+        try:
+            events = decoder.decode(events_text)
+            return Decoded(events, metadata, events_text, odd_args=_ODD_ARGS.search(raw) is not None)
+        except msgspec.ValidationError:
+            continue
+    return _decode_each(events_text, metadata)
+
+
+_DECODERS = (msgspec.json.Decoder(list[KinetoEvent]), msgspec.json.Decoder(list[Event]))
 
 
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')

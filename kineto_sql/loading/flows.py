@@ -16,6 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 
+from kineto_sql.loading.decode import full
 from kineto_sql.loading.events import engine_tid, ns, pushes_slice, sort_key
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.scan import TraceScan
@@ -369,6 +370,8 @@ def _rebind_explicitly(events: list, groups: dict[tuple, list[int]], to_rebind: 
             continue
         if sink_key < source_key:
             late.add(sink)  # same instant and duration: only file order decides, so write the sink last
+        events[source] = full(events[source])  # (an Event holds the explicit binding's fields)
+        events[sink] = full(events[sink])
         events[source].update(bind_id=next_id, flow_out=True)
         events[sink].update(bind_id=next_id, flow_in=True)
         next_id += 1
