@@ -1,6 +1,7 @@
 """The trace text decoded into typed events (msgspec), and written back.
 
-An event is a `msgspec.Struct` of the fields Perfetto's JSON importer reads. `args` stay the text the file
+An event is a `msgspec.Struct` of the fields Perfetto's JSON importer reads (`Event`; `KinetoEvent`, the
+fields Kineto writes, when the trace holds no other: smaller, written as the same bytes). `args` stay the text the file
 wrote (`msgspec.Raw`: nothing but a correlation is read there, and they are written back verbatim by
 `msgspec.json.encode`). Every other field is decoded as the JSON value it is, whatever its type:
 validate.py checks and repairs them. Where the rebase needs the exact digits of the timestamps, it reads
