@@ -19,7 +19,7 @@ from pathlib import Path
 
 from kineto_sql import open_trace
 from kineto_sql.sql.includes import kineto_dependencies, module_path
-from kineto_sql.sql.literals import include_statement
+from kineto_sql.sql.literals import identifier, include_statement
 
 NAME = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?PERFETTO\s+(TABLE|VIEW|MACRO|FUNCTION|INDEX)\s+([\w!]+)", re.I)
 
@@ -79,7 +79,7 @@ def main() -> None:
                 print(f"{wall:7.3f} {cpu:7.3f}  {label(statement)}", flush=True)
             print(f"{'':7} {total:7.3f}  total CPU")
         for table in args.digest:
-            rows = tp.rows(f"SELECT * FROM {table}")
+            rows = tp.rows("SELECT * FROM " + identifier(table))
             digest = hashlib.sha256(repr((rows.columns, [tuple(r.values()) for r in rows.records()])).encode())
             print(f"{table}: {len(rows)} rows, sha256 {digest.hexdigest()[:16]}")
 
