@@ -1,5 +1,5 @@
 -- id: catalog.capture_validity
--- version: 4
+-- version: 5
 -- kind: detector
 -- title: Capture validity: GPU activity lost, counter-replay timing, truncated device buffer, skewed or offset clocks, too small a steady sample
 -- references: PyTorch docs, torch.profiler (activities, schedule, experimental_config); Kineto's CUPTI range

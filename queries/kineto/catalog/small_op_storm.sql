@@ -1,5 +1,5 @@
 -- id: catalog.small_op_storm
--- version: 11
+-- version: 12
 -- kind: detector
 -- title: Launch-bound step (eager small-op storm): the device runs dry between tiny kernels the host issues one by one
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Eager small-op storm"

@@ -1,4 +1,4 @@
--- version: 8
+-- version: 9
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
@@ -110,9 +110,15 @@ FROM excluded;
 -- and launch calls longer than every later launch and than 100 us (lazy module and kernel loading in the
 -- first launch of a kernel). Position alone is no cold start: a first step slowed by a sync, a copy or a
 -- slow batch is a step like the others. GC time inside the window is not counted as width: a GC pause in
--- the first step is a GC pause, not a cold start. A capture without launches shows no one-time work as
--- runtime calls; there the width test alone decides. Not seen as one-time work: compilation that runs as
--- ordinary host ops.
+-- the first step is a GC pause, not a cold start. A process without launches shows no one-time work as
+-- runtime calls; there one-time work shows as host ops of the first window whose name no later window
+-- runs (lazy init: the optimizer's state, aten::zeros_like per parameter; a first-use import or load),
+-- and the window is cold only when such ops make up at least a tenth of its excess. On a CPU the rest of
+-- a cold start (first-touch page faults of new allocations) inflates the ops every step runs and cannot
+-- be separated from them, so the one-time ops are its evidence, not its size; a first window that is
+-- merely wider, every op of it also run by the steady windows, is a slow step like any other (an outlier
+-- seen in one window), whatever its position or ProfilerStep number. Not seen as one-time work:
+-- compilation that runs as ordinary host ops the later windows also run.
 CREATE OR REPLACE PERFETTO TABLE kineto_iterations(
   -- Window id, unique in the trace, in time order per process.
   id LONG,
@@ -130,7 +136,8 @@ CREATE OR REPLACE PERFETTO TABLE kineto_iterations(
   -- The marker the windows were cut at (ProfilerStep#N, the marker name, or NULL for the capture).
   marker STRING,
   -- First iteration that is wider than 1.5x the median of the others (GC time excluded), the excess mostly
-  -- one-time work where the process launches device work: cold start.
+  -- one-time work where the process launches device work, at least a tenth of it in host ops no later
+  -- window runs where it does not: cold start.
   is_cold BOOL
 ) AS
 WITH
@@ -145,7 +152,8 @@ WITH
       h.depth,
       h.event_class,
       h.upid,
-      h.utid
+      h.utid,
+      h.parent_id
     FROM kineto_host_slices AS h
     WHERE
       h.dur >= 0
@@ -484,6 +492,42 @@ WITH
     FROM first_windows AS f
     JOIN after_first AS a
       USING (id)
+  ),
+  -- without launches: the ops (not annotations) of each first window whose name no later window runs,
+  -- counted at the outermost such op (its parent is not one of them)
+  host_ops AS (
+    SELECT h.id, h.ts, h.dur, h.name, h.upid, h.parent_id
+    FROM host AS h
+    JOIN kineto_event_categories AS c
+      USING (category)
+    WHERE
+      c.event_class = 'cpu_op'
+      AND NOT c.is_annotation
+  ),
+  cpu_first AS (
+    SELECT f.* FROM first_windows AS f JOIN one_time AS o USING (id) WHERE NOT o.launches
+  ),
+  later_names AS MATERIALIZED (
+    SELECT DISTINCT h.upid, h.name
+    FROM host_ops AS h
+    JOIN cpu_first AS f
+      ON h.upid = f.upid AND h.ts >= f.end_ts
+  ),
+  first_only AS MATERIALIZED (
+    SELECT f.id, h.id AS op_id, h.dur, h.parent_id
+    FROM host_ops AS h
+    JOIN cpu_first AS f
+      ON h.upid = f.upid AND h.ts >= f.ts AND h.ts < f.end_ts
+    WHERE
+      NOT EXISTS (SELECT 1 FROM later_names AS l WHERE l.upid = h.upid AND l.name = h.name)
+  ),
+  host_one_time AS (
+    SELECT id, sum(dur) AS dur
+    FROM first_only AS o
+    WHERE
+      o.parent_id IS NULL
+      OR o.parent_id NOT IN (SELECT op_id FROM first_only)
+    GROUP BY id
   )
 SELECT
   r.id,
@@ -497,11 +541,17 @@ SELECT
     r.rn = 1
     AND r.cnt >= 2
     AND r.width > 1.5 * m.median_width
-    AND (NOT o.launches OR 2 * o.one_time_dur >= r.width - m.median_width)
+    AND IIF(
+      o.launches,
+      2 * o.one_time_dur >= r.width - m.median_width,
+      10 * coalesce(ho.dur, 0) >= r.width - m.median_width
+    )
   ) AS is_cold
 FROM ranked AS r
 LEFT JOIN rest_median AS m
   USING (upid)
 LEFT JOIN one_time AS o
+  USING (id)
+LEFT JOIN host_one_time AS ho
   USING (id)
 ORDER BY r.id;
