@@ -151,6 +151,11 @@ class Finding:
     # In a rank directory, what the cross-rank reading says about this rank's finding (kineto_sql/fleet/run.py:
     # who the straggler is, whom this wait is for); None on a single trace or when it says nothing here.
     cross_rank_note: str | None = None
+    # Seen in at most half of the steady windows (diagnose.run.is_outlier): it describes outlier steps.
+    outlier: bool = False
+    # What the ranking reads (diagnose.run.rank_findings): impact_ns, or for an outlier what the median
+    # steady window claims times the steady windows (0 when it is seen in fewer than half of them).
+    rank_ns: int | None = field(default=None, compare=False)
 
     def to_json(self) -> dict:
         return {

@@ -225,14 +225,33 @@ def _top_ops(outcome: query_pool.Outcome, limit: int = 10) -> tuple[dict, ...]:
 
 
 def rank_findings(findings, cold_apart: bool = True) -> list[Finding]:
-    """Capture validity first; then steady findings by claimed step time, ties by severity, then id; cold-start
-    findings last (one-time work is kept out of the steady-state ranking). With `cold_apart` False (the
-    steady sample is too small to stand for a steady state) cold findings rank with the others by the time
-    they claim. A finding capped to info that claims time (catalog.device_composition below device-bound,
-    catalog.host_composition: they describe the step, they are no fault) ranks after every other finding."""
+    """Capture validity first; then steady findings by the step time they claim in the typical step, ties
+    by severity, then id; cold-start findings last (one-time work is kept out of the steady-state ranking).
+    A finding seen in most steady steps ranks by its claimed time; an outlier (seen in at most half of
+    them) by what the median steady step claims, times the steady steps (`rank_ns`): one slow step of three
+    claims nothing in the typical step, so a fix aimed at it does not change the typical step, and it
+    ranks after every finding that holds in most steps (at equal typical claims: findings above info
+    first, then the one seen in most steps, then by claimed time).
+    With `cold_apart` False (the steady sample is too small to stand for a steady state) cold findings rank
+    with the others by the time they claim. A finding capped to info that claims time
+    (catalog.device_composition below device-bound, catalog.host_composition: they describe the step, they
+    are no fault) ranks after every other finding."""
     return sorted(findings, key=lambda f: (f.query_id not in FIRST, cold_apart and f.scope == "cold",
-                                           f.severity == "info" and f.impact_ns > 0, -f.impact_ns,
-                                           -severity_rank(f.severity), f.query_id))
+                                           f.severity == "info" and f.impact_ns > 0,
+                                           -(f.impact_ns if f.rank_ns is None else f.rank_ns),
+                                           f.severity == "info", f.outlier,
+                                           -f.impact_ns, -severity_rank(f.severity), f.query_id))
+
+
+def typical_claim(per_step: dict, steady_windows: int) -> int:
+    """What the median steady window claims, times the steady windows: the windows a finding was not seen in
+    claim 0 (the mean of the two middle windows when their number is even)."""
+    if steady_windows <= 0:
+        return sum(per_step.values())
+    values = sorted([*per_step.values(), *[0] * max(steady_windows - len(per_step), 0)])
+    n = len(values)
+    median = (values[(n - 1) // 2] + values[n // 2]) / 2
+    return round(median * steady_windows)
 
 
 def severity_for(impact_ns: int, impact_pct: float | None) -> str:
@@ -396,7 +415,9 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
         worst = rows.record(0)
     figures = {c: _plain(worst[c]) for c in rows.columns if c not in COMMON and _plain(worst[c]) is not None}
     severity = _floored(_capped(severity, rows), rows)
-    if not cold and is_outlier(len(steps), steady_windows):
+    outlier = not cold and is_outlier(len(steps), steady_windows)
+    rank_ns = typical_claim(_claim_per_step(claimed, impact, steps), steady_windows) if outlier else None
+    if outlier:
         # the cause is in a minority of the steady windows: one slow step, not the steady state
         severity = min(severity, OUTLIER_CAP, key=severity_rank)
         note = f"Seen in {len(steps)} of {steady_windows} steady steps only: an outlier, not every step."
@@ -426,8 +447,22 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
         scope="cold" if cold else "steady",
         of_capture=of_capture and not cold,
         per_step_ns=_per_window(impact, cold, steady_windows + (cold_windows if of_capture else 0)),
+        outlier=outlier,
+        rank_ns=rank_ns,
     )
     return _with_narration(finding)
+
+
+def _claim_per_step(claimed: dict | None, impact: int, steps: tuple[int, ...]) -> dict:
+    """Claimed ns per step: from claim resolution's (step, bucket) keys, else the impact spread evenly over
+    the steps the rule named."""
+    per_step: dict = {}
+    for (step, _), ns in (claimed or {}).items():
+        if step is not None:
+            per_step[step] = per_step.get(step, 0) + ns
+    if not per_step and steps:
+        per_step = {s: impact / len(steps) for s in steps}
+    return per_step
 
 
 def _per_window(impact: int, cold: bool, windows: int) -> int | None:
