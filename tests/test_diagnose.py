@@ -427,6 +427,27 @@ def test_a_named_straggler_leads_the_multi_rank_diagnosis_and_the_waits_point_at
     assert not quiet.names_straggler and render_text(quiet).rstrip().endswith("across ranks: No straggler: ...")
 
 
+def test_imbalance_that_moves_between_ranks_is_said_apart_from_a_fixed_straggler():
+    from kineto_sql.diagnose.model import Diagnosis
+    from kineto_sql.diagnose.render_text import render_markdown, render_text
+    from kineto_sql.fleet.run import agree_with_ranks
+
+    summary = {"ranks": 2, "straggler": 0, "moving": True, "excess_pct_of_step": 14.46,
+               "narration": "No rank is slow every step: the slowest rank moves from step to step."}
+    comm = _finding("catalog.exposed_communication", 50, 60.0, "high")
+    waits = _finding("catalog.straggler_rank", 0, 0.0, "info")
+    waiting = agree_with_ranks(_rank_trace(1, [comm, waits]), summary)
+    exposed, kept = waiting.findings
+    assert exposed.cross_rank_note == ("The cross-rank reading finds data imbalance that moves between ranks: the "
+                                       "slowest rank changes from step to step and costs the others 14.46% of a "
+                                       "step; rank 0 costs most: part of this wait is for each step's slowest rank.")
+    assert kept.cross_rank_note.startswith("The cross-rank reading finds data imbalance that moves between ranks")
+    d = Diagnosis("job/", (waiting,), summary)
+    assert render_text(d).startswith("across ranks (first: data imbalance that moves between ranks: every step "
+                                     "waits for that step's slowest rank): No rank is slow every step")
+    assert render_markdown(d).split("\n")[2] == "## Across ranks: data imbalance that moves between ranks"
+
+
 @pytest.mark.parametrize("variant,straggler,waiting", [("planted", 0, [1]), ("fixed", None, [])])
 def test_two_gloo_ranks_read_the_same_straggler_from_both_sides(variant, straggler, waiting):
     # ddp_allreduce_planted: rank 0 works ~40 ms a step, rank 1 ~14 ms and waits ~37 ms in gloo for it; the

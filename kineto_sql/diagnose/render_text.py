@@ -77,8 +77,9 @@ def _finding_lines(i: int, f: Finding, markdown: bool) -> list[str]:
 def render_text(d: Diagnosis, top: int = TOP) -> str:
     out = []
     if d.names_straggler:  # the job's #1 finding: every rank's collective wait is for that rank
-        out.extend(["across ranks (first: the straggler every other rank waits for): "
-                    + d.ranks_summary.get("narration", ""), ""])
+        what = ("data imbalance that moves between ranks: every step waits for that step's slowest rank"
+                if d.ranks_summary.get("moving") else "the straggler every other rank waits for")
+        out.extend([f"across ranks (first: {what}): " + d.ranks_summary.get("narration", ""), ""])
     for t in d.traces:
         out.extend(_verdict_lines(t))
         if t.findings:
@@ -168,7 +169,8 @@ def findings_markdown(t: TraceDiagnosis, top: int = TOP) -> list[str]:
 def render_markdown(d: Diagnosis, top: int = TOP) -> str:
     out = [f"# kineto-sql diagnosis: {md_code(d.target)}", ""]
     if d.names_straggler:
-        out.extend(["## Across ranks: the straggler", "", md(d.ranks_summary.get("narration", "")), ""])
+        title = "data imbalance that moves between ranks" if d.ranks_summary.get("moving") else "the straggler"
+        out.extend([f"## Across ranks: {title}", "", md(d.ranks_summary.get("narration", "")), ""])
     for t in d.traces:
         rank = f" (rank {t.rank})" if t.rank is not None else ""
         out.append(f"## {md_code(t.source)}{rank}")

@@ -197,8 +197,7 @@ def agree_with_ranks(trace, summary: dict | None):
     if not ours:
         return trace
     if named is not None and named != trace.rank:
-        note = (f"The cross-rank reading names rank {named} the straggler "
-                f"({summary.get('quantity')}, {summary.get('excess_pct_of_step')}% of a step).")
+        note = f"The cross-rank reading {_names(named, summary)}."
         findings = tuple(with_narration(replace(f, cross_rank_note=note)) if f.query_id == STRAGGLER
                          else f for f in trace.findings)
         return replace(trace, findings=findings)
@@ -219,7 +218,17 @@ def _point_at_straggler(trace, named, summary: dict):
 
     if named is None or named == trace.rank or not any(f.query_id == EXPOSED for f in trace.findings):
         return trace
-    note = (f"The cross-rank reading names rank {named} the straggler ({summary.get('quantity')}, "
-            f"{summary.get('excess_pct_of_step')}% of a step): part of this wait is for rank {named}.")
+    whom = "each step's slowest rank" if summary.get("moving") else f"rank {named}"
+    note = f"The cross-rank reading {_names(named, summary)}: part of this wait is for {whom}."
     return replace(trace, findings=tuple(with_narration(replace(f, cross_rank_note=note))
                                          if f.query_id == EXPOSED else f for f in trace.findings))
+
+
+def _names(named: int, summary: dict) -> str:
+    """What the cross-rank reading says, as the rest of a sentence: a fixed straggler, or data imbalance that
+    moves between ranks (no rank slow every step; the named rank costs the others most)."""
+    if summary.get("moving"):
+        return (f"finds data imbalance that moves between ranks: the slowest rank changes from step to step and "
+                f"costs the others {summary.get('excess_pct_of_step')}% of a step; rank {named} costs most")
+    return (f"names rank {named} the straggler ({summary.get('quantity')}, "
+            f"{summary.get('excess_pct_of_step')}% of a step)")

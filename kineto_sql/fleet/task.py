@@ -10,7 +10,8 @@ Parts (what a caller pays for):
 - `hta`: HTA's per-rank analyses (kineto_sql.fleet.tables.ANALYSES): hta_temporal, hta_overlap, hta_idle,
   hta_kernel_types, hta_launches, hta_steps, and hta_balance (reading.rank_balance: own work vs collective
   wait from the step ledger), and op_shapes (reading.op_shapes: the ops by input shapes per step, which tell
-  a slow machine from more work); the straggler reading needs these.
+  a slow machine from more work), and balance_steps (reading.rank_balance_steps: own work per steady step, which
+  rank is slowest step by step); the straggler reading needs these.
 - `collectives`: reading.collective_calls, one row per call with its start on the job's clock (start_ns).
 - `diagnose`: the full diagnosis (kept as an object for `diagnose RANK_DIR`), as tables: ledger
   (reading.step_ledger), steps (reading.step_table), findings (one row per finding), verdict.
@@ -42,6 +43,7 @@ COLUMNS = {
     "hta_steps": ("step", "start_us", "dur_us"),
     "hta_balance": ("windows", "step_us", "own_work_us", "comm_wait_us", "wait_to_work"),
     "op_shapes": ("name", "input_dims", "calls", "steps", "calls_per_step"),
+    "balance_steps": ("step", "step_us", "own_work_us", "comm_wait_us"),
     "collectives": ("step", "pg", "collective", "seq", "ts", "dur", "start_ns", "in_bytes", "out_bytes", "group_size",
                     "in_split", "link_gbps"),
 }
@@ -166,6 +168,8 @@ def _frames(tp, parts, source, hta_compat=False) -> tuple[dict[str, pd.DataFrame
                 not_applicable[query_id] = run.not_applicable
         run = run_query(tp, "reading.op_shapes")  # the work per step, to tell a slow machine from more work
         frames["op_shapes"] = run.df
+        run = run_query(tp, "reading.rank_balance_steps")  # own work per step: which rank is slowest, step by step
+        frames["balance_steps"] = run.df
     if "collectives" in parts:
         run = run_query(tp, "reading.collective_calls")
         df = run.df.copy()
