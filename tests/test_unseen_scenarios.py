@@ -490,8 +490,12 @@ def test_the_first_active_step_is_cold_only_with_one_time_work(load_trace, kind)
         assert cold.where.steps == (3,) and cold.claimed == {"cold": 2_600_000} and cold.scope == "cold"
         assert "most of it idle.alloc" in cold.evidence[0]
         assert t.verdict.cold_windows == 1 and t.verdict.steps == 3
+        assert finding(t, "catalog.schedule_distortion").numbers["kind"] == "cold_first_step"
     else:
         assert cold is None and t.verdict.cold_windows == 0 and t.verdict.steps == 4
+        # 2.4x the others by width alone: no cold step in the schedule either (it said "a cold step inside
+        # the active window" next to a ledger that read the step as steady)
+        assert finding(t, "catalog.schedule_distortion") is None
     if kind == "gc":
         # a GC pause in that step is GC, in 1 of 4 steady steps: an outlier, capped at medium
         gc = first(t)
