@@ -22,7 +22,9 @@ import re
 import pytest
 
 from kineto_sql.diagnose.model import severity_rank
+from kineto_sql.diagnose.render_text import render_text
 from kineto_sql.diagnose.run import diagnose_trace
+from kineto_sql.fleet.run import diagnose_directory
 from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, MemoryEvent, ProfilerStep, PythonFrame
 from tests.query_support import load_trace  # noqa: F401  (fixture)
 from tests.test_bucket_owners import unclaimed_buckets
@@ -269,6 +271,65 @@ def cpu_allocations(sizes_mb) -> KinetoTrace:
             trace.add(MemoryEvent(ts_us=s + 150 + 40 * j, bytes=mb << 20, total_allocated=mb << 20, total_reserved=0,
                                   device_type=0, device_id=-1))
     return trace
+
+
+def optimizer_loop(foreach: bool) -> KinetoTrace:
+    """ProfilerSteps 60-62: a 2000 us GEMM forward, then Optimizer.step#AdamW.step. foreach=False: a
+    per-parameter loop of 4 x 150 ops (mul_, add_, addcdiv_, sqrt) of 5 us, 7 us apart, each launching a
+    2 us kernel (6500 us steps); foreach: 4 aten::_foreach_* ops, each one 150 us multi-tensor kernel
+    (2900 us steps)."""
+    events, corr = [], 1
+    width = 2900 if foreach else 6500
+    for k in range(3):
+        s = k * width
+        events += [ProfilerStep(60 + k, ts_us=s, dur_us=width), CpuOp("aten::linear", ts_us=s + 5, dur_us=30),
+                   Launch(corr, ts_us=s + 10, dur_us=8), Kernel(corr, ts_us=s + 20, dur_us=2000, name=H100_GEMM)]
+        corr += 1
+        o = s + 2100
+        n = 4 if foreach else 600
+        events.append(CpuOp("Optimizer.step#AdamW.step", ts_us=o, dur_us=700 if foreach else n * 7 + 20,
+                            cat="user_annotation"))
+        for i in range(n):
+            name = ("aten::mul_", "aten::add_", "aten::addcdiv_", "aten::sqrt")[i % 4]
+            if foreach:
+                t = o + 5 + 170 * i
+                events += [CpuOp(name.replace("aten::", "aten::_foreach_"), ts_us=t, dur_us=20),
+                           Launch(corr, ts_us=t + 5, dur_us=8),
+                           Kernel(corr, ts_us=t + 15, dur_us=150, name="void at::native::(anonymous namespace)::"
+                                  "multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<2>>()")]
+            else:
+                t = o + 5 + 7 * i
+                events += [CpuOp(name, ts_us=t, dur_us=5), Launch(corr, ts_us=t + 1, dur_us=3),
+                           Kernel(corr, ts_us=t + 6, dur_us=2, name=ADD)]
+            corr += 1
+    return KinetoTrace(events)
+
+
+def nccl_rank(rank: int, slow_us: float, shapes_differ: bool = False) -> KinetoTrace:
+    """One rank of a 3-rank NCCL job, ProfilerSteps 10-12 of 12 ms on a shared clock: a forward GEMM of
+    5000 us (rank 2: 5000 + slow_us), then c10d::allreduce_ > record_param_comms launching one all-reduce
+    kernel, which on every rank ends 600 us after the last rank arrives. `shapes_differ`: rank 2's aten::mm
+    has another input shape (record_shapes)."""
+    meta = {"backend": "nccl", "rank": rank, "world_size": 3, "pg_count": 1,
+            "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "pg_size": 3,
+                           "ranks": [0, 1, 2]}]}
+    events, corr = [], 1
+    for k in range(3):
+        s = k * 12000
+        work = 5000 + (slow_us if rank == 2 else 0)
+        dims = [[4096 + (512 if shapes_differ and rank == 2 else 0), 1024]]
+        comm = {"Collective name": "allreduce", "Process Group Name": "0", "Group size": 3, "Seq": k + 1,
+                "In msg nelems": 1 << 20, "Out msg nelems": 1 << 20, "dtype": "Float"}
+        events += [ProfilerStep(10 + k, ts_us=s, dur_us=12000),
+                   CpuOp("aten::mm", ts_us=s + 10, dur_us=30, args={"Input Dims": dims, "Input type": ["c10::BFloat16"]}),
+                   Launch(corr, ts_us=s + 15, dur_us=8), Kernel(corr, ts_us=s + 25, dur_us=work, name=H100_GEMM),
+                   CpuOp("c10d::allreduce_", ts_us=s + 60, dur_us=40),
+                   CpuOp("record_param_comms", ts_us=s + 62, dur_us=30, args=comm),
+                   Launch(corr + 1, ts_us=s + 70, dur_us=8),
+                   Kernel(corr + 1, ts_us=s + 25 + work, dur_us=5600 + slow_us - work, stream=20, args=comm,
+                          name="ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)")]
+        corr += 2
+    return KinetoTrace(events, metadata={"distributedInfo": meta})
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -562,3 +623,47 @@ def test_inferred_windows_print_their_own_index(load_trace):
     t = diagnosed(load_trace, worker_wait_optimizer_windows(900), "window_index")
     rows = finding(t, "catalog.dataloader_workers_missing").evidence
     assert [r.split(" waits")[0] for r in rows] == ["Iteration 1", "Iteration 2", "Iteration 3"]
+
+
+# ---------------------------------------------------------------------------------------------- 7. double counting
+
+@pytest.mark.parametrize("foreach", [False, True], ids=["per_parameter", "foreach"])
+def test_optimizer_ops_are_counted_once(load_trace, foreach):
+    t = diagnosed(load_trace, optimizer_loop(foreach), f"optimizer_{foreach}")
+    optimizer, storm = finding(t, "catalog.optimizer_step_dominance"), finding(t, "catalog.small_op_storm")
+    if not foreach:
+        # 600 ops under 50 us in a 4.22 ms optimizer step: the optimizer's finding claims its launch gaps and
+        # its kernels; small_op_storm, which sees the same 600 launches, keeps only what is left of idle.launch
+        assert first(t) is optimizer and optimizer.impact_pct == 64.92
+        assert optimizer.claimed == {"busy.elementwise": 3_600_000, "idle.launch": 9_060_000}
+        assert optimizer.where.ops == ("aten::add_", "aten::addcdiv_", "aten::mul_", "aten::sqrt")
+        assert storm.claimed == {"idle.launch": 243_000}
+        idle_launch = next(b.dur_ns for b in t.verdict.ledger if b.bucket == "idle.launch")
+        assert optimizer.claimed["idle.launch"] + storm.claimed["idle.launch"] == idle_launch == 9_303_000
+    else:
+        assert optimizer is None and storm is None
+
+
+# ---------------------------------------------------------------------------------------------- 13. straggler
+
+@pytest.mark.parametrize("slow_us,shapes_differ,straggler,why", [
+    (4000, False, 2, "the machine"), (4000, True, 2, "data imbalance"), (0, False, None, None)])
+def test_a_three_rank_straggler_leads_and_the_waits_point_at_it(tmp_path, slow_us, shapes_differ, straggler, why):
+    for rank in range(3):
+        nccl_rank(rank, slow_us, shapes_differ).write(tmp_path, f"rank{rank}.json.gz")
+    d = diagnose_directory(tmp_path)
+    assert d.ranks_summary["straggler"] == straggler
+    exposed = {t.rank: finding(t, "catalog.exposed_communication") for t in d.traces}
+    if straggler is None:
+        assert not d.names_straggler and all(f is None or f.cross_rank_note is None for f in exposed.values())
+        return
+    narration = d.ranks_summary["narration"]
+    assert narration.startswith("Rank 2 is the straggler: its GPU compute time is the highest of 3 ranks, 27.00 ms "
+                                "against a median of 15.00 ms")
+    assert why in narration
+    assert render_text(d).startswith("across ranks (first: the straggler every other rank waits for): Rank 2 is")
+    for rank in (0, 1):
+        # the waiting ranks' own #1 is their exposed all-reduce (38.33% of the step), pointing at rank 2
+        assert first(d.traces[rank]) is exposed[rank] and exposed[rank].impact_pct == 38.33
+        assert exposed[rank].cross_rank_note.startswith("The cross-rank reading names rank 2 the straggler")
+    assert exposed[2] is None or exposed[2].cross_rank_note is None
