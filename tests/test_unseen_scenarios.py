@@ -387,6 +387,26 @@ def device_allocations(every_step: bool) -> KinetoTrace:
     return KinetoTrace(events)
 
 
+def compiled_requests(graph_break: bool) -> KinetoTrace:
+    """A compiled model served without ProfilerStep: 4 `## request ##` ranges of 2500 us, each one call of
+    `Torch-Compiled Region: 0/0` running its graph (8 Triton kernels of 200 us). With `graph_break` the
+    region resumes in `Torch-Compiled Region: 1/0` after 300 us of eager aten::nonzero / aten::index."""
+    events, corr = [], 1
+    for r in range(4):
+        s = r * 2500
+        events += [CpuOp("## request ##", ts_us=s, dur_us=2400, cat="user_annotation"),
+                   CpuOp("Torch-Compiled Region: 0/0", ts_us=s + 10, dur_us=2300),
+                   CpuOp("## Call CompiledFxGraph fx0 ##", ts_us=s + 20, dur_us=120, cat="user_annotation")]
+        for i in range(8):
+            events += [Launch(corr, ts_us=s + 25 + 12 * i, dur_us=6, name="hipModuleLaunchKernel"),
+                       Kernel(corr, ts_us=s + 40 + 200 * i, dur_us=200, name=f"triton_red_fused_native_layer_norm_{i}")]
+            corr += 1
+        if graph_break:
+            events += [CpuOp("aten::nonzero", ts_us=s + 160, dur_us=200), CpuOp("aten::index", ts_us=s + 370, dur_us=100),
+                       CpuOp("Torch-Compiled Region: 1/0", ts_us=s + 480, dur_us=60)]
+    return KinetoTrace(events)
+
+
 # ---------------------------------------------------------------------------------------------- checks
 
 def costly(t):
@@ -758,3 +778,18 @@ def test_device_allocations_in_every_step_are_churn(load_trace, every_step):
         # once, in the first step (not wide enough to be cold): an outlier, low
         assert churn.claimed == {"idle.alloc": 300_000} and churn.severity == "low"
         assert churn.evidence[0].startswith("Seen in 1 of 4 steady steps only")
+
+
+@pytest.mark.parametrize("graph_break", [True, False])
+def test_a_graph_break_is_found_on_inferred_iterations(load_trace, graph_break):
+    # no ProfilerStep: the rule ran nowhere before (it needed steps); now per request window
+    t = diagnosed(load_trace, compiled_requests(graph_break), f"compiled_requests_{graph_break}")
+    assert t.verdict.window_source == "record_function" and t.verdict.steps == 4
+    assert "catalog.compile_graph_breaks" not in [s.query_id for s in t.skipped]
+    breaks = finding(t, "catalog.compile_graph_breaks")
+    if graph_break:
+        assert breaks.where.steps == (1, 2, 3, 4) and breaks.numbers["break_count"] == 1
+        assert breaks.numbers["eager_op_count"] == 2 and breaks.numbers["eager_dur"] == 300_000
+        assert breaks.evidence[0].startswith("Iteration 1: 1 graph breaks in 1 compiled calls")
+    else:
+        assert breaks is None
