@@ -407,6 +407,19 @@ def compiled_requests(graph_break: bool) -> KinetoTrace:
     return KinetoTrace(events)
 
 
+def gloo_loop_without_schedule() -> KinetoTrace:
+    """A CPU gloo trainer without ProfilerStep: 3 iterations of 3000 us ended by Optimizer.step#SGD.step, each
+    a 1500 us backward (AddmmBackward0) then a 900 us gloo:all_reduce on the communication thread that starts
+    after it (no overlap)."""
+    events = []
+    for k in range(3):
+        s = k * 3000
+        events += [CpuOp("autograd::engine::evaluate_function: AddmmBackward0", ts_us=s + 100, dur_us=1500),
+                   CpuOp("gloo:all_reduce", ts_us=s + 1650, dur_us=900, tid=2, cat="user_annotation"),
+                   CpuOp("Optimizer.step#SGD.step", ts_us=s + 2600, dur_us=300, cat="user_annotation")]
+    return KinetoTrace(events)
+
+
 # ---------------------------------------------------------------------------------------------- checks
 
 def costly(t):
@@ -431,7 +444,9 @@ def named_bucket(verdict) -> str | None:
     """The idle / host bucket the verdict's sentence names (`mostly ...`): the largest steady one."""
     if "mostly" not in verdict.regime_reason:
         return None
-    waits = [b for b in verdict.ledger if not b.bucket.startswith("busy.")]
+    # on a CPU-only capture the host's own work (host.ops, host.python) is the step, not a wait
+    waits = [b for b in verdict.ledger
+             if not b.bucket.startswith("busy.") and b.bucket not in ("host.ops", "host.python")]
     return max(waits, key=lambda b: b.dur_ns).bucket if waits else None
 
 
@@ -446,7 +461,9 @@ def agree(tp, t, label: str):
         bucket = named_bucket(t.verdict)
         share = next(b.pct for b in t.verdict.ledger if b.bucket == bucket)
         if share >= 5:
-            assert top.claimed.get(bucket, 0) > 0, (label, bucket, top.query_id, top.claimed)
+            # the #1 claims what the verdict names, or a larger share of the step
+            assert top.claimed.get(bucket, 0) > 0 or (top.impact_pct or 0) >= share, \
+                (label, bucket, top.query_id, top.claimed)
     for f in t.findings:
         for text in (f.narration, f.fix, *f.evidence):
             assert not INTERNAL.search(text or ""), (label, f.query_id, text)
@@ -793,3 +810,14 @@ def test_a_graph_break_is_found_on_inferred_iterations(load_trace, graph_break):
         assert breaks.evidence[0].startswith("Iteration 1: 1 graph breaks in 1 compiled calls")
     else:
         assert breaks is None
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "measured: catalog.unoverlapped_allreduce is skipped (needs steps) on a trainer whose iterations are "
+    "inferred from Optimizer.step: its backward windows come from kineto.lib.backward_windows, which is cut per "
+    "ProfilerStep; the 900 us all-reduce after each 1500 us backward (0% overlap) goes unreported"))
+def test_an_unoverlapped_all_reduce_is_found_without_a_schedule(load_trace):
+    t = diagnosed(load_trace, gloo_loop_without_schedule(), "gloo_no_schedule")
+    assert t.verdict.window_source == "optimizer_step"
+    allreduce = finding(t, "catalog.unoverlapped_allreduce")
+    assert allreduce is not None and allreduce.numbers["overlap_pct"] == 0
