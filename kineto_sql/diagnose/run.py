@@ -436,20 +436,6 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
     return _with_narration(finding)
 
 
-def speaking_rows(rows: Rows, claimed: dict) -> Rows:
-    """The rows that speak for a finding: a row naming its bucket (`claim_bucket`) whose bucket claim
-    resolution gave this finding nothing in any window describes time another finding owns, so its words,
-    fix and numbers are left out (catalog.unexplained_time's row for a bucket a specific detector claimed in
-    full). Rows without a bucket always speak; all rows speak when none names one."""
-    if CLAIM_BUCKET not in rows or rows.empty:
-        return rows
-    given = {bucket for (_, bucket), ns in claimed.items() if ns > 0}
-    keep = [i for i, b in enumerate(rows.column(CLAIM_BUCKET)) if missing(b) or str(b) in given]
-    if len(keep) == len(rows):
-        return rows
-    return Rows.of_columns({c: [rows.column(c)[i] for i in keep] for c in rows.columns})
-
-
 def _per_window(impact: int, cold: bool, windows: int) -> int | None:
     """A steady cost per window it is drawn from; none for one-time (cold) work or without windows."""
     return None if cold or windows <= 0 else round(impact / windows)
@@ -469,6 +455,20 @@ def row_fix(row) -> str | None:
     pin_memory, `.item()` a deferred read); the finding uses its worst row's, else the header's."""
     value = _plain(row.get("fix")) if hasattr(row, "get") else None
     return str(value) if value else None
+
+
+def speaking_rows(rows: Rows, claimed: dict) -> Rows:
+    """The rows that speak for a finding: a row naming its bucket (`claim_bucket`) whose bucket claim
+    resolution gave this finding nothing in any window describes time another finding owns, so its words,
+    fix and numbers are left out (catalog.unexplained_time's row for a bucket a specific detector claimed in
+    full). Rows without a bucket always speak; all rows speak when none names one."""
+    if CLAIM_BUCKET not in rows or rows.empty:
+        return rows
+    given = {bucket for (_, bucket), ns in claimed.items() if ns > 0}
+    keep = [i for i, b in enumerate(rows.column(CLAIM_BUCKET)) if missing(b) or str(b) in given]
+    if len(keep) == len(rows):
+        return rows
+    return Rows.of_columns({c: [rows.column(c)[i] for i in keep] for c in rows.columns})
 
 
 def _capped(severity: str, rows: Rows) -> str:
