@@ -1,5 +1,5 @@
 -- id: catalog.schedule_distortion
--- version: 4
+-- version: 5
 -- kind: detector
 -- title: Profiler schedule distortion: the active window holds a cold or compile step, or too few steps
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, minor fault "Profiler schedule
