@@ -420,6 +420,19 @@ def gloo_loop_without_schedule() -> KinetoTrace:
     return KinetoTrace(events)
 
 
+def truncated_record(recorded: int) -> KinetoTrace:
+    """ProfilerSteps 1-3 of 3000 us, 20 hipLaunchKernel a step 140 us apart under aten::gelu (100 us GELU
+    kernels); the device activity buffer kept only the first `recorded` kernels."""
+    events = [ProfilerStep(1 + k, ts_us=k * 3000, dur_us=3000) for k in range(3)]
+    for i in range(60):
+        s = (i // 20) * 3000 + (i % 20) * 140 + 10
+        events += [CpuOp("aten::gelu", ts_us=s, dur_us=20), Launch(i + 1, ts_us=s + 5, dur_us=8, name="hipLaunchKernel")]
+        if i < recorded:
+            events.append(Kernel(i + 1, ts_us=s + 20, dur_us=100,
+                                 name="void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>()"))
+    return KinetoTrace(events)
+
+
 # ---------------------------------------------------------------------------------------------- checks
 
 def costly(t):
@@ -454,8 +467,11 @@ def agree(tp, t, label: str):
     """The three properties every diagnosis must have (module docstring)."""
     claims_never_overlap(tp, t, label)
     assert unclaimed_buckets(tp, t) == {}, label
-    top = first(t)
-    if t.verdict.regime == "device-bound":
+    # capture_validity ranks first whatever it costs (it says how to read the rest): the #1 cost is after it
+    top = next((f for f in costly(t) if f.query_id != "catalog.capture_validity"), None)
+    if t.verdict.regime == "unreadable":
+        assert t.findings[0].query_id == "catalog.capture_validity" and t.findings[0].severity == "high", label
+    elif t.verdict.regime == "device-bound":
         assert top is not None and any(b.startswith("busy.") for b in top.claimed), (label, top and top.query_id)
     elif top is not None and named_bucket(t.verdict) is not None:
         bucket = named_bucket(t.verdict)
@@ -606,6 +622,21 @@ def test_counter_replay_at_its_launch_length(load_trace, launch_us, counters, ki
     assert t.verdict.regime == "unreadable"
     assert t.verdict.regime_reason.startswith("the timings of this capture cannot be read: ")
     assert [f.query_id for f in costly(t)] == ["catalog.capture_validity"]  # nothing else ranks
+
+
+@pytest.mark.parametrize("recorded,severity", [(30, "high"), (50, "medium")])
+def test_a_truncated_device_record_inside_the_steps_is_unreadable(load_trace, recorded, severity):
+    # 30 of 60 kernels recorded: step 3 starts after the last one and has no device side at all; the ledger
+    # read it as idle (host compute 47%, host-bound). 50 of 60: the tail stays inside step 3's end
+    t = diagnosed(load_trace, truncated_record(recorded), f"truncated_{recorded}")
+    validity = t.findings[0]
+    assert validity.query_id == "catalog.capture_validity" and validity.numbers["kind"] == "truncated_device_buffer"
+    assert validity.severity == severity and validity.numbers["tail_launch_count"] == 60 - recorded
+    if severity == "high":
+        assert t.verdict.regime == "unreadable"
+        assert "Device activity stops 4.293 ms before the host does: 30 launches" in t.verdict.regime_reason
+    else:
+        assert t.verdict.regime != "unreadable"
 
 
 # ---------------------------------------------------------------------------------------------- 7 + 14. copies
