@@ -105,9 +105,14 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> Trace
         else:
             fired.append((spec, result.rows))
     claimed = resolve_window_claims([(spec, _estimate_by_step(df)) for spec, df in fired], pools)
+    # a row that names its bucket speaks only for the time it was given: a default explainer whose every
+    # bucket went to specific findings has nothing left to say
+    explained = [spec.id for spec, df in fired if speaking_rows(df, claimed[spec.id]).empty]
+    silent += explained
     findings = [_finding(spec, df, cold_denominator if spec.claims == (COLD,) else denominator, source,
                          claimed[spec.id], of_capture=not verdict.steady_representative,
-                         steady_windows=verdict.steps, cold_windows=verdict.cold_windows) for spec, df in fired]
+                         steady_windows=verdict.steps, cold_windows=verdict.cold_windows)
+                for spec, df in fired if spec.id not in explained]
     findings = rank_findings(findings, cold_apart=verdict.steady_representative)
     say(f"{Path(source).name}: what each fix buys")
     findings, combined, path = _what_if(tp, findings, verdict)
@@ -394,7 +399,8 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
     if cold:
         # one-time work: reported, never ranked with (or as severe as) a steady-state cost
         severity = min(severity, "low", key=severity_rank)
-    evidence = tuple(dict.fromkeys(str(e) for e in present(rows, "evidence")))[:3]
+    speaking = speaking_rows(rows, claimed) if claimed is not None else rows
+    evidence = tuple(dict.fromkeys(str(e) for e in present(speaking, "evidence")))[:3]
     steps = tuple(sorted({int(s) for s in present(rows, "step")}))
     ts = numbers(rows.column("ts")) if "ts" in rows else None
     end = ts
@@ -408,11 +414,11 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
         ops=_op_names(_values(rows, OP_COLUMNS + OP_COLUMN_OF.get(spec.id, ()))),
         python_lines=_values(rows, PYTHON_COLUMNS),
     )
-    if "impact_dur" in rows:
-        impacts = numbers(rows.column("impact_dur"), missing_as=0)
-        worst = rows.record(impacts.index(max(impacts)))  # the first of the largest, as numpy's argmax
+    if "impact_dur" in speaking:
+        impacts = numbers(speaking.column("impact_dur"), missing_as=0)
+        worst = speaking.record(impacts.index(max(impacts)))  # the first of the largest, as numpy's argmax
     else:
-        worst = rows.record(0)
+        worst = speaking.record(0)
     figures = {c: _plain(worst[c]) for c in rows.columns if c not in COMMON and _plain(worst[c]) is not None}
     severity = _floored(_capped(severity, rows), rows)
     outlier = not cold and is_outlier(len(steps), steady_windows)
@@ -484,6 +490,20 @@ def row_fix(row) -> str | None:
     pin_memory, `.item()` a deferred read); the finding uses its worst row's, else the header's."""
     value = _plain(row.get("fix")) if hasattr(row, "get") else None
     return str(value) if value else None
+
+
+def speaking_rows(rows: Rows, claimed: dict) -> Rows:
+    """The rows that speak for a finding: a row naming its bucket (`claim_bucket`) whose bucket claim
+    resolution gave this finding nothing in any window describes time another finding owns, so its words,
+    fix and numbers are left out (catalog.unexplained_time's row for a bucket a specific detector claimed in
+    full). Rows without a bucket always speak; all rows speak when none names one."""
+    if CLAIM_BUCKET not in rows or rows.empty:
+        return rows
+    given = {bucket for (_, bucket), ns in claimed.items() if ns > 0}
+    keep = [i for i, b in enumerate(rows.column(CLAIM_BUCKET)) if missing(b) or str(b) in given]
+    if len(keep) == len(rows):
+        return rows
+    return Rows.of_columns({c: [rows.column(c)[i] for i in keep] for c in rows.columns})
 
 
 def _capped(severity: str, rows: Rows) -> str:
