@@ -3,6 +3,8 @@ ends up with the same trace and the same report as a one-process load; errors ar
 child that dies is named, never half-used; a preparation started early is taken only for the same file."""
 from __future__ import annotations
 
+import faulthandler
+import gzip
 import json
 import os
 import signal
@@ -15,6 +17,7 @@ from kineto_sql import open_trace
 from kineto_sql.cli.launch import early_trace
 from kineto_sql.errors import TraceInputError
 from kineto_sql.loading import background
+from kineto_sql.loading.source import read_bytes
 from tests.kineto_builder import Kernel, KinetoTrace, Launch, ProfilerStep
 
 pytestmark = pytest.mark.skipif(not background.available(), reason="os.fork is not available on this platform")
@@ -64,12 +67,42 @@ def test_bad_input_is_the_same_sentence(tmp_path):
 
 
 def test_a_child_that_dies_is_named(tmp_path, monkeypatch):
-    def die(path, on_size=None, check=None):
+    def die(path, on_size=None, check=None, mapped=False):
         os.kill(os.getpid(), signal.SIGKILL)
 
     monkeypatch.setattr(background, "prepare_path", die)
     with pytest.raises(background.LoaderDied, match="killed by signal 9.*--jobs 1"):
         open_trace(_overlapping(tmp_path), jobs=2)
+
+
+def test_a_trace_cut_short_while_the_child_maps_it_is_named(tmp_path, monkeypatch):
+    """The child maps a plain trace file (source.read_bytes mapped=True); a file truncated under the map
+    kills it with SIGBUS at the next read of a lost page: said as the file cut short, not as memory."""
+    def read_then_cut(path, on_size=None, check=None, mapped=False):
+        assert mapped
+        faulthandler.disable()  # (pytest's, inherited: the death below is the point, not a crash to dump)
+        text = read_bytes(path, check, mapped)
+        os.truncate(path, 0)
+        text[len(text) - 1]  # a page past the new end: SIGBUS
+        raise AssertionError("the truncated map was read")
+
+    monkeypatch.setattr(background, "prepare_path", read_then_cut)
+    with pytest.raises(background.LoaderDied, match="cut short while it was being read.*SIGBUS"):
+        open_trace(_plain(_overlapping(tmp_path, n=3000)), jobs=2)
+
+
+def test_the_child_maps_a_plain_file_and_gets_the_read_bytes(tmp_path):
+    gz = _overlapping(tmp_path)
+    path = _plain(gz)
+    mapped = read_bytes(path, mapped=True)
+    assert type(mapped) is not bytes and mapped[:] == path.read_bytes() == read_bytes(path)
+    assert read_bytes(gz, mapped=True) == path.read_bytes()  # (a gzip file is inflated, not mapped)
+
+
+def _plain(gz: Path) -> Path:
+    path = gz.with_name("plain.json")
+    path.write_bytes(gzip.decompress(gz.read_bytes()))
+    return path
 
 
 def _reading_threads() -> list:

@@ -63,3 +63,19 @@ def test_a_bad_file_gets_the_whole_decodes_sentence(raw, monkeypatch):
         _whole(raw, monkeypatch)
     assert str(fast.value) == str(whole.value)
     assert "line 1 column" in str(fast.value)
+
+
+def test_kineto_fields_decode_slim_and_any_other_field_decodes_full():
+    """A trace with only the fields Kineto writes decodes into KinetoEvent (smaller), one with any other Event
+    field into Event; both are written back as the same bytes (KinetoEvent keeps Event's field order), and an
+    explicit flow binding (flows.py) turns a KinetoEvent into an Event first."""
+    from kineto_sql.loading.decode import Event, KinetoEvent, full
+
+    kineto = b'[{"ph":"X","name":"a","cat":"c","pid":1,"tid":2,"ts":3,"dur":4,"id":5,"bp":"e","s":"t","args":{"k":1}}]'
+    slim = decode.decode_trace(kineto, Path("t.json")).events
+    assert type(slim[0]) is KinetoEvent
+    assert msgspec.json.encode(slim) == kineto == msgspec.json.encode([full(slim[0])])
+    assert type(full(slim[0])) is Event and full(slim[0]) == msgspec.json.decode(kineto, type=list[Event])[0]
+    other = kineto.replace(b'"dur":4,', b'"dur":4,"tts":7,')
+    wide = decode.decode_trace(other, Path("t.json")).events
+    assert type(wide[0]) is Event and msgspec.json.encode(wide) == other and full(wide[0]) is wide[0]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from kineto_sql.loading.decode import UNSET, Event
+from kineto_sql.loading.decode import UNSET, Event, KinetoEvent
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.scan import fast_ns
 from kineto_sql.loading.validate import UINT32_MAX, validate_and_survey
@@ -40,8 +40,12 @@ ENTRIES = [
 ]
 
 
-def _events(entries: list) -> list:
-    return msgspec.json.decode(msgspec.json.encode(entries), type=list[Event])
+# (decode.py decodes a trace with Kineto's fields only into KinetoEvent, any other into Event: both are checked)
+KINDS = pytest.mark.parametrize("kind", [KinetoEvent, Event], ids=["KinetoEvent", "Event"])
+
+
+def _events(entries: list, kind=Event) -> list:
+    return msgspec.json.decode(msgspec.json.encode(entries), type=list[kind])
 
 
 def _plain_survey(kept: list) -> dict:
@@ -63,9 +67,10 @@ def _plain_survey(kept: list) -> dict:
     }
 
 
+@KINDS
 @pytest.mark.parametrize("dropped", [False, True], ids=["all kept", "one dropped"])
-def test_survey_and_scan_equal_a_plain_reading(dropped):
-    entries = _events(([{"ph": 5, "ts": 1}] if dropped else []) + ENTRIES)  # (a ph that is no string: dropped)
+def test_survey_and_scan_equal_a_plain_reading(dropped, kind):
+    entries = _events(([{"ph": 5, "ts": 1}] if dropped else []) + ENTRIES, kind)  # (a ph that is no string: dropped)
     report = IngestReport(source="t", input_bytes=0)
     kept, survey = validate_and_survey(entries, report, scan=True)
     assert len(kept) == 13
@@ -94,9 +99,10 @@ def test_survey_and_scan_equal_a_plain_reading(dropped):
     assert (kept is entries) is (not dropped)
 
 
-def test_one_object_per_distinct_pid_tid_and_name():
+@KINDS
+def test_one_object_per_distinct_pid_tid_and_name(kind):
     entries = _events([_x(BIG_PID, BIG_TID, ts, 1) for ts in range(0, 40, 2)]
-                      + [_flow("s", BIG_PID, BIG_TID, ts, ts) for ts in range(0, 40, 2)])
+                      + [_flow("s", BIG_PID, BIG_TID, ts, ts) for ts in range(0, 40, 2)], kind)
     assert len({id(e.pid) for e in entries}) == 40  # (as decoded: one object each)
     kept, _ = validate_and_survey(entries, IngestReport(source="t", input_bytes=0), scan=True)
     assert len({id(e.pid) for e in kept}) == 1 and len({id(e.tid) for e in kept}) == 1

@@ -32,8 +32,9 @@ _LOW, _HIGH = -2**63, 2**63
 def escape_token(text: bytes) -> bool:
     r"""Whether the text may hold a string escape that Perfetto v52 would keep as written (a maybe: `\\"`
     also ends a string)."""
-    # (a backslash is found at memchr speed; most traces have none, and the regex costs 6x as much)
-    return b"\\" in text and _ESCAPE.search(text) is not None
+    # (a backslash is found at memchr speed; most traces have none, and the regex costs 6x as much. find, not
+    # `in`: the text may be a mmap, whose `in` compares byte by byte, 300x slower)
+    return text.find(b"\\") >= 0 and _ESCAPE.search(text) is not None
 
 
 def fix_args(events: list[Event], extras: dict, text: bytes, report: IngestReport) -> bool:

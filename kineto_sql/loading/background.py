@@ -19,6 +19,7 @@ import logging
 import os
 import pickle
 import queue
+import signal
 import threading
 import time
 from pathlib import Path
@@ -106,6 +107,9 @@ class StreamedPrepared:
 
     def _fail(self):
         how = self.close()
+        if how == f"killed by signal {signal.SIGBUS.value}":  # (a page of the mapped file is gone: source.read_bytes)
+            raise LoaderDied(f"{self.path}: the trace file was cut short while it was being read (the process "
+                             "preparing it got SIGBUS); load it again once it is written in full")
         raise LoaderDied(f"{self.path}: the process preparing the trace ended before it finished ({how}); "
                          "if memory is short, load it with --jobs 1")
 
@@ -293,7 +297,7 @@ def _child(path: Path, writer) -> None:
             control("size", size, f"read {path.name}: {size / 1e6:.1f} MB of JSON")
             _give_back_freed_memory()  # the parse's buffers, kept for its reuse, are all free now
 
-        prepared = prepare_path(path, on_size=sized, check=_load_check(path))
+        prepared = prepare_path(path, on_size=sized, check=_load_check(path), mapped=True)
         report = prepared.report
         said = (f"prepared {path.name}: {sum(report.events_by_phase.values())} events, {len(report.fixes)} kinds of "
                 f"change, {report.dropped_count} dropped ({time.perf_counter() - started:.1f}s, in a child process)")

@@ -16,6 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 
+from kineto_sql.loading.decode import full
 from kineto_sql.loading.events import engine_tid, ns, pushes_slice, sort_key
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.scan import TraceScan
@@ -134,7 +135,7 @@ def _intended_and_at_risk(events: list, scan: TraceScan, moved: set[int]) -> tup
     """
     intended_of, at_risk = {}, []
     by_correlation, ts_ns = scan.by_correlation, scan.ts_ns
-    begun = None  # (track, ts) -> how many slice-pushing events begin there (counted on first need)
+    shared = None  # (the ts, and the (track, ts) points, where two or more slices begin: on first need)
     for j, track in zip(scan.flow_indices, scan.flow_tracks):
         ts = ts_ns[j]
         if ts is None:
@@ -155,10 +156,10 @@ def _intended_and_at_risk(events: list, scan: TraceScan, moved: set[int]) -> tup
         if not starts_here:
             at_risk.append(j)
             continue
-        if begun is None:  # (counted only where a flow event sits: a third of the slices on a GPU trace)
-            begun = scan.begin_counts(set(map(ts_ns.__getitem__, scan.flow_indices)))
+        if shared is None:  # (counted only where a flow event sits: a third of the slices on a GPU trace)
+            shared = scan.shared_begins(set(map(ts_ns.__getitem__, scan.flow_indices)))
         # (the intended slice is on the flow's thread, at the flow's ts: starts_here)
-        if begun[(track, ts)] > 1 or intended in moved or not (e.ph != "f" or e.bp == "e"):
+        if (ts in shared[0] and (track, ts) in shared[1]) or intended in moved or not (e.ph != "f" or e.bp == "e"):
             at_risk.append(j)
     return intended_of, at_risk
 
@@ -369,6 +370,8 @@ def _rebind_explicitly(events: list, groups: dict[tuple, list[int]], to_rebind: 
             continue
         if sink_key < source_key:
             late.add(sink)  # same instant and duration: only file order decides, so write the sink last
+        events[source] = full(events[source])  # (an Event holds the explicit binding's fields)
+        events[sink] = full(events[sink])
         events[source].update(bind_id=next_id, flow_out=True)
         events[sink].update(bind_id=next_id, flow_in=True)
         next_id += 1

@@ -97,11 +97,11 @@ class PreparedTrace:
         yield b"]" + (b"," + rest[1:] if len(rest) > 2 else b"}")
 
 
-def prepare_path(path: Path, on_size=None, check=None) -> PreparedTrace:
+def prepare_path(path: Path, on_size=None, check=None, mapped: bool = False) -> PreparedTrace:
     """prepare() of the trace file at `path`; `on_size(bytes of JSON)` is called once the size is known,
     before the decode and the fixes (the engine choice and the memory check come first); `check(bytes of
-    JSON so far)` while a gzip file is inflated (source.read_bytes)."""
-    raw = read_bytes(path, check)
+    JSON so far)` while a gzip file is inflated; `mapped`: a plain file is mapped, not read (source.read_bytes)."""
+    raw = read_bytes(path, check, mapped)
     if on_size is not None:
         on_size(len(raw))
     return prepare(raw, path)
@@ -159,6 +159,6 @@ def _prepare(raw: bytes, path: Path) -> PreparedTrace:
         del scan
     changed |= fix_args(events, decoded.extras, raw, report)
     if not changed:
-        return PreparedTrace(raw, metadata, report)
+        return PreparedTrace(raw if type(raw) is bytes else bytes(raw), metadata, report)
     report.rewritten = True
     return PreparedTrace(None, metadata, report, events, decoded.extras)

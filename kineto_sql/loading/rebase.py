@@ -22,7 +22,7 @@ from __future__ import annotations
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 
 
-from kineto_sql.loading.decode import UNSET, Decoded, Event, Outlier, timestamp_texts
+from kineto_sql.loading.decode import EVENT_TYPES, UNSET, Decoded, Outlier, timestamp_texts
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.validate import MAX_US
 
@@ -64,7 +64,7 @@ def rebase(decoded: Decoded, report: IngestReport) -> None:
     own, every = [], []  # the floors of the events' own timestamps, and of every one
     own_fraction = every_fraction = False
     for e, raw in zip(decoded.events, timestamp_texts(decoded)):
-        if type(e) is not Event or raw is UNSET:
+        if type(e) not in EVENT_TYPES or raw is UNSET:
             continue
         text = bytes(raw)
         if text[0] in _PLAIN_START and b"e" not in text and b"E" not in text:  # (the common case)
@@ -142,7 +142,7 @@ def _may_need_rebase(events: list) -> bool:
     no fraction beside a timestamp at or above REBASE_ABOVE_US), so the digits need not be read."""
     high, fraction = 0, False
     for e in events:
-        if type(e) is not Event:
+        if type(e) not in EVENT_TYPES:
             continue
         ts = e.ts
         kind = ts.__class__

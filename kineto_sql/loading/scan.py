@@ -80,6 +80,16 @@ class TraceScan:
                                                             map(at.__contains__, self.push_ts))
                 if (track, ts) in points]
 
+    def shared_begins(self, at: set) -> tuple[set, set]:
+        """(the ts of `at` where two or more slice-pushing events begin, on any threads; the (track number,
+        ts) points among them where two or more begin on one thread). Counted by ts first (no tuple per
+        slice), then by thread only at those times."""
+        per_ts = Counter(compress(self.push_ts, map(at.__contains__, self.push_ts)))
+        twice = {ts for ts, n in per_ts.items() if n > 1}
+        if not twice:
+            return twice, set()
+        return twice, {point for point, n in self.begin_counts(twice).items() if n > 1}
+
     def begin_counts(self, at: set | None = None) -> Counter:
         """(track number, ts ns) -> how many slice-pushing events begin there; `at`: only those whose ts is in
         it are counted (the others read 0)."""

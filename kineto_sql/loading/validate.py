@@ -48,7 +48,7 @@ from math import floor
 import msgspec
 import orjson
 
-from kineto_sql.loading.decode import UNSET, Event, Outlier, Raw
+from kineto_sql.loading.decode import EVENT_TYPES, UNSET, Event, KinetoEvent, Outlier, Raw
 from kineto_sql.loading.report import IngestReport
 from kineto_sql.loading.scan import ScanParts, fast_ns
 
@@ -110,7 +110,7 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
     for index, e in enumerate(entries):
         # The X event as Kineto writes it (most events): its own branch, which checks and records only what
         # such an event can need; anything else goes on to the general checks below.
-        if e.__class__ is Event and e.ph == "X":
+        if (e.__class__ is KinetoEvent or e.__class__ is Event) and e.ph == "X":
             ts, dur, pid, tid = e.ts, e.dur, e.pid, e.tid
             tk, dk = ts.__class__, dur.__class__
             if ((tk is int or tk is float) and (dk is int or dk is float) and pid.__class__ is int
@@ -171,7 +171,8 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
                 p_placed.append(True)
                 continue
         # A flow event as Kineto writes it (most of the others): the same, in its own branch.
-        if e.__class__ is Event and e.ph.__class__ is str and e.ph in _FLOW and parts is not None:
+        if (e.__class__ is KinetoEvent or e.__class__ is Event) and e.ph.__class__ is str and e.ph in _FLOW \
+                and parts is not None:
             ts, pid, tid, flow_id, scope, bp = e.ts, e.pid, e.tid, e.id, e.s, e.bp
             tk = ts.__class__
             if ((tk is int or tk is float) and pid.__class__ is int and tid.__class__ is int
@@ -218,7 +219,7 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
                 flow_indices.append(k)
                 flow_keys.append(number)
                 continue
-        if type(e) is not Event:
+        if type(e) not in EVENT_TYPES:
             drops["not a JSON object"].append(index)
             continue
         ph = e.ph
