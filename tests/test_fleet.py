@@ -213,3 +213,32 @@ def test_ranks_by_fsspec_url(tmp_path):
     late = run.report.rank_lateness.set_index("rank")
     assert late["arrived_last"].tolist() == [3, 0]
     assert late.loc[0, "wait_caused_us"] == pytest.approx(87422.191 + 3 * 63.322) == skew["wait_us"].sum()
+
+
+def test_a_rank_diagnosed_keeps_its_ledger_and_steps_from_the_diagnosis_not_a_second_run(monkeypatch):
+    """The rank task's ledger and steps tables are the rows the diagnosis already computed (one load, each
+    query once): reading.step_ledger and reading.step_table are not run again, and hold what a run gives."""
+    from kineto_sql import open_trace
+    from kineto_sql.fleet import task
+    from kineto_sql.run import runner
+
+    trace = GOLDEN / "traces" / "checkpoint_fixed.json.gz"
+    real, asked = runner.run_query, []
+
+    def counted(tp, spec_or_id, params=None):
+        asked.append(runner.resolve_spec(spec_or_id).id)
+        return real(tp, spec_or_id, params)
+
+    monkeypatch.setattr(runner, "run_query", counted)
+    out = task.rank_task(str(trace), parts=("diagnose",), keep_diagnosis=True)
+    assert out.diagnosis is not None and out.diagnosis.verdict.steps > 0
+    # once each: by the diagnosis (which may bind the counted run_query), never again for the tables
+    assert asked.count("reading.step_ledger") <= 1 and asked.count("reading.step_table") <= 1
+    monkeypatch.setattr(runner, "run_query", real)
+    with open_trace(trace) as tp:
+        for name, query_id in (("ledger", "reading.step_ledger"), ("steps", "reading.step_table")):
+            expected = real(tp, query_id).df
+            got = out.tables[name].to_pandas()[list(expected.columns)]
+            assert len(got) == len(expected) > 0
+            pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True),
+                                          check_dtype=False)

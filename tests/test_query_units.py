@@ -384,6 +384,31 @@ def test_host_tree_follows_torch_when_an_annotation_overlaps_a_frame(load_trace)
     assert tp.report.fix_count("overlap_lane") == 1
 
 
+def test_host_tree_takes_a_lane_container_only_where_torch_does(load_trace):
+    """An annotation that outlives the frame it opens in goes to an overlap lane and contains the ops after
+    it: the outermost op (its Perfetto parent, the frame, starts before the annotation) gets the annotation
+    as its parent, as torch's tree has it; the ops nested in that op keep it (it starts later)."""
+    trace = KinetoTrace([
+        PythonFrame("train.py(1): main", 0, 1000),
+        CpuOp("forward", 50, 1050, cat="user_annotation"),
+        CpuOp("aten::linear", 100, 800),
+        CpuOp("aten::mm", 200, 100),
+        CpuOp("aten::add", 400, 100),
+    ])
+    tp = load_trace(trace)
+    got = rows(tp, "INCLUDE PERFETTO MODULE kineto.lib.host_tree",
+               "SELECT s.name, h.self_dur, (SELECT name FROM slice WHERE id = h.parent_id), h.child_count "
+               "FROM kineto_host_tree h JOIN slice s USING (id) ORDER BY h.ts")
+    assert got == [
+        ("train.py(1): main", 1000 * US, None, 0),
+        ("forward", 250 * US, None, 1),
+        ("aten::linear", 600 * US, "forward", 2),
+        ("aten::mm", 100 * US, "aten::linear", 0),
+        ("aten::add", 100 * US, "aten::linear", 0),
+    ]
+    assert tp.report.fix_count("overlap_lane") == 1
+
+
 def test_step_table_rows(load_trace):
     run = run_query(load_trace(standard_trace()), "reading.step_table")
     got = [tuple(r) for r in run.df[["step", "dur", "device", "cpu_busy_dur", "gpu_busy_dur", "gpu_occupancy_pct",

@@ -75,13 +75,19 @@ def diagnose_path(target: Path, engine: EngineChoice = EngineChoice(), progress:
     return Diagnosis(str(target), tuple(traces), None, time.perf_counter() - started)
 
 
-def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1) -> TraceDiagnosis:
-    """`jobs` 2 runs the queries in two processes over the one loaded trace (kineto_sql.run.pool)."""
+def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1,
+                   runs: dict[str, query_pool.Outcome] | None = None) -> TraceDiagnosis:
+    """`jobs` 2 runs the queries in two processes over the one loaded trace (kineto_sql.run.pool). `runs`, when
+    given, receives every query's outcome by id (reading.step_ledger, reading.step_table...): a caller that
+    keeps those tables too (the fleet's rank task) reads them from here instead of running them again."""
     source = str(tp.path)
     say = progress or (lambda _: None)
     started = itertools.count(1)
     total = len(query_plan()[0])
-    runs = _run_queries(tp, jobs, lambda spec: say(f"{Path(source).name}: rule {next(started)} of {total}: {spec.id}"))
+    done = _run_queries(tp, jobs, lambda spec: say(f"{Path(source).name}: rule {next(started)} of {total}: {spec.id}"))
+    if runs is not None:
+        runs.update(done)
+    runs = done
     say(f"{Path(source).name}: step verdict")
     verdict, pools = _verdict(tp, runs)
     verdict = verdict_notes.with_split(tp, verdict)

@@ -183,11 +183,13 @@ def _frames(tp, parts, source, hta_compat=False) -> tuple[dict[str, pd.DataFrame
 
         from kineto_sql.diagnose.run import STEP_LEDGER, STEP_TABLE, diagnose_trace
 
-        diagnosis = diagnose_trace(tp)
+        runs: dict = {}
+        diagnosis = diagnose_trace(tp, runs=runs)
         if str(tp.path) != source:
             diagnosis = replace(diagnosis, source=source)
         for name, query_id in (("ledger", STEP_LEDGER), ("steps", STEP_TABLE)):
-            run = run_query(tp, query_id)
+            # the diagnosis ran both: their rows, not a second run (a failed one is run again to raise here)
+            run = runs[query_id].value if query_id in runs and runs[query_id].error is None else run_query(tp, query_id)
             frames[name] = run.df
             if run.not_applicable:
                 not_applicable[query_id] = run.not_applicable

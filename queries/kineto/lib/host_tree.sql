@@ -1,4 +1,4 @@
--- version: 4
+-- version: 5
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
@@ -43,8 +43,52 @@ SELECT
 FROM thread AS t
 ORDER BY t.utid;
 
--- Cross-lane containment: pairs (container, contained) of host slices on different lanes of one
--- thread where the container comes first in torch's order (start, then longer first, then id).
+-- Every host slice of a thread that has overlap lanes, with its lane (utid) and its thread (origin_utid):
+-- no rows without lanes. Ordered by id.
+CREATE OR REPLACE PERFETTO TABLE _kineto_host_lane_slices(
+  -- Host slice.
+  id LONG,
+  -- Start.
+  ts TIMESTAMP,
+  -- Duration (> 0).
+  dur DURATION,
+  -- Its lane (a thread, or an overlap lane of one).
+  utid LONG,
+  -- Perfetto's parent.
+  parent_id LONG,
+  -- The thread the lane belongs to.
+  origin_utid LONG
+) AS
+SELECT
+  h.id,
+  h.ts,
+  h.dur,
+  h.utid,
+  h.parent_id,
+  o.origin_utid
+FROM kineto_host_slices AS h
+CROSS JOIN _kineto_thread_origin AS o
+  ON o.utid = h.utid
+WHERE
+  h.utid IN (
+    SELECT utid
+    FROM _kineto_thread_origin
+    WHERE
+      origin_utid IN (SELECT origin_utid FROM _kineto_thread_origin WHERE utid != origin_utid)
+  )
+  AND h.dur > 0
+ORDER BY h.id;
+
+-- Cross-lane containment that can decide a parent: pairs (container, contained) of host slices on
+-- different lanes of one thread where the container comes first in torch's order (start, then longer
+-- first, then id), among the pairs where the contained slice's Perfetto parent is no host slice or
+-- contains the container's start. The other pairs never decide a parent: a Perfetto parent that starts
+-- after the container, inside it, is later in torch's order than the container, so it wins
+-- (_kineto_host_tree_contested takes the latest). Listing only these is what keeps the table small when
+-- one long slice on a lane (a ProfilerStep the loader moved) contains every op of the thread: its
+-- containers are the lane slices and the slices that contain a lane slice's start; the slices inside a
+-- container that can pick it are among the roots and the children of the slices open at a container's
+-- start (two point intersections, then one of the containers with those), not every slice inside it.
 CREATE OR REPLACE PERFETTO TABLE _kineto_host_cross_lane(
   -- The slice that contains.
   container_id LONG,
@@ -52,86 +96,66 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_host_cross_lane(
   child_id LONG
 ) AS
 WITH
-  -- slices on lanes, and every slice of a thread that has lanes (the IN lists are empty without lanes)
-  lane_slices AS (
-    SELECT
-      h.id,
-      h.ts,
-      h.dur,
-      o.origin_utid
-    FROM kineto_host_slices AS h
-    CROSS JOIN _kineto_thread_origin AS o
-      ON o.utid = h.utid
-    WHERE
-      h.utid IN (SELECT utid FROM _kineto_thread_origin WHERE utid != origin_utid)
-      AND h.dur > 0
+  lane_starts AS (
+    SELECT id, ts, 1 AS dur, origin_utid FROM _kineto_host_lane_slices WHERE utid != origin_utid
   ),
-  all_slices AS (
-    SELECT
-      h.id,
-      h.ts,
-      h.dur,
-      o.origin_utid
-    FROM kineto_host_slices AS h
-    CROSS JOIN _kineto_thread_origin AS o
-      ON o.utid = h.utid
-    WHERE
-      h.utid IN (
-        SELECT utid
-        FROM _kineto_thread_origin
-        WHERE
-          origin_utid IN (SELECT origin_utid FROM _kineto_thread_origin WHERE utid != origin_utid)
-      )
-      AND h.dur > 0
+  all_spans AS (
+    SELECT id, ts, dur, origin_utid FROM _kineto_host_lane_slices
   ),
-  pairs AS (
-    SELECT
-      id_0 AS lane_id,
-      id_1 AS other_id
-    FROM _interval_intersect!((lane_slices, all_slices), (origin_utid))
-    WHERE
-      id_0 != id_1
+  -- slices that can contain a slice of another lane: the lane slices, and the slices open at a lane
+  -- slice's start
+  containers AS MATERIALIZED (
+    SELECT id FROM _kineto_host_lane_slices WHERE utid != origin_utid
+    UNION
+    SELECT id_1 FROM _interval_intersect!((lane_starts, all_spans), (origin_utid))
   ),
-  oriented AS MATERIALIZED (
-    SELECT
-      a.id AS a_id,
-      a.ts AS a_ts,
-      a.dur AS a_dur,
-      a.utid AS a_utid,
-      b.id AS b_id,
-      b.ts AS b_ts,
-      b.dur AS b_dur,
-      b.utid AS b_utid
-    FROM pairs AS p
-    CROSS JOIN kineto_host_slices AS a
-      ON a.id = p.lane_id
-    CROSS JOIN kineto_host_slices AS b
-      ON b.id = p.other_id
+  container_starts AS (
+    SELECT g.id, g.ts, 1 AS dur, g.origin_utid
+    FROM containers AS c
+    CROSS JOIN _kineto_host_lane_slices AS g
+      USING (id)
+  ),
+  container_spans AS (
+    SELECT g.id, g.ts, g.dur, g.origin_utid
+    FROM containers AS c
+    CROSS JOIN _kineto_host_lane_slices AS g
+      USING (id)
+  ),
+  -- the slices open at a container's start
+  open_at_start AS (
+    SELECT id_1 AS id
+    FROM _interval_intersect!((container_starts, all_spans), (origin_utid))
+  ),
+  -- the slices that can have a container of another lane as torch parent: those whose Perfetto parent is
+  -- no host slice, and the children of a slice open at a container's start
+  inner_slices AS (
+    SELECT g.id, g.ts, g.dur, g.origin_utid
+    FROM _kineto_host_lane_slices AS g
+    LEFT JOIN kineto_host_slices AS p
+      ON p.id = g.parent_id
+    WHERE
+      p.id IS NULL
+      OR g.parent_id IN (SELECT id FROM open_at_start)
+  ),
+  -- each container with those of them it overlaps (one interval intersection: a container meets only the
+  -- slices near it, not every child of a long slice open at its start)
+  candidates AS (
+    SELECT id_0 AS container_id, id_1 AS child_id
+    FROM _interval_intersect!((container_spans, inner_slices), (origin_utid))
   )
 SELECT DISTINCT
-  container_id,
-  child_id
-FROM (
-  SELECT
-    a_id AS container_id,
-    b_id AS child_id
-  FROM oriented
-  WHERE
-    a_utid != b_utid
-    AND b_ts >= a_ts
-    AND b_ts + b_dur <= a_ts + a_dur
-    AND (b_ts > a_ts OR b_dur < a_dur OR (b_dur = a_dur AND b_id > a_id))
-  UNION ALL
-  SELECT
-    b_id AS container_id,
-    a_id AS child_id
-  FROM oriented
-  WHERE
-    a_utid != b_utid
-    AND a_ts >= b_ts
-    AND a_ts + a_dur <= b_ts + b_dur
-    AND (a_ts > b_ts OR a_dur < b_dur OR (a_dur = b_dur AND a_id > b_id))
-);
+  c.id AS container_id,
+  x.id AS child_id
+FROM candidates AS k
+CROSS JOIN kineto_host_slices AS c
+  ON c.id = k.container_id
+CROSS JOIN kineto_host_slices AS x
+  ON x.id = k.child_id
+WHERE
+  x.utid != c.utid
+  AND x.ts >= c.ts
+  AND x.ts + x.dur <= c.ts + c.dur
+  AND (x.ts > c.ts OR x.dur < c.dur OR (x.dur = c.dur AND x.id > c.id));
 
 -- The parent in torch's tree of each slice with a container on another lane (the loader's overlap lanes):
 -- the latest-starting candidate (start, then shorter, then higher id) among those containers and
