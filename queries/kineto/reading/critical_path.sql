@@ -1,5 +1,5 @@
 -- id: reading.critical_path
--- version: 4
+-- version: 5
 -- kind: reading
 -- title: Critical path: the chain of host work, launches, device work and waits that sets each window's width
 -- references: the reading order's question "what does the step wait on", over the dependency graph of
@@ -45,8 +45,9 @@ WITH
       e.constrains,
       n.ts + n.dur AS src_end,
       n.ts + n.dur + e.gap AS held_to,
-      -- at a tie the device queue is the reason before the launch
-      CASE e.kind WHEN 'stream' THEN 0 WHEN 'wait' THEN 1 WHEN 'thread' THEN 2 ELSE 3 END AS pri
+      -- at a tie the device queue, then another stream's work it waited for (an inferred event edge), is the
+      -- reason before the launch
+      CASE e.kind WHEN 'stream' THEN 0 WHEN 'event' THEN 1 WHEN 'wait' THEN 2 WHEN 'thread' THEN 3 ELSE 4 END AS pri
     FROM kineto_dep_graph_edges AS e
     JOIN kineto_dep_graph_nodes AS n
       ON n.id = e.src
