@@ -1,0 +1,81 @@
+"""The job's critical path across ranks (kineto_sql.whatif.ranks): each rank's graph joined at its
+collectives, on hand-built ranks where the answer is known, and on the multi-rank corpus captures."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kineto_sql.whatif.edits import shorten
+from kineto_sql.whatif.ranks import ARRIVE, join, read_rank, shares, critical_path
+from kineto_sql.whatif.replay import replay
+from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
+from tests.query_support import load_trace  # noqa: F401  (fixture)
+
+US = 1_000
+ALL_REDUCE = "ncclKernel_AllReduce_RING_LL_Sum_float"
+
+
+def rank_before_all_reduce(gemm_us: int, all_reduce_end_us: int = 720) -> KinetoTrace:
+    """One step of 800 us: a gemm from 20 us, an all-reduce queued behind it on the same stream that ends
+    at `all_reduce_end_us` (when the last rank arrived plus the 100 us transfer), the host waiting for it
+    at a stream sync (10 us tail), then 70 us of host work to the step's end."""
+    return KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=800),
+        CpuOp("aten::mm", ts_us=0, dur_us=15),
+        Launch(1, ts_us=5, dur_us=5),
+        Kernel(1, ts_us=20, dur_us=gemm_us, name="volta_sgemm_128x64_nn"),
+        Launch(2, ts_us=30, dur_us=5),
+        Kernel(2, ts_us=20 + gemm_us, dur_us=all_reduce_end_us - 20 - gemm_us, name=ALL_REDUCE),
+        Launch(3, ts_us=40, dur_us=all_reduce_end_us + 10 - 40, name="cudaStreamSynchronize"),
+        CpuOp("aten::add", ts_us=all_reduce_end_us + 10, dur_us=800 - all_reduce_end_us - 10),
+    ])
+
+
+def two_ranks(load_trace):
+    # rank 0's gemm takes 200 us, rank 1's 600 us: rank 0 arrives at the all-reduce at 220 us and waits
+    # 400 us for rank 1 (620 us); both all-reduces end at 720 us
+    return [read_rank(load_trace(rank_before_all_reduce(gemm)), rank) for rank, gemm in enumerate((200, 600))]
+
+
+def test_the_job_path_runs_through_the_rank_that_arrives_last(load_trace):
+    ranks = two_ranks(load_trace)
+    job = join(ranks)
+    assert job.joined == 1 and job.offsets == {0: 0, 1: 0}
+    result = replay(job.graph)
+    assert result.cyclic == 0
+    assert job.step_widths(result) == job.step_widths() == {1: 800 * US}
+    path = critical_path(job, result, 1)
+    g = job.graph
+    on_path = [(s.rank, g.tag[s.node], s.ns) for s in path]
+    # rank 1's host, launch and gemm (with its 10 us launch latency) hold the all-reduce until 620 us; the
+    # path crosses to rank 0 (whose window ends last at a tie) through the all-reduce's arrival: rank 0's
+    # transfer, its sync's tail and its host work. Rank 0's gemm is not on the path.
+    assert on_path == [(1, "host", 5 * US), (1, "launch", 5 * US), (1, "gemm", 610 * US),
+                       (0, "communication", 100 * US), (0, "stream_sync", 10 * US), (0, "host", 70 * US)]
+    assert shares(job, path) == {1: 620 * US, 0: 180 * US}
+
+
+def test_shortening_a_waiting_rank_saves_nothing_and_the_last_rank_up_to_the_wait(load_trace):
+    ranks = two_ranks(load_trace)
+
+    def step_after(rank: int, fraction: float) -> int:
+        edited = [r if r.rank != rank else
+                  type(r)(r.rank, shorten(r.graph, r.graph.tag == "gemm", fraction), r.calls) for r in ranks]
+        job = join(edited)
+        return job.median_step(replay(job.graph))
+
+    assert step_after(0, 0.5) == 800 * US             # rank 0 waited 400 us anyway
+    assert step_after(1, 0.5) == 500 * US             # 300 us less gemm on the last rank: -300 us
+    assert step_after(1, 0.0) == 400 * US             # all of it: capped at rank 0's 400 us wait
+
+
+def test_three_ranks_the_slowest_is_on_the_path(load_trace):
+    ranks = [read_rank(load_trace(rank_before_all_reduce(gemm)), rank) for rank, gemm in enumerate((200, 600, 400))]
+    job = join(ranks)
+    result = replay(job.graph)
+    assert job.step_widths(result) == {1: 800 * US}
+    on_path = {(s.rank, job.graph.tag[s.node]) for s in critical_path(job, result, 1)}
+    assert (1, "gemm") in on_path and (0, "gemm") not in on_path and (2, "gemm") not in on_path
+    # every rank's all-reduce waits for the arrivals of all three
+    assert int((job.graph.tag == ARRIVE).sum()) == 3
+    assert int((job.graph.edge_kind == "collective").sum()) == 9
