@@ -24,6 +24,9 @@ CALLS = "reading.collective_calls"
 STRIDE = 1 << 24
 ARRIVE = "arrive"
 COLLECTIVE_EDGE = "collective"
+# how far a call's last arrival may fall after a rank's end of it (two devices' clocks, aligned by the call
+# ends, disagree by a few us) before the pair is taken for two different calls
+SLACK_NS = 20_000
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,7 @@ def join(ranks: list[RankGraph]) -> Job:
             i = int(np.searchsorted(graph.ts[by_ts], ts))
             if i < len(by_ts) and graph.ts[by_ts[i]] == ts:
                 members.setdefault(key, []).append(int(base[pos] + by_ts[i]))
-    groups = [m for m in members.values() if len(m) > 1]
+    groups = [m for m in members.values() if len(m) > 1 and _consistent(g, m)]
     g = _with_arrivals(g, groups)
     rank_of = np.concatenate([rank_of, rank_of[np.concatenate(groups)] if groups else np.zeros(0, np.int64)])
     steps: dict[int, list[int]] = {}
@@ -107,6 +110,14 @@ def join(ranks: list[RankGraph]) -> Job:
             steps.setdefault(step, []).append(w)
     return Job(g, rank_of, tuple(r.rank for r in ranks), {s: tuple(sorted(ws)) for s, ws in steps.items()},
                offsets, len(groups))
+
+
+def _consistent(g: Graph, members: list[int]) -> bool:
+    """No rank's kernel of the call ended before the last rank arrived (within the device timing slack): a
+    pair that breaks it is not one call (a sampled capture, calls of two process groups the trace does not
+    name), or the clocks disagree, and joining it would make a rank wait for work that came after."""
+    m = np.array(members, dtype=np.int64)
+    return int(g.ts[m].max()) <= int((g.ts[m] + g.dur[m]).min()) + SLACK_NS
 
 
 def _moved(g: Graph, pos: int, offset: int) -> Graph:
@@ -194,7 +205,11 @@ def critical_path(job: Job, result: Replay, step: int) -> list[Segment]:
     out, seen = [], set()
     while k >= 0 and k not in seen and result.end[k] > start:
         seen.add(k)
-        e = result.end_by[k] if result.end_by[k] >= 0 else result.start_by[k]
+        e = result.end_by[k]
+        # a blocking copy's call can return before its device copy is timed to end (a wait edge with a
+        # negative gap): the copy did not hold it, and following it would count that time twice
+        if e < 0 or result.end[g.src[e]] > result.end[k]:
+            e = result.start_by[k]
         pred = int(g.src[e]) if e >= 0 else -1
         begin = max(int(result.end[pred]) if pred >= 0 else start, start)
         if result.end[k] > begin:
