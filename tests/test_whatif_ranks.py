@@ -125,3 +125,33 @@ def test_the_joined_job_replays_every_multi_rank_capture(loaded, name):
     assert steady
     m, r = sum(measured[s] for s in steady), sum(replayed[s] for s in steady)
     assert abs(r - m) <= RANK_DRIFT_TOLERANCE * m, (name, r, m)
+
+
+def test_dlrm_the_job_path_and_what_halving_each_ranks_host_work_buys(loaded):
+    # dlrm_8rank, one steady step of 19.901 ms (rank 1's window, the widest): host-bound on every rank.
+    # The job's path runs through rank 7 (13.5 ms: it reaches the step's collectives last) and rank 1
+    # (6.4 ms, its own host work after the last collective). Halving the host compute between launches
+    # saves 0.51 ms on rank 7 and 0.59 ms on rank 1; on any other rank it saves nothing: they wait at the
+    # collectives either way.
+    directory = _rank_dir("corpus:dlrm_8rank")
+    if not directory.is_dir():
+        pytest.skip(f"needs {directory}")
+    ranks = []
+    for path in sorted(directory.iterdir()):
+        tp = loaded(path)
+        ranks.append(read_rank(tp, tp.rank))
+    job = join(ranks)
+    result = replay(job.graph)
+    base = job.median_step(result)
+    assert base == job.median_step() == 19_901_000
+    path = critical_path(job, result, 10)
+    assert {r: round(ns / 1e6, 2) for r, ns in shares(job, path).items()} == {7: 13.51, 1: 6.40}
+    assert sum(s.ns for s in path) == base
+    savings = {}
+    for rank in ranks:
+        g = rank.graph
+        edited = [r if r.rank != rank.rank else
+                  type(r)(r.rank, shorten(g, (g.kind == "host") & (g.tag == "host"), 0.5), r.calls) for r in ranks]
+        j = join(edited)
+        savings[rank.rank] = base - j.median_step(replay(j.graph))
+    assert savings == {0: 0, 1: 588_000, 2: 0, 3: 0, 4: 0, 5: 0, 6: 0, 7: 509_500}

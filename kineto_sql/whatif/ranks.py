@@ -192,16 +192,18 @@ class Segment:
 
 
 def critical_path(job: Job, result: Replay, step: int) -> list[Segment]:
-    """The job's critical path in one step, in time order: walked back from the end of the rank whose
-    window ends last, at each node to the edge that set its end or its start, across ranks where a
-    collective waited for the last rank to arrive; clipped at the step's first window start."""
-    windows = job.steps[step]
+    """The job's critical path in one step, in time order: walked back from the end of the rank window
+    that sets the step's width (the slowest rank's, Job.step_widths), at each node to the edge that set its
+    end or its start, across ranks where a collective waited for the last rank to arrive; clipped at that
+    window's start, so the segments sum to the job's width."""
     g = job.graph
-    ends = [int(k) for k in np.flatnonzero(g.is_end & np.isin(g.window, windows))]
-    if not ends:
+    widths = result.window_durations(g)
+    windows = [w for w in job.steps[step] if w in widths]
+    if not windows:
         return []
-    k = max(ends, key=lambda i: result.end[i])
-    start = min(g.windows[w][0] for w in windows)
+    slowest = max(windows, key=lambda w: widths[w])
+    k = int(np.flatnonzero(g.is_end & (g.window == slowest))[0])
+    start = g.windows[slowest][0]
     out, seen = [], set()
     while k >= 0 and k not in seen and result.end[k] > start:
         seen.add(k)
