@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kineto_sql.whatif.edits import shorten
-from kineto_sql.whatif.ranks import ARRIVE, join, read_rank, shares, critical_path
+from kineto_sql.whatif.ranks import ARRIVE, bucket_shares, critical_path, join, read_rank, shares
 from kineto_sql.whatif.replay import replay
 from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
 from tests.query_support import load_trace  # noqa: F401  (fixture)
@@ -53,6 +53,18 @@ def test_the_job_path_runs_through_the_rank_that_arrives_last(load_trace):
     assert on_path == [(1, "host", 5 * US), (1, "launch", 5 * US), (1, "gemm", 610 * US),
                        (0, "communication", 100 * US), (0, "stream_sync", 10 * US), (0, "host", 70 * US)]
     assert shares(job, path) == {1: 620 * US, 0: 180 * US}
+
+
+def test_the_job_path_in_ledger_buckets_per_rank(load_trace):
+    # the same path named with each rank's ledger (reading.critical_path's node buckets): rank 1's gemm
+    # and its launch latency, rank 0's exposed all-reduce transfer, its sync tail and its host work
+    ranks = [read_rank(load_trace(rank_before_all_reduce(gemm)), rank, buckets=True)
+             for rank, gemm in enumerate((200, 600))]
+    job = join(ranks)
+    result = replay(job.graph)
+    assert bucket_shares(job, result, critical_path(job, result, 1)) == {
+        (1, "idle.unattributed"): 5 * US, (1, "idle.launch"): 15 * US, (1, "busy.gemm"): 600 * US,
+        (0, "busy.comm_exposed"): 100 * US, (0, "idle.sync"): 10 * US, (0, "idle.unattributed"): 70 * US}
 
 
 def test_shortening_a_waiting_rank_saves_nothing_and_the_last_rank_up_to_the_wait(load_trace):

@@ -19,6 +19,10 @@ from kineto_sql.whatif.graph import NONE, Graph, load_graph
 from kineto_sql.whatif.replay import Replay
 
 CALLS = "reading.collective_calls"
+CRITICAL_PATH = "reading.critical_path"
+NODE_BUCKETS = "SELECT node_id, ts, dur, bucket FROM _kineto_reading_critical_path_node_buckets()"
+# the bucket of a path segment's part before its node starts (a launch's latency), as reading.critical_path
+LATENCY_BUCKET = "idle.launch"
 # the joined graph's window ids: rank position * STRIDE + the rank's own window id; stream keys and host
 # lanes are moved apart the same way, so that no two ranks share one
 STRIDE = 1 << 24
@@ -31,20 +35,30 @@ SLACK_NS = 20_000
 
 @dataclass(frozen=True)
 class RankGraph:
-    """One rank's graph and its collective calls: ((step, pg, collective, seq), start, end) on its clock."""
+    """One rank's graph and its collective calls: ((step, pg, collective, seq), start, end) on its clock;
+    with `buckets`, the ledger bucket pieces of its nodes' time (reading.critical_path's node buckets):
+    node id -> ((start, end, bucket), ...) in time order."""
 
     rank: int
     graph: Graph
     calls: tuple
+    buckets: dict | None = None
 
 
-def read_rank(tp, rank: int) -> RankGraph:
+def read_rank(tp, rank: int, buckets: bool = False) -> RankGraph:
     """A loaded rank trace's graph and collective calls (device calls only: a call with no kernel, gloo's,
-    has no node to join)."""
+    has no node to join), and with `buckets` the ledger bucket of each node's time."""
     graph = load_graph(tp)
     calls = tuple(((r["step"], r["pg"], r["collective"], int(r["seq"])), int(r["ts"]), int(r["ts"]) + int(r["dur"]))
                   for r in run_query(tp, CALLS).rows.records() if r["source"] == "kernel")
-    return RankGraph(rank, graph, calls)
+    pieces = None
+    if buckets:
+        run_query(tp, CRITICAL_PATH)
+        pieces = {}
+        for r in tp.rows(NODE_BUCKETS).records():
+            pieces.setdefault(int(r["node_id"]), []).append((int(r["ts"]), int(r["ts"]) + int(r["dur"]), r["bucket"]))
+        pieces = {k: tuple(sorted(v)) for k, v in pieces.items()}
+    return RankGraph(rank, graph, calls, pieces)
 
 
 @dataclass(frozen=True)
@@ -55,6 +69,7 @@ class Job:
     steps: dict              # step -> the joined graph's windows of that step, one per rank that has it
     offsets: dict            # rank -> ns taken off its clock to put it on the first rank's
     joined: int              # collective calls joined across two ranks or more
+    buckets: dict            # rank -> its RankGraph.buckets (or None)
 
     def step_widths(self, result: Replay | None = None) -> dict[int, int]:
         """Per step, the job's width: its slowest rank's window, measured, or replayed (`result`)."""
@@ -109,7 +124,7 @@ def join(ranks: list[RankGraph]) -> Job:
         if step is not None:
             steps.setdefault(step, []).append(w)
     return Job(g, rank_of, tuple(r.rank for r in ranks), {s: tuple(sorted(ws)) for s, ws in steps.items()},
-               offsets, len(groups))
+               offsets, len(groups), {r.rank: r.buckets for r in ranks})
 
 
 def _consistent(g: Graph, members: list[int]) -> bool:
@@ -184,11 +199,13 @@ def _with_arrivals(g: Graph, groups: list[list[int]]) -> Graph:
 
 @dataclass(frozen=True)
 class Segment:
-    """A stretch of the job's critical path: the node, its rank, and the ns it holds the path."""
+    """A stretch of the job's critical path: the node, its rank, and the ns it holds the path (the stretch
+    ends at the node's replayed end)."""
 
     rank: int
     node: int        # index in the joined graph
     ns: int
+    end: int         # replayed end, on the joined clock
 
 
 def critical_path(job: Job, result: Replay, step: int) -> list[Segment]:
@@ -215,7 +232,7 @@ def critical_path(job: Job, result: Replay, step: int) -> list[Segment]:
         pred = int(g.src[e]) if e >= 0 else -1
         begin = max(int(result.end[pred]) if pred >= 0 else start, start)
         if result.end[k] > begin:
-            out.append(Segment(int(job.rank_of[k]), k, int(result.end[k]) - begin))
+            out.append(Segment(int(job.rank_of[k]), k, int(result.end[k]) - begin, int(result.end[k])))
         k = pred
     return out[::-1]
 
@@ -226,4 +243,37 @@ def shares(job: Job, path: list[Segment], label=None) -> dict:
     for s in path:
         key = s.rank if label is None else (s.rank, label(s.node))
         out[key] = out.get(key, 0) + s.ns
+    return out
+
+
+def bucket_shares(job: Job, result: Replay, path: list[Segment]) -> dict[tuple[int, str], int]:
+    """ns of the path per (rank, ledger bucket). A segment is named as reading.critical_path names one:
+    the part before its node's replayed start is a launch's latency (idle.launch); the node's own part
+    takes the buckets of the node's measured time (its class's on the device, the ledger's host state on
+    the host), in order from its start, the last one taking what the replay added. Needs the ranks read
+    with buckets."""
+    g = job.graph
+    out: dict[tuple[int, str], int] = {}
+
+    def add(rank, bucket, ns):
+        if ns > 0:
+            out[(rank, bucket)] = out.get((rank, bucket), 0) + ns
+
+    for s in path:
+        k = s.node
+        own = min(s.ns, s.end - int(result.start[k]))
+        add(s.rank, LATENCY_BUCKET, s.ns - own)
+        pieces = (job.buckets.get(s.rank) or {}).get(int(g.ids[k]), ())
+        if not pieces:
+            add(s.rank, LATENCY_BUCKET if g.tag[k] == ARRIVE else "unnamed", own)
+            continue
+        # the own part is the last `own` ns of the node: walk its measured pieces back from its end
+        left = own
+        for lo, hi, bucket in reversed(pieces):
+            take = min(hi - lo, left)
+            add(s.rank, bucket, take)
+            left -= take
+            if left <= 0:
+                break
+        add(s.rank, pieces[0][2], left)
     return out
