@@ -15,14 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from kineto_sql.run.runner import run_query
+from kineto_sql.whatif.buckets import name_segment, node_pieces
 from kineto_sql.whatif.graph import NONE, Graph, load_graph
 from kineto_sql.whatif.replay import Replay
 
 CALLS = "reading.collective_calls"
-CRITICAL_PATH = "reading.critical_path"
-NODE_BUCKETS = "SELECT node_id, ts, dur, bucket FROM _kineto_reading_critical_path_node_buckets()"
-# the bucket of a path segment's part before its node starts (a launch's latency), as reading.critical_path
-LATENCY_BUCKET = "idle.launch"
 # the joined graph's window ids: rank position * STRIDE + the rank's own window id; stream keys and host
 # lanes are moved apart the same way, so that no two ranks share one
 STRIDE = 1 << 24
@@ -36,8 +33,7 @@ SLACK_NS = 20_000
 @dataclass(frozen=True)
 class RankGraph:
     """One rank's graph and its collective calls: ((step, pg, collective, seq), start, end) on its clock;
-    with `buckets`, the ledger bucket pieces of its nodes' time (reading.critical_path's node buckets):
-    node id -> ((start, end, bucket), ...) in time order."""
+    with `buckets`, the ledger bucket pieces of its nodes' time (kineto_sql.whatif.buckets.node_pieces)."""
 
     rank: int
     graph: Graph
@@ -51,13 +47,7 @@ def read_rank(tp, rank: int, buckets: bool = False) -> RankGraph:
     graph = load_graph(tp)
     calls = tuple(((r["step"], r["pg"], r["collective"], int(r["seq"])), int(r["ts"]), int(r["ts"]) + int(r["dur"]))
                   for r in run_query(tp, CALLS).rows.records() if r["source"] == "kernel")
-    pieces = None
-    if buckets:
-        run_query(tp, CRITICAL_PATH)
-        pieces = {}
-        for r in tp.rows(NODE_BUCKETS).records():
-            pieces.setdefault(int(r["node_id"]), []).append((int(r["ts"]), int(r["ts"]) + int(r["dur"]), r["bucket"]))
-        pieces = {k: tuple(sorted(v)) for k, v in pieces.items()}
+    pieces = node_pieces(tp) if buckets else None
     return RankGraph(rank, graph, calls, pieces)
 
 
@@ -247,33 +237,9 @@ def shares(job: Job, path: list[Segment], label=None) -> dict:
 
 
 def bucket_shares(job: Job, result: Replay, path: list[Segment]) -> dict[tuple[int, str], int]:
-    """ns of the path per (rank, ledger bucket). A segment is named as reading.critical_path names one:
-    the part before its node's replayed start is a launch's latency (idle.launch); the node's own part
-    takes the buckets of the node's measured time (its class's on the device, the ledger's host state on
-    the host), in order from its start, the last one taking what the replay added. Needs the ranks read
-    with buckets."""
-    g = job.graph
+    """ns of the path per (rank, ledger bucket), each segment named as reading.critical_path names one
+    (kineto_sql.whatif.buckets.name_segment). Needs the ranks read with buckets."""
     out: dict[tuple[int, str], int] = {}
-
-    def add(rank, bucket, ns):
-        if ns > 0:
-            out[(rank, bucket)] = out.get((rank, bucket), 0) + ns
-
     for s in path:
-        k = s.node
-        own = min(s.ns, s.end - int(result.start[k]))
-        add(s.rank, LATENCY_BUCKET, s.ns - own)
-        pieces = (job.buckets.get(s.rank) or {}).get(int(g.ids[k]), ())
-        if not pieces:
-            add(s.rank, LATENCY_BUCKET if g.tag[k] == ARRIVE else "unnamed", own)
-            continue
-        # the own part is the last `own` ns of the node: walk its measured pieces back from its end
-        left = own
-        for lo, hi, bucket in reversed(pieces):
-            take = min(hi - lo, left)
-            add(s.rank, bucket, take)
-            left -= take
-            if left <= 0:
-                break
-        add(s.rank, pieces[0][2], left)
+        name_segment(out, s.rank, job.graph, result, s.node, s.ns, s.end, job.buckets.get(s.rank) or {})
     return out

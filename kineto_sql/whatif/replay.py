@@ -33,24 +33,32 @@ class Replay:
             out[w] = int(self.end[k]) - graph.windows[w][0]
         return out
 
-    def path(self, graph: Graph, window: int) -> dict[int, int]:
-        """The window's critical path in the replayed times: walked back from the end of its main thread, at
-        each node to the edge that set its end (a wait) or else its start, as reading.critical_path walks
-        the measured graph. {node id: ns it holds the path inside the window, from its predecessor's end}
-        ({} for a window without a main-thread end)."""
+    def segments(self, graph: Graph, window: int) -> list[tuple[int, int, int]]:
+        """The window's critical path in the replayed times, latest first: walked back from the end of its
+        main thread, at each node to the edge that set its end (a wait) or else its start, as
+        reading.critical_path walks the measured graph. (node index, ns it holds the path inside the
+        window from its predecessor's end, its replayed end); [] for a window without a main-thread end."""
         ends = np.flatnonzero(graph.is_end & (graph.window == window))
         if not ends.size:
-            return {}
+            return []
         w0 = graph.windows[window][0]
-        out, seen, k = {}, set(), int(ends[0])
+        out, seen, k = [], set(), int(ends[0])
         while k >= 0 and k not in seen and self.end[k] > w0:
             seen.add(k)
             e = self.end_by[k] if self.end_by[k] >= 0 else self.start_by[k]
             pred = int(graph.src[e]) if e >= 0 else -1
             begin = max(int(self.end[pred]) if pred >= 0 else w0, w0)
             if self.end[k] > begin:
-                out[int(graph.ids[k])] = int(self.end[k]) - begin
+                out.append((k, int(self.end[k]) - begin, int(self.end[k])))
             k = pred
+        return out
+
+    def path(self, graph: Graph, window: int) -> dict[int, int]:
+        """{node id: ns it holds the window's critical path} (Replay.segments)."""
+        out: dict[int, int] = {}
+        for k, ns, _ in self.segments(graph, window):
+            node = int(graph.ids[k])
+            out[node] = out.get(node, 0) + ns
         return out
 
 

@@ -1,5 +1,5 @@
 -- id: reading.critical_path
--- version: 6
+-- version: 7
 -- kind: reading
 -- title: Critical path: the chain of host work, launches, device work and waits that sets each window's width
 -- references: the reading order's question "what does the step wait on", over the dependency graph of
@@ -19,6 +19,7 @@
 -- sync, idle.host_compute in other host work...; host.* on a capture without device activity).
 
 INCLUDE PERFETTO MODULE kineto.lib.dep_graph_edges;
+INCLUDE PERFETTO MODULE kineto.lib.dep_graph_buckets;
 INCLUDE PERFETTO MODULE kineto.lib.ledger_host_states;
 INCLUDE PERFETTO MODULE kineto.lib.kernel_class_buckets;
 INCLUDE PERFETTO MODULE intervals.intersect;
@@ -101,19 +102,6 @@ LEFT JOIN starts AS s
 -- By node.
 CREATE OR REPLACE PERFETTO INDEX _kineto_reading_critical_path_binding_id
 ON _kineto_reading_critical_path_binding(id);
-
--- Each window's ledger lane: its process's first device, or its host-only lane.
-CREATE OR REPLACE PERFETTO TABLE _kineto_reading_critical_path_window_lanes(
-  -- Window id.
-  window_id LONG,
-  -- Ledger lane.
-  lane LONG
-) AS
-SELECT it.id AS window_id, coalesce(min(l.lane), (SELECT min(lane) FROM _kineto_ledger_lanes)) AS lane
-FROM kineto_iterations AS it
-LEFT JOIN _kineto_ledger_lanes AS l
-  USING (upid)
-GROUP BY it.id;
 
 -- Each window's critical path, walked back from its end: the own part and the part before it (a launch's
 -- latency) of every node on it, numbered, with the window's ledger lane.
@@ -206,7 +194,7 @@ SELECT
   p.part,
   wl.lane
 FROM parts AS p
-JOIN _kineto_reading_critical_path_window_lanes AS wl
+JOIN _kineto_dep_graph_window_lanes AS wl
   USING (window_id)
 WHERE
   p.dur > 0;
@@ -324,65 +312,3 @@ JOIN kineto_iterations AS it
 WHERE
   p.dur > 0
 ORDER BY p.window_id, p.ts, p.id;
-
--- The ledger bucket of every node's own time, named as the path's segments are: a device node's whole
--- time is its class's bucket; a host or call node is cut where the ledger's host state changes, each piece
--- with the ledger's bucket for host time then, what no state covers with the bucket for no open host
--- interval. For paths walked outside this file over the same graph (kineto_sql.whatif.ranks: the job's
--- path across ranks, which crosses from rank to rank at the collectives).
-CREATE OR REPLACE PERFETTO FUNCTION _kineto_reading_critical_path_node_buckets()
-RETURNS TABLE(
-  -- Node id (kineto_dep_graph_nodes.id).
-  node_id LONG,
-  -- Piece start.
-  ts TIMESTAMP,
-  -- Piece length.
-  dur DURATION,
-  -- Ledger bucket.
-  bucket STRING
-) AS
-WITH
-  host_nodes AS (
-    SELECT n.id, n.ts, n.dur, wl.lane
-    FROM kineto_dep_graph_nodes AS n
-    JOIN _kineto_reading_critical_path_window_lanes AS wl
-      USING (window_id)
-    WHERE
-      n.kind != 'device'
-      AND n.dur > 0
-  ),
-  pieces AS (
-    SELECT ii.id_0 AS node_id, ii.ts, ii.dur, st.bucket
-    FROM _interval_intersect!(
-      (
-        (SELECT id, ts, dur, lane FROM host_nodes),
-        (SELECT id, ts, dur, lane FROM kineto_ledger_host_states)
-      ),
-      (lane)
-    ) AS ii
-    JOIN kineto_ledger_host_states AS st
-      ON st.id = ii.id_1
-  ),
-  covered AS (
-    SELECT node_id, sum(dur) AS dur
-    FROM pieces
-    GROUP BY node_id
-  )
-SELECT node_id, ts, dur, bucket FROM pieces
-UNION ALL
-SELECT h.id, h.ts, h.dur - coalesce(c.dur, 0), _kineto_ledger_bucket!(h.lane, 0, 0, 0, 0, 0)
-FROM host_nodes AS h
-LEFT JOIN covered AS c
-  ON c.node_id = h.id
-WHERE
-  h.dur > coalesce(c.dur, 0)
-UNION ALL
-SELECT
-  n.id,
-  n.ts,
-  n.dur,
-  coalesce((SELECT b.bucket FROM kineto_kernel_class_buckets AS b WHERE b.class = n.tag), 'busy.compute_other')
-FROM kineto_dep_graph_nodes AS n
-WHERE
-  n.kind = 'device'
-  AND n.dur > 0;
