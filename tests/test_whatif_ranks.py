@@ -56,15 +56,17 @@ def test_the_job_path_runs_through_the_rank_that_arrives_last(load_trace):
 
 
 def test_the_job_path_in_ledger_buckets_per_rank(load_trace):
-    # the same path named with each rank's ledger (reading.critical_path's node buckets): rank 1's gemm
-    # and its launch latency, rank 0's exposed all-reduce transfer, its sync tail and its host work
+    # the same path named with each rank's ledger (the buckets reading.critical_path names segments with):
+    # on rank 1 the host time inside aten::mm before its launch, the launch and the gemm's launch latency
+    # (idle.launch, 5 + 5 + 10 us), the gemm; on rank 0 the exposed all-reduce transfer, its sync's tail and
+    # its host work outside any launching op
     ranks = [read_rank(load_trace(rank_before_all_reduce(gemm)), rank, buckets=True)
              for rank, gemm in enumerate((200, 600))]
     job = join(ranks)
     result = replay(job.graph)
     assert bucket_shares(job, result, critical_path(job, result, 1)) == {
-        (1, "idle.unattributed"): 5 * US, (1, "idle.launch"): 15 * US, (1, "busy.gemm"): 600 * US,
-        (0, "busy.comm_exposed"): 100 * US, (0, "idle.sync"): 10 * US, (0, "idle.unattributed"): 70 * US}
+        (1, "idle.launch"): 20 * US, (1, "busy.gemm"): 600 * US,
+        (0, "busy.comm_exposed"): 100 * US, (0, "idle.sync"): 10 * US, (0, "idle.host_compute"): 70 * US}
 
 
 def test_shortening_a_waiting_rank_saves_nothing_and_the_last_rank_up_to_the_wait(load_trace):

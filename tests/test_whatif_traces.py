@@ -155,3 +155,32 @@ def test_the_critical_path_reading_is_the_replayed_path_with_cross_stream_waits(
         # (window 4's main thread ends 8 us after the window: both paths run to it)
         assert sum(reading[w].values()) == sum(mine.values()) >= width
         assert same >= 0.999 * width, (w, same, width)
+
+
+def _reading_shares(tp) -> dict[str, float]:
+    """The steady windows' bucket shares of reading.critical_path (SQL), in % of their width."""
+    from kineto_sql.run.runner import run_query
+
+    rows = run_query(tp, "reading.critical_path").rows.records()
+    steady = [r for r in rows if not r["is_cold"]] or rows
+    total = sum({r["window_id"]: r["window_dur"] for r in steady}.values())
+    out: dict[str, int] = {}
+    for r in steady:
+        out[r["bucket"]] = out.get(r["bucket"], 0) + int(r["dur"])
+    return {b: round(100.0 * ns / total, 1) for b, ns in out.items()}
+
+
+@needs_corpus
+@pytest.mark.parametrize("name", ["hta_ns_resolution_rank0.pt.trace.json.gz", "hta_trace_diff_control.json.gz",
+                                  "hta_critical_path_alexnet.json.gz"])
+def test_diagnose_critical_path_line_is_the_reading(loaded, name):
+    # diagnose names the replay's path with the reading's buckets (kineto_sql.whatif.buckets) instead of
+    # running the reading's SQL walk; on these traces every bucket's share is the reading's to 0.1 point
+    # (diff_control: busy.elementwise 2.6 vs 2.7%, a tie between two launches ending in the same us)
+    from kineto_sql.whatif.annotate import critical_path_shares
+
+    tp = loaded(CORPUS / name)
+    mine = {b["bucket"]: b["pct"] for b in critical_path_shares(tp)}
+    reading = _reading_shares(tp)
+    assert set(mine) == set(reading)
+    assert max(abs(mine[b] - reading[b]) for b in mine) <= 0.1

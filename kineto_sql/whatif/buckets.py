@@ -16,11 +16,12 @@ LATENCY = "idle.launch"
 def node_pieces(tp) -> dict[int, tuple]:
     """node id -> ((start, end, bucket), ...) in time order, for every node with time."""
     tp.query(include_statement(MODULE))
+    rows = tp.rows(PIECES)
     pieces: dict[int, list] = {}
-    for r in tp.rows(PIECES).records():
-        start = int(r["ts"])
-        pieces.setdefault(int(r["node_id"]), []).append((start, start + int(r["dur"]), r["bucket"]))
-    return {k: tuple(sorted(v)) for k, v in pieces.items()}
+    for node, start, dur, bucket in zip(rows.column("node_id"), rows.column("ts"), rows.column("dur"),
+                                        rows.column("bucket")):
+        pieces.setdefault(node, []).append((start, start + dur, bucket))
+    return {k: tuple(sorted(v)) if len(v) > 1 else tuple(v) for k, v in pieces.items()}
 
 
 def name_segment(out: dict, key, graph: Graph, result: Replay, node: int, ns: int, end: int,
