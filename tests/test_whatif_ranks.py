@@ -169,3 +169,23 @@ def test_dlrm_the_job_path_and_what_halving_each_ranks_host_work_buys(loaded):
         j = join(edited)
         savings[rank.rank] = base - j.median_step(replay(j.graph))
     assert savings == {0: 0, 1: 588_000, 2: 0, 3: 0, 4: 0, 5: 0, 6: 0, 7: 509_500}
+
+
+def test_ranks_command_prints_the_job_critical_path(tmp_path):
+    # `kineto-sql ranks DIR --critical-path` on the two builder ranks: the path per steady step by rank and
+    # ledger bucket, in json (the same rows as the text table)
+    import json
+
+    from click.testing import CliRunner
+
+    from kineto_sql.cli.main import cli
+
+    for rank, gemm in enumerate((200, 600)):
+        rank_before_all_reduce(gemm).write(tmp_path, f"rank{rank}.json.gz")
+    result = CliRunner().invoke(cli, ["ranks", str(tmp_path), "--critical-path", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["result"]["critical_path"]
+    assert [(r["rank"], r["bucket"], r["ms"], r["pct"]) for r in rows] == [
+        (1, "busy.gemm", 0.6, 75.0), (0, "busy.comm_exposed", 0.1, 12.5), (0, "idle.host_compute", 0.07, 8.8),
+        (1, "idle.launch", 0.02, 2.5), (0, "idle.sync", 0.01, 1.2)]
+    assert {r["step"] for r in rows} == {1}

@@ -243,3 +243,36 @@ def bucket_shares(job: Job, result: Replay, path: list[Segment]) -> dict[tuple[i
     for s in path:
         name_segment(out, s.rank, job.graph, result, s.node, s.ns, s.end, job.buckets.get(s.rank) or {})
     return out
+
+
+def read_directory(directory) -> list[RankGraph]:
+    """Every rank trace of a job directory, read one engine at a time (each closed before the next opens),
+    with its ledger buckets; the rank from the trace's distributedInfo, else its file name, else its order."""
+    from kineto_sql import open_trace
+    from kineto_sql.fleet.run import rank_sources
+
+    ranks = []
+    for i, (path, named) in enumerate(rank_sources(directory)):
+        tp = open_trace(path)
+        try:
+            rank = tp.rank if tp.rank is not None else (named if named is not None else i)
+            ranks.append(read_rank(tp, rank, buckets=True))
+        finally:
+            tp.close()
+    return sorted(ranks, key=lambda r: r.rank)
+
+
+def path_rows(job: Job, result: Replay) -> list[dict]:
+    """Per steady step, the job's critical path by (rank, ledger bucket): ms and share of the step, largest
+    first."""
+    rows = []
+    for step in job.steady_steps():
+        path = critical_path(job, result, step)
+        width = sum(s.ns for s in path)
+        if not width:
+            continue
+        named = bucket_shares(job, result, path)
+        for (rank, bucket), ns in sorted(named.items(), key=lambda x: (-x[1], x[0])):
+            rows.append({"step": step, "rank": rank, "bucket": bucket, "ms": round(ns / 1e6, 3),
+                         "pct": round(100.0 * ns / width, 1)})
+    return rows
