@@ -1,4 +1,4 @@
--- version: 4
+-- version: 5
 
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
@@ -450,23 +450,31 @@ WITH
     WHERE
       rn IN ((cnt + 1) / 2, (cnt + 2) / 2)
   ),
+  long_calls AS MATERIALIZED (
+    SELECT c.id, c.window_id, c.ts, c.end_ts
+    FROM launch_calls AS c
+    WHERE
+      c.dur - (SELECT dur FROM typical) > _kineto_dep_graph_slack_ns()
+  ),
+  -- the device of each long call's launched activity, looked up for the long calls only (a join of every
+  -- launch edge with the device activities grew faster than the capture)
   call_device AS (
-    SELECT e.src AS id, max(d.device) AS device
+    SELECT e.src AS id, max(coalesce(d.device, -1)) AS device
     FROM _kineto_dep_graph_recorded_edges AS e
-    JOIN _kineto_dep_graph_device_ends AS d
+    JOIN kineto_dep_graph_nodes AS d
       ON d.id = e.dst
     WHERE
       e.kind = 'launch'
+      AND e.src IN (SELECT id FROM long_calls)
     GROUP BY e.src
   ),
   blocked AS (
     SELECT c.id, c.window_id, c.ts, c.end_ts, cd.device
-    FROM launch_calls AS c
+    FROM long_calls AS c
     JOIN call_device AS cd
       USING (id)
     WHERE
-      c.dur - (SELECT dur FROM typical) > _kineto_dep_graph_slack_ns()
-      AND cd.device >= 0
+      cd.device >= 0
   ),
   held AS (
     SELECT d.id, d.window_id, d.device, d.stream, d.ts, d.launched_at
