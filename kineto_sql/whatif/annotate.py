@@ -2,17 +2,20 @@
 one replay per finding (plus one for the top findings together) per trace."""
 from __future__ import annotations
 
+import weakref
 from dataclasses import replace
 
 from kineto_sql.errors import KinetoSqlError
-from kineto_sql.run.runner import run_query
+from kineto_sql.whatif.buckets import name_segment, node_pieces
 from kineto_sql.whatif.edits import EDITS
 from kineto_sql.whatif.graph import load_graph
 from kineto_sql.whatif.predict import UPPER_BOUND, Prediction, predict, steady_windows
+from kineto_sql.whatif.replay import replay
 
 # how many of the top findings are replayed together ("what fixing the top 3 buys")
 TOGETHER = 3
-CRITICAL_PATH = "reading.critical_path"
+# the graph annotate loaded, per engine, for the critical path line that follows it
+_GRAPHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def annotate(tp, findings, has_device: bool) -> tuple[list, dict | None]:
@@ -35,6 +38,7 @@ def annotate(tp, findings, has_device: bool) -> tuple[list, dict | None]:
         graph = load_graph(tp)
     except KinetoSqlError:
         return list(findings), None
+    _GRAPHS[tp] = graph
     steady = max(len(steady_windows(graph)), 1)
     every = max(int(graph.is_end.sum()), 1)
     out = []
@@ -93,18 +97,26 @@ def sentence(p: dict | None) -> str | None:
 
 def critical_path_shares(tp) -> tuple[dict, ...]:
     """The ledger buckets on the critical path of the steady windows (every window when all are cold):
-    ({bucket, dur_ns, pct}, ...), largest first; () where no window has a path."""
+    ({bucket, dur_ns, pct}, ...), largest first; () where no window has a path. The path is the replay's
+    (Replay.segments, the walk reading.critical_path makes over the same edges), named with the buckets
+    of reading.critical_path (kineto_sql.whatif.buckets): the reading's SQL walk and its own host-state
+    cut of every segment cost diagnose about as much again as the graph."""
     try:
-        rows = run_query(tp, CRITICAL_PATH).rows.records()
+        graph = _GRAPHS.get(tp) or load_graph(tp)
+        pieces = node_pieces(tp)
     except KinetoSqlError:
         return ()
-    steady = [r for r in rows if not r["is_cold"]] or rows
-    widths = {r["window_id"]: r["window_dur"] for r in steady}
-    total = sum(widths.values())
+    result = replay(graph)
+    paths = {w: result.segments(graph, w) for w in graph.windows}
+    paths = {w: p for w, p in paths.items() if p}
+    steady = [w for w in paths if not graph.windows[w][3]] or list(paths)
+    total = sum(graph.windows[w][1] for w in steady)
     if not total:
         return ()
-    per_bucket: dict[str, int] = {}
-    for r in steady:
-        per_bucket[r["bucket"]] = per_bucket.get(r["bucket"], 0) + int(r["dur"])
+    named: dict = {}
+    for w in steady:
+        for k, ns, end in paths[w]:
+            name_segment(named, None, graph, result, k, ns, end, pieces)
+    per_bucket = {bucket: ns for (_, bucket), ns in named.items()}
     return tuple({"bucket": b, "dur_ns": d, "pct": round(100.0 * d / total, 1)}
                  for b, d in sorted(per_bucket.items(), key=lambda x: (-x[1], x[0])))

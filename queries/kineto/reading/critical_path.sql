@@ -1,5 +1,5 @@
 -- id: reading.critical_path
--- version: 4
+-- version: 7
 -- kind: reading
 -- title: Critical path: the chain of host work, launches, device work and waits that sets each window's width
 -- references: the reading order's question "what does the step wait on", over the dependency graph of
@@ -19,6 +19,7 @@
 -- sync, idle.host_compute in other host work...; host.* on a capture without device activity).
 
 INCLUDE PERFETTO MODULE kineto.lib.dep_graph_edges;
+INCLUDE PERFETTO MODULE kineto.lib.dep_graph_buckets;
 INCLUDE PERFETTO MODULE kineto.lib.ledger_host_states;
 INCLUDE PERFETTO MODULE kineto.lib.kernel_class_buckets;
 INCLUDE PERFETTO MODULE intervals.intersect;
@@ -45,8 +46,9 @@ WITH
       e.constrains,
       n.ts + n.dur AS src_end,
       n.ts + n.dur + e.gap AS held_to,
-      -- at a tie the device queue is the reason before the launch
-      CASE e.kind WHEN 'stream' THEN 0 WHEN 'wait' THEN 1 WHEN 'thread' THEN 2 ELSE 3 END AS pri
+      -- at a tie the device queue, then another stream's work it waited for (an inferred event edge), is the
+      -- reason before the launch
+      CASE e.kind WHEN 'stream' THEN 0 WHEN 'event' THEN 1 WHEN 'wait' THEN 2 WHEN 'thread' THEN 3 ELSE 4 END AS pri
     FROM kineto_dep_graph_edges AS e
     JOIN kineto_dep_graph_nodes AS n
       ON n.id = e.src
@@ -180,13 +182,6 @@ WITH RECURSIVE
       min(entry_ts, end_ts) - max(from_ts, window_ts) AS dur,
       'gap' AS part
     FROM on_path
-  ),
-  window_lanes AS (
-    SELECT it.id AS window_id, coalesce(min(l.lane), (SELECT min(lane) FROM _kineto_ledger_lanes)) AS lane
-    FROM kineto_iterations AS it
-    LEFT JOIN _kineto_ledger_lanes AS l
-      USING (upid)
-    GROUP BY it.id
   )
 SELECT
   row_number() OVER (ORDER BY p.window_id, p.ts, p.id, p.part) AS part_id,
@@ -199,7 +194,7 @@ SELECT
   p.part,
   wl.lane
 FROM parts AS p
-JOIN window_lanes AS wl
+JOIN _kineto_dep_graph_window_lanes AS wl
   USING (window_id)
 WHERE
   p.dur > 0;
