@@ -1,4 +1,4 @@
--- version: 5
+-- version: 6
 
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
@@ -517,7 +517,9 @@ WITH
     UNION ALL
     SELECT 3
   ),
-  candidates AS (
+  -- materialized: read by both kinds below, each joined to its waiters (inlined, the planner evaluated it
+  -- again for every waiter: 24 s on hta_df_index_resolver's 975 held activities)
+  candidates AS MATERIALIZED (
     SELECT le.id AS dst, le.kind, c.id AS src, c.rank, c.ts AS src_ts, c.end_ts AS src_end, c.stream AS src_stream,
       c.launched_at AS src_launched, c.device AS src_device, le.device
     FROM last_ended AS le
