@@ -1,4 +1,4 @@
--- version: 2
+-- version: 1
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
@@ -90,9 +90,7 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_dep_graph_calls(
   blocks_host BOOL
 ) AS
 WITH
-  -- materialized: the window lookup reads it and the join below looks each call up in it (inlined, the
-  -- filter on launched work ran again inside both)
-  calls AS MATERIALIZED (
+  calls AS (
     SELECT r.id, r.ts, r.dur, r.utid, r.upid, r.correlation, r.class, r.blocks_host
     FROM kineto_runtime_calls AS r
     WHERE
@@ -113,8 +111,7 @@ FROM kineto_window_of!(calls) AS w
 JOIN calls AS c
   USING (id)
 JOIN _kineto_dep_graph_threads AS th
-  ON th.utid = c.utid
-ORDER BY c.id;
+  ON th.utid = c.utid;
 
 -- The graph joins calls by correlation (their device work) and by id: index both.
 CREATE OR REPLACE PERFETTO INDEX _kineto_dep_graph_calls_correlation ON _kineto_dep_graph_calls(correlation);
