@@ -180,12 +180,67 @@ def test_ranks_command_prints_the_job_critical_path(tmp_path):
 
     from kineto_sql.cli.main import cli
 
-    for rank, gemm in enumerate((200, 600)):
-        rank_before_all_reduce(gemm).write(tmp_path, f"rank{rank}.json.gz")
-    result = CliRunner().invoke(cli, ["ranks", str(tmp_path), "--critical-path", "--format", "json"])
+    result = CliRunner().invoke(cli, ["ranks", str(_two_builder_ranks(tmp_path)), "--critical-path", "--format", "json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)["result"]["critical_path"]
-    assert [(r["rank"], r["bucket"], r["ms"], r["pct"]) for r in rows] == [
-        (1, "busy.gemm", 0.6, 75.0), (0, "busy.comm_exposed", 0.1, 12.5), (0, "idle.host_compute", 0.07, 8.8),
-        (1, "idle.launch", 0.02, 2.5), (0, "idle.sync", 0.01, 1.2)]
+    assert [(r["rank"], r["bucket"], r["ms"], r["pct"]) for r in rows] == JOB_PATH_ROWS
     assert {r["step"] for r in rows} == {1}
+
+
+def _two_builder_ranks(tmp_path):
+    for rank, gemm in enumerate((200, 600)):
+        rank_before_all_reduce(gemm).write(tmp_path, f"rank{rank}.json.gz")
+    return tmp_path
+
+
+JOB_PATH_ROWS = [  # the two builder ranks' step 1 (800 us): rank, ledger bucket, ms, % of the step
+    (1, "busy.gemm", 0.6, 75.0), (0, "busy.comm_exposed", 0.1, 12.5), (0, "idle.host_compute", 0.07, 8.8),
+    (1, "idle.launch", 0.02, 2.5), (0, "idle.sync", 0.01, 1.2)]
+
+
+def test_the_rank_task_reads_the_graph_diagnose_read(tmp_path, monkeypatch):
+    # the `graph` part on the load that served the diagnosis: one graph load for both (the predictions, the
+    # critical path line and the job's graph), and what the cross-rank join needs (the call, the buckets)
+    from kineto_sql.fleet.task import GRAPH, rank_task
+    from kineto_sql.whatif import graph as graph_module
+
+    _two_builder_ranks(tmp_path)
+    loads = []
+    real = graph_module.load_graph
+    monkeypatch.setattr(graph_module, "load_graph", lambda tp: loads.append(tp) or real(tp))
+    out = rank_task(str(tmp_path / "rank1.json.gz"), 1, ("diagnose", GRAPH), keep_diagnosis=True)
+    assert len(loads) == 1
+    assert out.diagnosis.critical_path and out.graph.rank == 1
+    assert len(out.graph.calls) == 1
+    assert out.graph.buckets and out.graph.rebased_ns == 0
+    assert "graph" not in out.tables  # in memory only: never a table of a dataset
+
+
+def test_the_multi_rank_diagnosis_shows_the_job_critical_path(tmp_path):
+    # diagnose RANK_DIR: the job's path per steady step by rank and ledger bucket, from the fleet's per-rank
+    # tasks and clock offsets, in JSON (schema-valid), text and Markdown; the same rows as `ranks --critical-path`
+    import importlib.resources
+    import json
+
+    import jsonschema
+
+    from kineto_sql.diagnose.render_text import render_markdown, render_text
+    from kineto_sql.fleet.run import diagnose_directory
+
+    d = diagnose_directory(_two_builder_ranks(tmp_path))
+    assert [(r["rank"], r["bucket"], r["ms"], r["pct"]) for r in d.job_critical_path] == JOB_PATH_ROWS
+    assert {r["step"] for r in d.job_critical_path} == {1}
+    doc = d.to_json()
+    schema = json.loads(importlib.resources.files("kineto_sql").joinpath("diagnose/schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    assert doc["job_critical_path"] == list(d.job_critical_path)
+    line = ("step 1, 800 us: rank 1 78% (busy.gemm 75%, idle.launch 2%), "
+            "rank 0 23% (busy.comm_exposed 12%, idle.host_compute 9%, idle.sync 1%)")
+    text = render_text(d)
+    assert f"job critical path across ranks (steady steps; each rank's dependency graph joined at its collectives): " \
+           f"the rank and ledger bucket that hold each step:\n  {line}\n" in text
+    assert f"- {line}" in render_markdown(d)
+    # one trace: no job path, no key
+    from kineto_sql.diagnose.model import Diagnosis
+
+    assert "job_critical_path" not in Diagnosis("t", ()).to_json()

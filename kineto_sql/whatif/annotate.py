@@ -2,20 +2,17 @@
 one replay per finding (plus one for the top findings together) per trace."""
 from __future__ import annotations
 
-import weakref
 from dataclasses import replace
 
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.whatif.buckets import name_segment, node_pieces
 from kineto_sql.whatif.edits import EDITS
-from kineto_sql.whatif.graph import load_graph
+from kineto_sql.whatif.graph import graph_of
 from kineto_sql.whatif.predict import UPPER_BOUND, Prediction, predict, steady_windows
 from kineto_sql.whatif.replay import replay
 
 # how many of the top findings are replayed together ("what fixing the top 3 buys")
 TOGETHER = 3
-# the graph annotate loaded, per engine, for the critical path line that follows it
-_GRAPHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def annotate(tp, findings, has_device: bool) -> tuple[list, dict | None]:
@@ -35,10 +32,9 @@ def annotate(tp, findings, has_device: bool) -> tuple[list, dict | None]:
     upper bound), so it is not adopted; the top findings replayed together carry that answer. On a CPU
     capture a host read saves nothing by construction."""
     try:
-        graph = load_graph(tp)
+        graph = graph_of(tp)
     except KinetoSqlError:
         return list(findings), None
-    _GRAPHS[tp] = graph
     steady = max(len(steady_windows(graph)), 1)
     every = max(int(graph.is_end.sum()), 1)
     out = []
@@ -102,7 +98,7 @@ def critical_path_shares(tp) -> tuple[dict, ...]:
     of reading.critical_path (kineto_sql.whatif.buckets): the reading's SQL walk and its own host-state
     cut of every segment cost diagnose about as much again as the graph."""
     try:
-        graph = _GRAPHS.get(tp) or load_graph(tp)
+        graph = graph_of(tp)
         pieces = node_pieces(tp)
     except KinetoSqlError:
         return ()

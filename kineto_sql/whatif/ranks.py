@@ -16,7 +16,7 @@ import numpy as np
 
 from kineto_sql.run.runner import run_query
 from kineto_sql.whatif.buckets import name_segment, node_pieces
-from kineto_sql.whatif.graph import NONE, Graph, load_graph
+from kineto_sql.whatif.graph import NONE, Graph, graph_of
 from kineto_sql.whatif.replay import Replay
 
 CALLS = "reading.collective_calls"
@@ -33,22 +33,27 @@ SLACK_NS = 20_000
 @dataclass(frozen=True)
 class RankGraph:
     """One rank's graph and its collective calls: ((step, pg, collective, seq), start, end) on its clock;
-    with `buckets`, the ledger bucket pieces of its nodes' time (kineto_sql.whatif.buckets.node_pieces)."""
+    with `buckets`, the ledger bucket pieces of its nodes' time (kineto_sql.whatif.buckets.node_pieces);
+    `rebased_ns`, what the loader took off the trace's timestamps (its report's ts_offset_ns: the fleet's
+    clock offsets are on the trace's own clock)."""
 
     rank: int
     graph: Graph
     calls: tuple
     buckets: dict | None = None
+    rebased_ns: int = 0
 
 
 def read_rank(tp, rank: int, buckets: bool = False) -> RankGraph:
     """A loaded rank trace's graph and collective calls (device calls only: a call with no kernel, gloo's,
-    has no node to join), and with `buckets` the ledger bucket of each node's time."""
-    graph = load_graph(tp)
+    has no node to join), and with `buckets` the ledger bucket of each node's time. A trace diagnose read
+    gives the graph and pieces it already holds (kineto_sql.whatif.graph.graph_of)."""
+    graph = graph_of(tp)
     calls = tuple(((r["step"], r["pg"], r["collective"], int(r["seq"])), int(r["ts"]), int(r["ts"]) + int(r["dur"]))
                   for r in run_query(tp, CALLS).rows.records() if r["source"] == "kernel")
     pieces = node_pieces(tp) if buckets else None
-    return RankGraph(rank, graph, calls, pieces)
+    report = getattr(tp, "report", None)
+    return RankGraph(rank, graph, calls, pieces, int(getattr(report, "ts_offset_ns", 0) or 0))
 
 
 @dataclass(frozen=True)
@@ -89,9 +94,10 @@ def clock_offsets(ranks: list[RankGraph]) -> dict[int, int]:
     return out
 
 
-def join(ranks: list[RankGraph]) -> Job:
-    """The ranks' graphs as one job graph, joined at the calls two ranks or more made."""
-    offsets = clock_offsets(ranks)
+def join(ranks: list[RankGraph], offsets: dict[int, int] | None = None) -> Job:
+    """The ranks' graphs as one job graph, joined at the calls two ranks or more made; `offsets` (rank -> ns
+    taken off its graph's clock, e.g. the fleet's, kineto_sql.fleet.job_path) or clock_offsets'."""
+    offsets = clock_offsets(ranks) if offsets is None else {r.rank: int(offsets.get(r.rank, 0)) for r in ranks}
     parts = [_moved(r.graph, pos, offsets[r.rank]) for pos, r in enumerate(ranks)]
     base = np.cumsum([0] + [g.n for g in parts])
     g = _concat(parts, base)
@@ -243,23 +249,6 @@ def bucket_shares(job: Job, result: Replay, path: list[Segment]) -> dict[tuple[i
     for s in path:
         name_segment(out, s.rank, job.graph, result, s.node, s.ns, s.end, job.buckets.get(s.rank) or {})
     return out
-
-
-def read_directory(directory) -> list[RankGraph]:
-    """Every rank trace of a job directory, read one engine at a time (each closed before the next opens),
-    with its ledger buckets; the rank from the trace's distributedInfo, else its file name, else its order."""
-    from kineto_sql import open_trace
-    from kineto_sql.fleet.run import rank_sources
-
-    ranks = []
-    for i, (path, named) in enumerate(rank_sources(directory)):
-        tp = open_trace(path)
-        try:
-            rank = tp.rank if tp.rank is not None else (named if named is not None else i)
-            ranks.append(read_rank(tp, rank, buckets=True))
-        finally:
-            tp.close()
-    return sorted(ranks, key=lambda r: r.rank)
 
 
 def path_rows(job: Job, result: Replay) -> list[dict]:
