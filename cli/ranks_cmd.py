@@ -76,7 +76,7 @@ def command(directory: Path, fmt: str, jobs: int | None, hta_compat: bool, thres
                         on_done=done, threshold_pct=threshold_pct, hta_compat=hta_compat, per_rank_tables=True)
     report, failures = run.report, run.failures
     verdict = report.verdict
-    path = job_critical_path(run.graphs, report.clock) if critical_path else None
+    path = job_critical_path(run.graphs, report.clock)[0] if critical_path else None
     code, reason = (1, rank_failures(f.sentence() for f in failures)) if failures else (0, None)
     if fmt == "json":
         emit_result({

@@ -179,8 +179,8 @@ def _diagnose_ranks(target: Path, engine, progress, jobs: int, executor=None):
     run = run_fleet(target, parts=("hta", "collectives", "diagnose", GRAPH), executor=executor or LocalExecutor(jobs),
                     engine=engine, keep_diagnosis=True, on_done=done)
     summary = summary_dict(run.report)
-    path = job_critical_path(run.graphs, run.report.clock)
-    return [agree_with_ranks(t, summary) for t in run.diagnoses], summary, run.failures, path
+    path, traces = job_critical_path(run.graphs, run.report.clock, run.diagnoses)
+    return [agree_with_ranks(t, summary) for t in traces], summary, run.failures, path
 
 
 STRAGGLER = "catalog.straggler_rank"

@@ -10,14 +10,15 @@ collectives: shortening the compute of a rank that waits saves nothing, shorteni
 arrive saves up to what the others waited."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from kineto_sql.run.runner import run_query
 from kineto_sql.whatif.buckets import name_segment, node_pieces
+from kineto_sql.whatif.edits import EDITS, combine
 from kineto_sql.whatif.graph import NONE, Graph, graph_of
-from kineto_sql.whatif.replay import Replay
+from kineto_sql.whatif.replay import Replay, replay
 
 CALLS = "reading.collective_calls"
 # the joined graph's window ids: rank position * STRIDE + the rank's own window id; stream keys and host
@@ -265,3 +266,47 @@ def path_rows(job: Job, result: Replay) -> list[dict]:
             rows.append({"step": step, "rank": rank, "bucket": bucket, "ms": round(ns / 1e6, 3),
                          "pct": round(100.0 * ns / width, 1)})
     return rows
+
+
+def job_prediction(ranks: list[RankGraph], offsets: dict[int, int], rank: int, rules, base: Job) -> dict | None:
+    """What the fixes of `rules` on one rank buy the job: that rank's graph edited (kineto_sql.whatif.edits,
+    cautious and full), the ranks joined again (on `offsets`, as `base`, their unedited join) and replayed,
+    the job's median steady step against base's measured one. A rank that waits at the collectives for
+    another saves the job nothing; the last to arrive saves up to what the others waited. None where no
+    edit is defined or it has nothing to act on in that rank's graph."""
+    rules = tuple(rules)
+    measured = base.median_step()
+    if not measured or any(r not in EDITS for r in rules):
+        return None
+    mine = next(r for r in ranks if r.rank == rank)
+    edited = []
+    for low in (True, False):
+        graph, touched = combine(rules, mine.graph, low)
+        if not touched:
+            return None
+        edited.append(graph)
+    steps = []
+    for graph in edited:
+        if steps and _same_graph(graph, edited[0]):  # most fixes have one outcome: replayed once
+            steps.append(steps[0])
+            continue
+        job = join([replace(r, graph=graph) if r.rank == rank else r for r in ranks], offsets)
+        steps.append(job.median_step(replay(_edges_of(job.graph, base.graph))))
+    low, high = steps
+    return {"rank": rank, "measured_step_ns": measured, "predicted_step_ns": high, "saving_ns": measured - high,
+            "saving_pct": round(100.0 * (measured - high) / measured, 1),
+            "saving_range_ns": [max(measured - low, 0), max(measured - high, 0)]}
+
+
+def _same_graph(a: Graph, b: Graph) -> bool:
+    return all(x is y or np.array_equal(x, y) for x, y in
+               ((a.dur, b.dur), (a.ready, b.ready), (a.src, b.src), (a.dst, b.dst), (a.gap, b.gap), (a.to_end, b.to_end)))
+
+
+def _edges_of(g: Graph, base: Graph) -> Graph:
+    """g with base's edge arrays where they are equal (an edit of durations only): the replay's edge structure
+    (topological order, in-edges) is cached by those arrays, so the job's edges are sorted and walked once."""
+    if len(g.src) == len(base.src) and np.array_equal(g.src, base.src) and np.array_equal(g.dst, base.dst) \
+            and np.array_equal(g.to_end, base.to_end):
+        return g.with_(src=base.src, dst=base.dst, to_end=base.to_end)
+    return g
