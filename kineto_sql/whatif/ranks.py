@@ -197,12 +197,12 @@ def _with_arrivals(g: Graph, groups: list[list[int]]) -> Graph:
 @dataclass(frozen=True)
 class Segment:
     """A stretch of the job's critical path: the node, its rank, and the ns it holds the path (the stretch
-    ends at the node's replayed end)."""
+    ends at `end`: the node's replayed end, or where the stretch after it begins, Replay.walk)."""
 
     rank: int
     node: int        # index in the joined graph
     ns: int
-    end: int         # replayed end, on the joined clock
+    end: int         # the stretch's end, on the joined clock
 
 
 def critical_path(job: Job, result: Replay, step: int) -> list[Segment]:
@@ -217,21 +217,7 @@ def critical_path(job: Job, result: Replay, step: int) -> list[Segment]:
         return []
     slowest = max(windows, key=lambda w: widths[w])
     k = int(np.flatnonzero(g.is_end & (g.window == slowest))[0])
-    start = g.windows[slowest][0]
-    out, seen = [], set()
-    while k >= 0 and k not in seen and result.end[k] > start:
-        seen.add(k)
-        e = result.end_by[k]
-        # a blocking copy's call can return before its device copy is timed to end (a wait edge with a
-        # negative gap): the copy did not hold it, and following it would count that time twice
-        if e < 0 or result.end[g.src[e]] > result.end[k]:
-            e = result.start_by[k]
-        pred = int(g.src[e]) if e >= 0 else -1
-        begin = max(int(result.end[pred]) if pred >= 0 else start, start)
-        if result.end[k] > begin:
-            out.append(Segment(int(job.rank_of[k]), k, int(result.end[k]) - begin, int(result.end[k])))
-        k = pred
-    return out[::-1]
+    return [Segment(int(job.rank_of[n]), n, ns, end) for n, ns, end in result.walk(g, k, g.windows[slowest][0])[::-1]]
 
 
 def shares(job: Job, path: list[Segment], label=None) -> dict:
