@@ -30,8 +30,8 @@ def _progress() -> Progress:
               help="Name a straggler only when it costs the others this % of the median step or more.")
 @click.option("--critical-path", "critical_path", is_flag=True,
               help="Also the job's critical path per steady step across ranks (each rank's dependency graph "
-                   "joined at its collectives): which rank and ledger bucket hold the step. Loads every rank "
-                   "again, one at a time.")
+                   "joined at its collectives): which rank and ledger bucket hold the step. Read on the same "
+                   "load of each rank, on the fleet's clock offsets.")
 @engine_options
 @friendly_errors
 def command(directory: Path, fmt: str, jobs: int | None, hta_compat: bool, threshold_pct: float,
@@ -59,8 +59,10 @@ def command(directory: Path, fmt: str, jobs: int | None, hta_compat: bool, thres
       kineto-sql ranks ./tb_logs/ --hta-compat
     """
     from kineto_sql.fleet.executors import LocalExecutor
+    from kineto_sql.fleet.job_path import job_critical_path
     from kineto_sql.fleet.run import run_fleet
     from kineto_sql.fleet.tables import ANALYSES
+    from kineto_sql.fleet.task import GRAPH
 
     with _progress() as progress:
         task = progress.add_task("loading ranks", total=None)
@@ -69,11 +71,12 @@ def command(directory: Path, fmt: str, jobs: int | None, hta_compat: bool, thres
             progress.update(task, completed=finished, total=total)
             stage(f"ranks: {finished} of {total} loaded")
 
-        run = run_fleet(directory, ("hta", "collectives"), LocalExecutor(jobs_or_default(jobs)), engine=engine_choice(engine_kind, tp_shell),
+        parts = ("hta", "collectives") + ((GRAPH,) if critical_path else ())
+        run = run_fleet(directory, parts, LocalExecutor(jobs_or_default(jobs)), engine=engine_choice(engine_kind, tp_shell),
                         on_done=done, threshold_pct=threshold_pct, hta_compat=hta_compat, per_rank_tables=True)
     report, failures = run.report, run.failures
     verdict = report.verdict
-    path = _job_path(directory) if critical_path else None
+    path = job_critical_path(run.graphs, report.clock)[0] if critical_path else None
     code, reason = (1, rank_failures(f.sentence() for f in failures)) if failures else (0, None)
     if fmt == "json":
         emit_result({
@@ -119,15 +122,6 @@ def command(directory: Path, fmt: str, jobs: int | None, hta_compat: bool, thres
     click.echo("")
     say(verdict.narration)
     finish(code, reason)
-
-
-def _job_path(directory: Path) -> list[dict]:
-    """kineto_sql.whatif.ranks: the ranks' graphs joined at their collectives, replayed, the path per step."""
-    from kineto_sql.whatif.ranks import join, path_rows, read_directory
-    from kineto_sql.whatif.replay import replay
-
-    job = join(read_directory(directory))
-    return path_rows(job, replay(job.graph))
 
 
 def _rounded(df: pd.DataFrame) -> pd.DataFrame:

@@ -180,12 +180,133 @@ def test_ranks_command_prints_the_job_critical_path(tmp_path):
 
     from kineto_sql.cli.main import cli
 
-    for rank, gemm in enumerate((200, 600)):
-        rank_before_all_reduce(gemm).write(tmp_path, f"rank{rank}.json.gz")
-    result = CliRunner().invoke(cli, ["ranks", str(tmp_path), "--critical-path", "--format", "json"])
+    result = CliRunner().invoke(cli, ["ranks", str(_two_builder_ranks(tmp_path)), "--critical-path", "--format", "json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)["result"]["critical_path"]
-    assert [(r["rank"], r["bucket"], r["ms"], r["pct"]) for r in rows] == [
-        (1, "busy.gemm", 0.6, 75.0), (0, "busy.comm_exposed", 0.1, 12.5), (0, "idle.host_compute", 0.07, 8.8),
-        (1, "idle.launch", 0.02, 2.5), (0, "idle.sync", 0.01, 1.2)]
+    assert [(r["rank"], r["bucket"], r["ms"], r["pct"]) for r in rows] == JOB_PATH_ROWS
     assert {r["step"] for r in rows} == {1}
+
+
+def _two_builder_ranks(tmp_path):
+    for rank, gemm in enumerate((200, 600)):
+        rank_before_all_reduce(gemm).write(tmp_path, f"rank{rank}.json.gz")
+    return tmp_path
+
+
+JOB_PATH_ROWS = [  # the two builder ranks' step 1 (800 us): rank, ledger bucket, ms, % of the step
+    (1, "busy.gemm", 0.6, 75.0), (0, "busy.comm_exposed", 0.1, 12.5), (0, "idle.host_compute", 0.07, 8.8),
+    (1, "idle.launch", 0.02, 2.5), (0, "idle.sync", 0.01, 1.2)]
+
+
+def test_the_rank_task_reads_the_graph_diagnose_read(tmp_path, monkeypatch):
+    # the `graph` part on the load that served the diagnosis: one graph load for both (the predictions, the
+    # critical path line and the job's graph), and what the cross-rank join needs (the call, the buckets)
+    from kineto_sql.fleet.task import GRAPH, rank_task
+    from kineto_sql.whatif import graph as graph_module
+
+    _two_builder_ranks(tmp_path)
+    loads = []
+    real = graph_module.load_graph
+    monkeypatch.setattr(graph_module, "load_graph", lambda tp: loads.append(tp) or real(tp))
+    out = rank_task(str(tmp_path / "rank1.json.gz"), 1, ("diagnose", GRAPH), keep_diagnosis=True)
+    assert len(loads) == 1
+    assert out.diagnosis.critical_path and out.graph.rank == 1
+    assert len(out.graph.calls) == 1
+    assert out.graph.buckets and out.graph.rebased_ns == 0
+    assert "graph" not in out.tables  # in memory only: never a table of a dataset
+
+
+def test_the_multi_rank_diagnosis_shows_the_job_critical_path(tmp_path):
+    # diagnose RANK_DIR: the job's path per steady step by rank and ledger bucket, from the fleet's per-rank
+    # tasks and clock offsets, in JSON (schema-valid), text and Markdown; the same rows as `ranks --critical-path`
+    import importlib.resources
+    import json
+
+    import jsonschema
+
+    from kineto_sql.diagnose.render_text import render_markdown, render_text
+    from kineto_sql.fleet.run import diagnose_directory
+
+    d = diagnose_directory(_two_builder_ranks(tmp_path))
+    assert [(r["rank"], r["bucket"], r["ms"], r["pct"]) for r in d.job_critical_path] == JOB_PATH_ROWS
+    assert {r["step"] for r in d.job_critical_path} == {1}
+    doc = d.to_json()
+    schema = json.loads(importlib.resources.files("kineto_sql").joinpath("diagnose/schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    assert doc["job_critical_path"] == list(d.job_critical_path)
+    line = ("step 1, 800 us: rank 1 78% (busy.gemm 75%, idle.launch 2%), "
+            "rank 0 23% (busy.comm_exposed 12%, idle.host_compute 9%, idle.sync 1%)")
+    text = render_text(d)
+    assert f"job critical path across ranks (steady steps; each rank's dependency graph joined at its collectives): " \
+           f"the rank and ledger bucket that hold each step:\n  {line}\n" in text
+    assert f"- {line}" in render_markdown(d)
+    # one trace: no job path, no key
+    from kineto_sql.diagnose.model import Diagnosis
+
+    assert "job_critical_path" not in Diagnosis("t", ()).to_json()
+
+
+DATALOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
+
+
+def rank_after_dataloader(wait_us: int) -> KinetoTrace:
+    """One step of 1000 us: a DataLoader wait of `wait_us` from 0, then rank_before_all_reduce's work from
+    there (a 200 us gemm, an all-reduce behind it that ends at 720 us on every rank, the host waiting for it
+    at a stream sync), host work to the step's end."""
+    t = wait_us
+    return KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp(DATALOADER, ts_us=0, dur_us=wait_us, cat="user_annotation"),
+        CpuOp("aten::mm", ts_us=t, dur_us=15),
+        Launch(1, ts_us=t + 5, dur_us=5),
+        Kernel(1, ts_us=t + 20, dur_us=200, name="volta_sgemm_128x64_nn"),
+        Launch(2, ts_us=t + 30, dur_us=5),
+        Kernel(2, ts_us=t + 220, dur_us=720 - t - 220, name=ALL_REDUCE),
+        Launch(3, ts_us=t + 40, dur_us=730 - t - 40, name="cudaStreamSynchronize"),
+        CpuOp("aten::add", ts_us=730, dur_us=270),
+    ])
+
+
+def test_a_fix_on_a_waiting_rank_buys_the_job_nothing_and_on_the_last_rank_the_others_wait(load_trace):
+    # rank 0 waits 100 us for its batch, rank 1 400 us: rank 1 reaches the all-reduce 300 us after rank 0.
+    # Removing rank 0's wait: rank 0 arrives earlier and waits longer; the job's step stays 1000 us. Removing
+    # rank 1's: it arrives 100 us before rank 0, so the job saves rank 0's 300 us wait, not its own 400 us.
+    # One window: the cautious edit (the shortest wait any window shows) keeps the wait, saving 0.
+    from kineto_sql.whatif.ranks import job_prediction
+
+    ranks = [read_rank(load_trace(rank_after_dataloader(wait)), rank) for rank, wait in enumerate((100, 400))]
+    offsets = {0: 0, 1: 0}
+    job = join(ranks, offsets)
+    assert job.joined == 1 and job.median_step() == job.median_step(replay(job.graph)) == 1000 * US
+    on_waiting = job_prediction(ranks, offsets, 0, ["catalog.input_bound"], job)
+    on_last = job_prediction(ranks, offsets, 1, ["catalog.input_bound"], job)
+    assert on_waiting == {"rank": 0, "measured_step_ns": 1000 * US, "predicted_step_ns": 1000 * US, "saving_ns": 0,
+                          "saving_pct": 0.0, "saving_range_ns": [0, 0]}
+    assert on_last == {"rank": 1, "measured_step_ns": 1000 * US, "predicted_step_ns": 700 * US,
+                       "saving_ns": 300 * US, "saving_pct": 30.0, "saving_range_ns": [0, 300 * US]}
+    # no edit for the rule, or nothing for it to act on: no job prediction
+    assert job_prediction(ranks, offsets, 0, ["catalog.host_compute_gaps"], job) is None
+    assert job_prediction(ranks, offsets, 0, ["catalog.gc_gil_stall"], job) is None
+
+
+def test_the_multi_rank_diagnosis_says_what_each_ranks_fix_buys_the_job(tmp_path):
+    # the same two ranks through diagnose RANK_DIR: the DataLoader finding (no worker processes here, the same
+    # edit as input_bound's) says in its "fixing this" line on each rank its own step (-100 us on rank 0, -400 us
+    # on rank 1) and the job's
+    from kineto_sql.diagnose.narrate import block
+    from kineto_sql.fleet.run import diagnose_directory
+
+    for rank, wait in enumerate((100, 400)):
+        rank_after_dataloader(wait).write(tmp_path, f"rank{rank}.json.gz")
+    d = diagnose_directory(tmp_path)
+    said = {}
+    for t in d.traces:
+        for f in t.findings:
+            if f.query_id == "catalog.dataloader_workers_missing":
+                assert f.saving_ns == (100 if t.rank == 0 else 400) * US
+                said[t.rank] = (f.prediction["job"], dict(block(f).lines)["fixing this"])
+    assert said[1][0]["saving_ns"] == 300 * US and said[1][1].endswith(
+        "; across ranks the job's step 1.0 -> 0.7 ms (-30.0%, range 0.0-0.3 ms)")
+    assert said[0][0]["saving_ns"] == 0 and said[0][1].endswith(
+        "; across ranks the job's step stays 1.0 ms: this rank would wait at the collectives for another rank "
+        "instead")

@@ -250,6 +250,9 @@ class Diagnosis:
     elapsed_s: float = 0.0
     # Rank files of a directory that could not be loaded, one sentence each (the others are diagnosed).
     failed_ranks: tuple[str, ...] = ()
+    # A directory's job critical path across ranks (kineto_sql.whatif.ranks.path_rows): per steady step,
+    # {step, rank, bucket, ms, pct} rows, largest first; () for one trace or where no two ranks have a graph.
+    job_critical_path: tuple[dict, ...] = ()
 
     @property
     def names_straggler(self) -> bool:
@@ -279,4 +282,5 @@ class Diagnosis:
             "ranks_summary": self.ranks_summary,
             "elapsed_s": round(self.elapsed_s, 3),
             "failed_ranks": list(self.failed_ranks),
+            **({"job_critical_path": list(self.job_critical_path)} if self.job_critical_path else {}),
         }

@@ -2,20 +2,17 @@
 one replay per finding (plus one for the top findings together) per trace."""
 from __future__ import annotations
 
-import weakref
 from dataclasses import replace
 
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.whatif.buckets import name_segment, node_pieces
 from kineto_sql.whatif.edits import EDITS
-from kineto_sql.whatif.graph import load_graph
+from kineto_sql.whatif.graph import graph_of
 from kineto_sql.whatif.predict import UPPER_BOUND, Prediction, predict, steady_windows
 from kineto_sql.whatif.replay import replay
 
 # how many of the top findings are replayed together ("what fixing the top 3 buys")
 TOGETHER = 3
-# the graph annotate loaded, per engine, for the critical path line that follows it
-_GRAPHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def annotate(tp, findings, has_device: bool) -> tuple[list, dict | None]:
@@ -35,10 +32,9 @@ def annotate(tp, findings, has_device: bool) -> tuple[list, dict | None]:
     upper bound), so it is not adopted; the top findings replayed together carry that answer. On a CPU
     capture a host read saves nothing by construction."""
     try:
-        graph = load_graph(tp)
+        graph = graph_of(tp)
     except KinetoSqlError:
         return list(findings), None
-    _GRAPHS[tp] = graph
     steady = max(len(steady_windows(graph)), 1)
     every = max(int(graph.is_end.sum()), 1)
     out = []
@@ -92,7 +88,23 @@ def sentence(p: dict | None) -> str | None:
         return (f"fixing this: step {before:.1f} -> at best {after:.1f} ms (-{pct:.1f}%, an upper bound: "
                 f"{p['reason']})")
     spread = f", range {low:.1f}-{high:.1f} ms" if abs(high - low) >= 0.05 else ""
-    return f"fixing this: step {before:.1f} -> {after:.1f} ms (-{pct:.1f}%{spread}; {p['change']})"
+    return (f"fixing this: step {before:.1f} -> {after:.1f} ms (-{pct:.1f}%{spread}; {p['change']})"
+            + job_clause(p.get("job"), p.get("saving_ns") or 0))
+
+
+def job_clause(job: dict | None, own_saving_ns: int) -> str:
+    """In a rank directory, what the fix on this rank buys the job (kineto_sql.whatif.ranks.job_prediction):
+    '; across ranks the job's step 19.9 -> 19.3 ms (-3.0%)', or that it stays (where the rank's own step
+    would shrink: it waits at the collectives for another rank either way)."""
+    if not job or not job.get("measured_step_ns"):
+        return ""
+    before, after = job["measured_step_ns"] / 1e6, job["predicted_step_ns"] / 1e6
+    if job["saving_ns"] <= 0 or job["saving_pct"] < 0.05:
+        why = ": this rank would wait at the collectives for another rank instead" if own_saving_ns > 0 else ""
+        return f"; across ranks the job's step stays {before:.1f} ms{why}"
+    low, high = (x / 1e6 for x in job["saving_range_ns"])
+    spread = f", range {low:.1f}-{high:.1f} ms" if abs(high - low) >= 0.05 else ""
+    return f"; across ranks the job's step {before:.1f} -> {after:.1f} ms (-{job['saving_pct']:.1f}%{spread})"
 
 
 def critical_path_shares(tp) -> tuple[dict, ...]:
@@ -102,7 +114,7 @@ def critical_path_shares(tp) -> tuple[dict, ...]:
     of reading.critical_path (kineto_sql.whatif.buckets): the reading's SQL walk and its own host-state
     cut of every segment cost diagnose about as much again as the graph."""
     try:
-        graph = _GRAPHS.get(tp) or load_graph(tp)
+        graph = graph_of(tp)
         pieces = node_pieces(tp)
     except KinetoSqlError:
         return ()

@@ -10,14 +10,15 @@ collectives: shortening the compute of a rank that waits saves nothing, shorteni
 arrive saves up to what the others waited."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from kineto_sql.run.runner import run_query
 from kineto_sql.whatif.buckets import name_segment, node_pieces
-from kineto_sql.whatif.graph import NONE, Graph, load_graph
-from kineto_sql.whatif.replay import Replay
+from kineto_sql.whatif.edits import EDITS, combine
+from kineto_sql.whatif.graph import NONE, Graph, graph_of
+from kineto_sql.whatif.replay import Replay, replay
 
 CALLS = "reading.collective_calls"
 # the joined graph's window ids: rank position * STRIDE + the rank's own window id; stream keys and host
@@ -33,22 +34,27 @@ SLACK_NS = 20_000
 @dataclass(frozen=True)
 class RankGraph:
     """One rank's graph and its collective calls: ((step, pg, collective, seq), start, end) on its clock;
-    with `buckets`, the ledger bucket pieces of its nodes' time (kineto_sql.whatif.buckets.node_pieces)."""
+    with `buckets`, the ledger bucket pieces of its nodes' time (kineto_sql.whatif.buckets.node_pieces);
+    `rebased_ns`, what the loader took off the trace's timestamps (its report's ts_offset_ns: the fleet's
+    clock offsets are on the trace's own clock)."""
 
     rank: int
     graph: Graph
     calls: tuple
     buckets: dict | None = None
+    rebased_ns: int = 0
 
 
 def read_rank(tp, rank: int, buckets: bool = False) -> RankGraph:
     """A loaded rank trace's graph and collective calls (device calls only: a call with no kernel, gloo's,
-    has no node to join), and with `buckets` the ledger bucket of each node's time."""
-    graph = load_graph(tp)
+    has no node to join), and with `buckets` the ledger bucket of each node's time. A trace diagnose read
+    gives the graph and pieces it already holds (kineto_sql.whatif.graph.graph_of)."""
+    graph = graph_of(tp)
     calls = tuple(((r["step"], r["pg"], r["collective"], int(r["seq"])), int(r["ts"]), int(r["ts"]) + int(r["dur"]))
                   for r in run_query(tp, CALLS).rows.records() if r["source"] == "kernel")
     pieces = node_pieces(tp) if buckets else None
-    return RankGraph(rank, graph, calls, pieces)
+    report = getattr(tp, "report", None)
+    return RankGraph(rank, graph, calls, pieces, int(getattr(report, "ts_offset_ns", 0) or 0))
 
 
 @dataclass(frozen=True)
@@ -89,9 +95,10 @@ def clock_offsets(ranks: list[RankGraph]) -> dict[int, int]:
     return out
 
 
-def join(ranks: list[RankGraph]) -> Job:
-    """The ranks' graphs as one job graph, joined at the calls two ranks or more made."""
-    offsets = clock_offsets(ranks)
+def join(ranks: list[RankGraph], offsets: dict[int, int] | None = None) -> Job:
+    """The ranks' graphs as one job graph, joined at the calls two ranks or more made; `offsets` (rank -> ns
+    taken off its graph's clock, e.g. the fleet's, kineto_sql.fleet.job_path) or clock_offsets'."""
+    offsets = clock_offsets(ranks) if offsets is None else {r.rank: int(offsets.get(r.rank, 0)) for r in ranks}
     parts = [_moved(r.graph, pos, offsets[r.rank]) for pos, r in enumerate(ranks)]
     base = np.cumsum([0] + [g.n for g in parts])
     g = _concat(parts, base)
@@ -190,12 +197,12 @@ def _with_arrivals(g: Graph, groups: list[list[int]]) -> Graph:
 @dataclass(frozen=True)
 class Segment:
     """A stretch of the job's critical path: the node, its rank, and the ns it holds the path (the stretch
-    ends at the node's replayed end)."""
+    ends at `end`: the node's replayed end, or where the stretch after it begins, Replay.walk)."""
 
     rank: int
     node: int        # index in the joined graph
     ns: int
-    end: int         # replayed end, on the joined clock
+    end: int         # the stretch's end, on the joined clock
 
 
 def critical_path(job: Job, result: Replay, step: int) -> list[Segment]:
@@ -210,21 +217,7 @@ def critical_path(job: Job, result: Replay, step: int) -> list[Segment]:
         return []
     slowest = max(windows, key=lambda w: widths[w])
     k = int(np.flatnonzero(g.is_end & (g.window == slowest))[0])
-    start = g.windows[slowest][0]
-    out, seen = [], set()
-    while k >= 0 and k not in seen and result.end[k] > start:
-        seen.add(k)
-        e = result.end_by[k]
-        # a blocking copy's call can return before its device copy is timed to end (a wait edge with a
-        # negative gap): the copy did not hold it, and following it would count that time twice
-        if e < 0 or result.end[g.src[e]] > result.end[k]:
-            e = result.start_by[k]
-        pred = int(g.src[e]) if e >= 0 else -1
-        begin = max(int(result.end[pred]) if pred >= 0 else start, start)
-        if result.end[k] > begin:
-            out.append(Segment(int(job.rank_of[k]), k, int(result.end[k]) - begin, int(result.end[k])))
-        k = pred
-    return out[::-1]
+    return [Segment(int(job.rank_of[n]), n, ns, end) for n, ns, end in result.walk(g, k, g.windows[slowest][0])[::-1]]
 
 
 def shares(job: Job, path: list[Segment], label=None) -> dict:
@@ -245,23 +238,6 @@ def bucket_shares(job: Job, result: Replay, path: list[Segment]) -> dict[tuple[i
     return out
 
 
-def read_directory(directory) -> list[RankGraph]:
-    """Every rank trace of a job directory, read one engine at a time (each closed before the next opens),
-    with its ledger buckets; the rank from the trace's distributedInfo, else its file name, else its order."""
-    from kineto_sql import open_trace
-    from kineto_sql.fleet.run import rank_sources
-
-    ranks = []
-    for i, (path, named) in enumerate(rank_sources(directory)):
-        tp = open_trace(path)
-        try:
-            rank = tp.rank if tp.rank is not None else (named if named is not None else i)
-            ranks.append(read_rank(tp, rank, buckets=True))
-        finally:
-            tp.close()
-    return sorted(ranks, key=lambda r: r.rank)
-
-
 def path_rows(job: Job, result: Replay) -> list[dict]:
     """Per steady step, the job's critical path by (rank, ledger bucket): ms and share of the step, largest
     first."""
@@ -276,3 +252,47 @@ def path_rows(job: Job, result: Replay) -> list[dict]:
             rows.append({"step": step, "rank": rank, "bucket": bucket, "ms": round(ns / 1e6, 3),
                          "pct": round(100.0 * ns / width, 1)})
     return rows
+
+
+def job_prediction(ranks: list[RankGraph], offsets: dict[int, int], rank: int, rules, base: Job) -> dict | None:
+    """What the fixes of `rules` on one rank buy the job: that rank's graph edited (kineto_sql.whatif.edits,
+    cautious and full), the ranks joined again (on `offsets`, as `base`, their unedited join) and replayed,
+    the job's median steady step against base's measured one. A rank that waits at the collectives for
+    another saves the job nothing; the last to arrive saves up to what the others waited. None where no
+    edit is defined or it has nothing to act on in that rank's graph."""
+    rules = tuple(rules)
+    measured = base.median_step()
+    if not measured or any(r not in EDITS for r in rules):
+        return None
+    mine = next(r for r in ranks if r.rank == rank)
+    edited = []
+    for low in (True, False):
+        graph, touched = combine(rules, mine.graph, low)
+        if not touched:
+            return None
+        edited.append(graph)
+    steps = []
+    for graph in edited:
+        if steps and _same_graph(graph, edited[0]):  # most fixes have one outcome: replayed once
+            steps.append(steps[0])
+            continue
+        job = join([replace(r, graph=graph) if r.rank == rank else r for r in ranks], offsets)
+        steps.append(job.median_step(replay(_edges_of(job.graph, base.graph))))
+    low, high = steps
+    return {"rank": rank, "measured_step_ns": measured, "predicted_step_ns": high, "saving_ns": measured - high,
+            "saving_pct": round(100.0 * (measured - high) / measured, 1),
+            "saving_range_ns": [max(measured - low, 0), max(measured - high, 0)]}
+
+
+def _same_graph(a: Graph, b: Graph) -> bool:
+    return all(x is y or np.array_equal(x, y) for x, y in
+               ((a.dur, b.dur), (a.ready, b.ready), (a.src, b.src), (a.dst, b.dst), (a.gap, b.gap), (a.to_end, b.to_end)))
+
+
+def _edges_of(g: Graph, base: Graph) -> Graph:
+    """g with base's edge arrays where they are equal (an edit of durations only): the replay's edge structure
+    (topological order, in-edges) is cached by those arrays, so the job's edges are sorted and walked once."""
+    if len(g.src) == len(base.src) and np.array_equal(g.src, base.src) and np.array_equal(g.dst, base.dst) \
+            and np.array_equal(g.to_end, base.to_end):
+        return g.with_(src=base.src, dst=base.dst, to_end=base.to_end)
+    return g

@@ -35,21 +35,31 @@ class Replay:
 
     def segments(self, graph: Graph, window: int) -> list[tuple[int, int, int]]:
         """The window's critical path in the replayed times, latest first: walked back from the end of its
-        main thread, at each node to the edge that set its end (a wait) or else its start, as
-        reading.critical_path walks the measured graph. (node index, ns it holds the path inside the
-        window from its predecessor's end, its replayed end); [] for a window without a main-thread end."""
+        main thread (Replay.walk), as reading.critical_path walks the measured graph. (node index, ns it
+        holds the path inside the window, the end of that stretch); [] for a window without a main-thread
+        end."""
         ends = np.flatnonzero(graph.is_end & (graph.window == window))
         if not ends.size:
             return []
-        w0 = graph.windows[window][0]
-        out, seen, k = [], set(), int(ends[0])
-        while k >= 0 and k not in seen and self.end[k] > w0:
+        return self.walk(graph, int(ends[0]), graph.windows[window][0])
+
+    def walk(self, graph: Graph, k: int, floor: int) -> list[tuple[int, int, int]]:
+        """The critical path back from node k down to `floor`, latest first: at each node to the edge that
+        set its end (a wait) or else its start. A stretch ends at its node's replayed end or where the
+        stretch after it begins, whichever is first: a blocking copy's call can return a few us before its
+        device copy is timed to end (a wait edge with a negative gap, the two clocks disagreeing), and the
+        copy holds the path only until the call returned, not twice over. So the stretches add up to the
+        time from floor to k's end. (node index, ns, the stretch's end)."""
+        out, seen, cap = [], set(), int(self.end[k])
+        while k >= 0 and k not in seen and self.end[k] > floor:
             seen.add(k)
             e = self.end_by[k] if self.end_by[k] >= 0 else self.start_by[k]
             pred = int(graph.src[e]) if e >= 0 else -1
-            begin = max(int(self.end[pred]) if pred >= 0 else w0, w0)
-            if self.end[k] > begin:
-                out.append((k, int(self.end[k]) - begin, int(self.end[k])))
+            hi = min(int(self.end[k]), cap)
+            begin = max(int(self.end[pred]) if pred >= 0 else floor, floor)
+            if hi > begin:
+                out.append((k, hi - begin, hi))
+            cap = min(hi, begin)
             k = pred
         return out
 
