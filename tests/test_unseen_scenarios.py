@@ -560,6 +560,9 @@ def test_gaps_inside_a_compiled_region_are_launch_overhead(load_trace, wrapped):
         # 12 x 150 us between the wrapper's launches, 3 steps: 68.4% idle.launch, never host compute
         assert ledger["idle.launch"] == 68.4 and ledger.get("idle.host_compute", 0) < 10
         assert top.query_id == "catalog.small_op_storm" and top.claimed == {"idle.launch": 4_104_000}
+        # the code is compiled already: the fix leads with CUDA graphs, not torch.compile's fusion
+        assert top.fix.startswith("12 of the 12 launches are issued from code torch.compile already compiled")
+        assert 'torch.compile(mode="reduce-overhead")' in top.fix
     else:
         # the same time in a preprocessing frame that launches nothing: host compute, 79%
         assert ledger["idle.host_compute"] == 79.0 and ledger.get("idle.launch", 0) < 5
@@ -665,6 +668,8 @@ def test_a_loop_without_stacks_has_no_stack_finding_or_caveat(load_trace):
     assert finding(t, "catalog.with_stack_overhead") is None
     assert "with_stack" not in t.verdict.regime_reason
     assert first(t).query_id == "catalog.small_op_storm"
+    # eager launches: the rule's own fix (torch.compile first), not the compiled-code one
+    assert first(t).fix.startswith("torch.compile (fusion)")
 
 
 # ---------------------------------------------------------------------------------------------- 9. cold start
