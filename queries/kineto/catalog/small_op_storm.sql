@@ -1,5 +1,5 @@
 -- id: catalog.small_op_storm
--- version: 12
+-- version: 13
 -- kind: detector
 -- title: Launch-bound step (eager small-op storm): the device runs dry between tiny kernels the host issues one by one
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Eager small-op storm"
@@ -30,7 +30,10 @@
 --   genuine CPU work, not launch overhead.
 -- example: at_threshold_1
 -- use_instead: torch.compile (fusion), CUDA graphs for a fixed-shape step, fused optimizers and fused
---   norms/activations, larger per-op work (batch or fuse small tensors).
+--   norms/activations, larger per-op work (batch or fuse small tensors). Where most of a window's launches
+--   come from code torch.compile already compiled (inside a compiled region's wrapper,
+--   kineto.lib.compiled_wrappers), the row's fix leads with CUDA graphs (torch.compile mode=
+--   "reduce-overhead"): fusion has been done, the wrapper's issue time is what is left.
 -- needs: none
 -- claims: idle.launch, host.ops
 -- status: stable
@@ -53,6 +56,8 @@ INCLUDE PERFETTO MODULE kineto.lib.window_of;
 INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
 INCLUDE PERFETTO MODULE kineto.lib.ledger_windows;
 INCLUDE PERFETTO MODULE kineto.lib.gpu_idle;
+INCLUDE PERFETTO MODULE kineto.lib.compiled_wrappers;
+INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;
 
 -- Launch calls placed in their iteration window once (kineto.lib.window_of): the queue below and the
 -- launch time per window read it.
@@ -68,18 +73,40 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_small_op_storm_launches(
   -- Window id.
   window_id LONG,
   -- The window is the cold first iteration.
-  is_cold BOOL
+  is_cold BOOL,
+  -- The call runs inside a compiled region's wrapper (kineto_compiled_wrappers) on its thread.
+  in_compiled BOOL
 ) AS
 WITH
   launches AS (
-    SELECT r.id, r.upid, r.ts, r.dur, r.correlation
+    SELECT r.id, r.upid, r.utid, r.ts, r.dur, r.correlation
     FROM kineto_runtime_calls AS r
     WHERE
       r.class = 'launch'
+  ),
+  -- inside a wrapper: one sorted pass per thread; the latest end of the wrappers started at or before a
+  -- call is after the call's start exactly when one of them holds it
+  wrapped AS (
+    SELECT id, in_end > ts AS in_compiled
+    FROM (
+      SELECT u.*, max(u.w_end) OVER (PARTITION BY u.utid ORDER BY u.ts, u.is_call ROWS UNBOUNDED PRECEDING) AS in_end
+      FROM (
+        SELECT t.utid, t.ts, t.ts + t.dur AS w_end, 0 AS is_call, NULL AS id
+        FROM kineto_compiled_wrappers AS c
+        JOIN kineto_thread_track_slices AS t
+          USING (id)
+        UNION ALL
+        SELECT utid, ts, NULL, 1, id FROM launches
+      ) AS u
+    )
+    WHERE
+      is_call = 1
   )
-SELECT l.id, l.correlation, l.ts, l.dur, w.window_id, w.is_cold
+SELECT l.id, l.correlation, l.ts, l.dur, w.window_id, w.is_cold, coalesce(c.in_compiled, FALSE) AS in_compiled
 FROM launches AS l
 JOIN kineto_window_of!(launches) AS w
+  USING (id)
+LEFT JOIN wrapped AS c
   USING (id);
 
 -- Launch calls with their window and the first kernel they started: one sorted pass by correlation.
@@ -184,7 +211,10 @@ RETURNS TABLE(
   -- without GPU work or without such a kernel).
   median_queue_dur DURATION,
   -- Median delay from a launch call to its kernel's start over every first kernel of a launch.
-  median_all_queue_dur DURATION
+  median_all_queue_dur DURATION,
+  -- The fix for this window when most of its launches come from compiled code (CUDA graphs), else NULL
+  -- (the header's).
+  fix STRING
 ) AS
 WITH
   has_gpu AS (
@@ -286,7 +316,7 @@ WITH
     GROUP BY q.window_id
   ),
   launch_time AS (
-    SELECT l.window_id, sum(l.dur) AS launch_dur
+    SELECT l.window_id, sum(l.dur) AS launch_dur, count(*) AS launch_count, sum(l.in_compiled) AS compiled_count
     FROM _kineto_catalog_small_op_storm_launches AS l
     GROUP BY l.window_id
   ),
@@ -320,7 +350,14 @@ WITH
       coalesce(lt.launch_dur, 0) AS launch_dur,
       l.busy AS gpu_busy_dur,
       CAST(q.median_queue_dur AS INT) AS median_queue_dur,
-      CAST(q.median_all_queue_dur AS INT) AS median_all_queue_dur
+      CAST(q.median_all_queue_dur AS INT) AS median_all_queue_dur,
+      CASE
+        WHEN 2 * coalesce(lt.compiled_count, 0) > coalesce(lt.launch_count, 0) THEN printf(
+          '%d of the %d launches are issued from code torch.compile already compiled: fusion is done, what is left is the compiled wrapper issuing its kernels one by one. Capture the region in CUDA graphs (torch.compile(mode="reduce-overhead"); PyTorch docs, "torch.compile" and "CUDA Graphs" in "CUDA semantics"), which replays it with one launch; for shapes that vary, pad them to a few buckets so the graphs can be reused.',
+          lt.compiled_count,
+          lt.launch_count
+        )
+      END AS fix
     FROM ledger AS l
     JOIN queue AS q
       USING (window_id)
@@ -403,7 +440,8 @@ WITH
       0 AS launch_dur,
       NULL AS gpu_busy_dur,
       NULL AS median_queue_dur,
-      NULL AS median_all_queue_dur
+      NULL AS median_all_queue_dur,
+      NULL AS fix
     FROM host_cost AS c
     WHERE
       c.small_op_count >= $min_small_ops
@@ -411,11 +449,11 @@ WITH
   )
 SELECT
   ts, dur, impact_dur, step, evidence, op_count, small_op_count, small_op_self_dur, kernel_count,
-  median_kernel_dur, under_10us_fraction, launch_dur, gpu_busy_dur, median_queue_dur, median_all_queue_dur
+  median_kernel_dur, under_10us_fraction, launch_dur, gpu_busy_dur, median_queue_dur, median_all_queue_dur, fix
 FROM device_rows
 UNION ALL
 SELECT
   ts, dur, impact_dur, step, evidence, op_count, small_op_count, small_op_self_dur, kernel_count,
-  median_kernel_dur, under_10us_fraction, launch_dur, gpu_busy_dur, median_queue_dur, median_all_queue_dur
+  median_kernel_dur, under_10us_fraction, launch_dur, gpu_busy_dur, median_queue_dur, median_all_queue_dur, fix
 FROM host_rows
 ORDER BY ts;

@@ -1,4 +1,4 @@
--- version: 9
+-- version: 10
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
@@ -7,20 +7,22 @@ INCLUDE PERFETTO MODULE kineto.lib.dataloader;
 INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
+INCLUDE PERFETTO MODULE kineto.lib.launches;
 
 -- The markers an iteration can be inferred from (kineto_iterations, on traces without ProfilerStep
 -- windows), one row per (kind, host-slice class): the first kind by priority whose marker repeats wins.
 -- `dataloader` markers are kineto_dataloader's calls (its row matches no host slice); the others are host
 -- slices of the main process of that class (and raw category, where given) whose name matches. A start
 -- marker opens a window that runs to the next start; an end marker closes one that ran from the previous
--- end. `per_name`: every distinct name is a candidate marker of its own (the one that repeats most wins);
+-- end; a span marker is a range the user put around one unit of work (record_function): its window is
+-- the range itself. `per_name`: every distinct name is a candidate marker of its own (the one that repeats most wins);
 -- otherwise all names of the kind are one marker (Optimizer.step#SGD.step and #Adam.step alike).
 CREATE OR REPLACE PERFETTO TABLE _kineto_iteration_marker_rules(
   -- dataloader, optimizer_step, module_forward, record_function, execute_model or annotation.
   kind STRING,
   -- Lower wins when several kinds repeat.
   priority LONG,
-  -- `start` or `end`: which end of the marker cuts the windows.
+  -- `start`, `end` or `span`: which end of the marker cuts the windows, or the marker's own range.
   anchor STRING,
   -- True when each name is a marker of its own.
   per_name BOOL,
@@ -36,11 +38,11 @@ WITH rules(kind, priority, anchor, per_name, event_class, category, name_glob) A
     ('dataloader', 1, 'start', FALSE, NULL, NULL, NULL),
     ('optimizer_step', 2, 'end', FALSE, 'cpu_op', NULL, 'Optimizer.step#*'),
     ('module_forward', 3, 'start', TRUE, 'python', NULL, 'nn.Module: *'),
-    ('record_function', 4, 'start', TRUE, 'cpu_op', NULL, '## * ##'),
+    ('record_function', 4, 'span', TRUE, 'cpu_op', NULL, '## * ##'),
     ('execute_model', 5, 'start', TRUE, 'cpu_op', NULL, '*execute_model*'),
     ('execute_model', 5, 'start', TRUE, 'python', NULL, '*execute_model*'),
     -- any CPU user annotation (user_annotation is of class cpu_op)
-    ('annotation', 6, 'start', TRUE, 'cpu_op', 'user_annotation', '*')
+    ('annotation', 6, 'span', TRUE, 'cpu_op', 'user_annotation', '*')
 )
 SELECT
   kind,
@@ -73,7 +75,11 @@ FROM excluded;
 
 -- Iteration windows, the unit every step-time reading is made of. In order of preference, per process:
 --
--- 1. `profiler_step`: the CPU ProfilerStep#N windows (kineto.lib.steps) of every process that has them.
+-- 1. `profiler_step`: the CPU ProfilerStep#N windows (kineto.lib.steps) of every process that has them,
+--    unless the device lags them: when the trace's first device activity starts after the last step
+--    window ends, no step window holds any of the device's work (every kernel runs on after the loop that
+--    launched it: a host / device clock offset, or a device still draining an earlier queue), and the
+--    steps cannot measure the device; the capture's device span is the window (3.), as without steps.
 -- 2. Inferred from a marker that repeats at least twice on one thread of the process that does most of the
 --    host work (inference servers, et_replay, harnesses without a schedule). Markers, first that repeats
 --    wins (a name repeated on several threads is one candidate per thread: the thread with the most):
@@ -82,7 +88,12 @@ FROM excluded;
 --    capture start), `module_forward` (the outermost `nn.Module: ...` frame, with_modules/with_stack),
 --    `record_function` (TorchRec-style `## name ##` annotations), `execute_model` (vLLM / sglang model
 --    runners), `annotation` (the user annotation that repeats most often at its outermost depth).
---    Start markers make windows from one start to the next; the last runs to the end of the capture.
+--    Start markers (a DataLoader wait, a forward frame: one phase of a loop that runs on) make windows from
+--    one start to the next; the last runs to the end of the capture. Span markers (record_function and
+--    user annotations: a range the user put around one unit of work, a request, a train step) make windows
+--    of their own range, extended to the end of the device work launched inside it (the request's kernels
+--    are the request's; never past the next range's start): the time between two ranges, a server waiting
+--    for its next request with nothing recorded, is outside every window (serving idle, not step time).
 --    The markers are the rule table _kineto_iteration_marker_rules.
 --    The chosen marker is accepted only when its windows can stand for iterations, else the capture is
 --    the window: its occurrences span at least half of the capture (first start to last end; a marker
@@ -169,6 +180,12 @@ WITH
   ),
   has_steps AS (
     SELECT EXISTS (SELECT 1 FROM kineto_steps) AS yes
+  ),
+  -- the device lags the step windows: its first activity starts after the last step ends (header, 1.)
+  steps_lagged AS (
+    SELECT
+      (SELECT yes FROM has_steps)
+      AND (SELECT min(ts) FROM kineto_kernels) >= (SELECT max(ts + dur) FROM kineto_steps) AS yes
   ),
   capture AS (
     SELECT min(ts) AS ts, max(ts + dur) AS end_ts
@@ -260,6 +277,39 @@ WITH
   host_end AS (
     SELECT max(ts + dur) AS end_ts FROM host WHERE upid = (SELECT upid FROM main_process)
   ),
+  -- launches of the main process with the end of their device work, when the picked marker is a span
+  span_launches AS (
+    SELECT l.ts, l.gpu_end_ts
+    FROM kineto_launches AS l
+    WHERE
+      l.upid = (SELECT upid FROM main_process)
+      AND l.gpu_end_ts IS NOT NULL
+      AND EXISTS (SELECT 1 FROM picked_marks WHERE anchor = 'span')
+  ),
+  -- the latest device end of the launches inside each span marker: one sorted pass (the outermost ranges
+  -- of one name on one thread never overlap)
+  span_swept AS (
+    SELECT
+      u.*,
+      max(u.w_ts) OVER (ORDER BY u.ts, u.is_launch ROWS UNBOUNDED PRECEDING) AS in_ts,
+      max(u.w_end) OVER (ORDER BY u.ts, u.is_launch ROWS UNBOUNDED PRECEDING) AS in_end
+    FROM (
+      SELECT ts, ts AS w_ts, end_ts AS w_end, 0 AS is_launch, NULL AS gpu_end_ts
+      FROM picked_marks
+      WHERE
+        anchor = 'span'
+      UNION ALL
+      SELECT ts, NULL, NULL, 1, gpu_end_ts FROM span_launches
+    ) AS u
+  ),
+  span_device_end AS (
+    SELECT in_ts AS mark_ts, max(gpu_end_ts) AS device_end_ts
+    FROM span_swept
+    WHERE
+      is_launch = 1
+      AND ts < in_end
+    GROUP BY in_ts
+  ),
   anchored AS (
     SELECT
       kind,
@@ -298,6 +348,22 @@ WITH
     FROM anchored AS a
     WHERE
       a.anchor = 'end'
+    UNION ALL
+    -- span markers: the range itself, to the end of the device work launched inside it if later, never past
+    -- the next range's start or the capture's end
+    SELECT
+      a.kind,
+      a.name,
+      a.mark_ts,
+      min(
+        coalesce(lead(a.mark_ts) OVER (ORDER BY a.mark_ts), (SELECT end_ts FROM capture)),
+        max(a.mark_end_ts, coalesce(d.device_end_ts, a.mark_end_ts))
+      )
+    FROM anchored AS a
+    LEFT JOIN span_device_end AS d
+      ON d.mark_ts = a.mark_ts
+    WHERE
+      a.anchor = 'span'
   ),
   -- launches of the main process, for the device-work test of the picked windows
   main_launches AS (
@@ -352,6 +418,8 @@ WITH
       'profiler_step' AS source,
       'ProfilerStep#' || st.step AS marker
     FROM kineto_steps AS st
+    WHERE
+      NOT coalesce((SELECT yes FROM steps_lagged), FALSE)
     UNION ALL
     SELECT
       (SELECT upid FROM main_process),
@@ -375,7 +443,7 @@ WITH
       'capture',
       NULL
     WHERE
-      NOT (SELECT yes FROM has_steps)
+      (NOT (SELECT yes FROM has_steps) OR coalesce((SELECT yes FROM steps_lagged), FALSE))
       AND NOT EXISTS (SELECT 1 FROM chosen)
       AND (SELECT end_ts > ts FROM capture)
   ),
