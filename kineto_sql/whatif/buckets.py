@@ -3,7 +3,7 @@ ledger's buckets by SQL (kineto.lib.dep_graph_buckets, the pieces reading.critic
 with), a path segment named from its node's pieces."""
 from __future__ import annotations
 
-import weakref
+from kineto_sql.whatif.per_trace import LatestTrace
 
 from kineto_sql.sql.literals import include_statement
 from kineto_sql.whatif.graph import Graph
@@ -14,21 +14,22 @@ PIECES = "SELECT node_id, ts, dur, bucket FROM kineto_dep_graph_buckets()"
 # a segment's part before its node's replayed start: a launch's latency, as reading.critical_path names it
 LATENCY = "idle.launch"
 # per loaded trace: diagnose's critical path line and the fleet's per-rank task read the same pieces
-_LOADED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_LOADED: LatestTrace = LatestTrace()
 
 
 def node_pieces(tp) -> dict[int, tuple]:
     """node id -> ((start, end, bucket), ...) in time order, for every node with time (once per loaded trace)."""
-    if (known := _LOADED.get(tp)) is not None:
-        return known
+    return _LOADED.get(tp, lambda: _pieces(tp))
+
+
+def _pieces(tp) -> dict[int, tuple]:
     tp.query(include_statement(MODULE))
     rows = tp.rows(PIECES)
     pieces: dict[int, list] = {}
     for node, start, dur, bucket in zip(rows.column("node_id"), rows.column("ts"), rows.column("dur"),
                                         rows.column("bucket")):
         pieces.setdefault(node, []).append((start, start + dur, bucket))
-    out = _LOADED[tp] = {k: tuple(sorted(v)) if len(v) > 1 else tuple(v) for k, v in pieces.items()}
-    return out
+    return {k: tuple(sorted(v)) if len(v) > 1 else tuple(v) for k, v in pieces.items()}
 
 
 def name_segment(out: dict, key, graph: Graph, result: Replay, node: int, ns: int, end: int,

@@ -1,7 +1,7 @@
 """The dependency graph of every iteration window, read once from kineto.lib.dep_graph into numpy arrays."""
 from __future__ import annotations
 
-import weakref
+from kineto_sql.whatif.per_trace import LatestTrace
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -16,9 +16,9 @@ WINDOWS = "SELECT id, ts, dur, step, is_cold FROM kineto_iterations ORDER BY id"
 # latency, the median latency of the kernels that were not queued (capped at this many ns where none was).
 DEFAULT_LAUNCH_LATENCY_NS = 5_000
 NONE = np.iinfo(np.int64).min
-# the graph each loaded trace gave (a trace's graph never changes once loaded): diagnose's predictions, its
-# critical path line and the fleet's per-rank task (the job's graph across ranks) read it once
-_LOADED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# the graph the latest loaded trace gave (a trace's graph never changes once loaded): diagnose's predictions,
+# its critical path line and the fleet's per-rank task (the job's graph across ranks) read it once
+_LOADED: LatestTrace = LatestTrace()
 
 
 @dataclass(frozen=True)
@@ -66,10 +66,7 @@ def load_graph(tp) -> Graph:
 
 def graph_of(tp) -> Graph:
     """load_graph, once per loaded trace."""
-    graph = _LOADED.get(tp)
-    if graph is None:
-        graph = _LOADED[tp] = load_graph(tp)
-    return graph
+    return _LOADED.get(tp, lambda: load_graph(tp))
 
 
 def _ints(rows, name: str, missing: int = 0) -> np.ndarray:
