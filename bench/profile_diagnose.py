@@ -26,10 +26,11 @@ from kineto_sql.errors import KinetoSqlError
 from kineto_sql.sql.includes import kineto_dependencies
 from kineto_sql.run.runner import capabilities, resolve_spec, run_query, trace_device_name
 from kineto_sql.sql.literals import include_statement
-from kineto_sql.whatif.annotate import _GRAPHS, critical_path_shares
+from kineto_sql.whatif.annotate import critical_path_shares
 from kineto_sql.whatif.buckets import MODULE as BUCKETS
 from kineto_sql.whatif.edits import EDITS
 from kineto_sql.whatif.graph import MODULE as GRAPH
+from kineto_sql.whatif.graph import _LOADED as LOADED_GRAPH
 from kineto_sql.whatif.graph import load_graph
 from kineto_sql.whatif.predict import predict
 
@@ -80,7 +81,7 @@ def profile_stages(trace: Path) -> tuple[float, list[tuple[str, float, float, bo
         graphs = []
         timed(WHATIF[0], lambda: graphs.append(_attempt_graph(tp)))
         if graphs[0] is not None:
-            _GRAPHS[tp] = graphs[0]  # as annotate keeps it for the critical path line
+            LOADED_GRAPH.get(tp, lambda: graphs[0])  # as annotate keeps it for the critical path line
             timed(WHATIF[1], lambda: [predict(graphs[0], [rule], has_device) for rule in EDITS])
             timed(WHATIF[2], lambda: critical_path_shares(tp))
     # stages diagnose skips when no graph edit applies: the graph's own modules, the path, the replay

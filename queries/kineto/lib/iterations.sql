@@ -1,4 +1,4 @@
--- version: 10
+-- version: 11
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
@@ -572,19 +572,25 @@ WITH
       c.event_class = 'cpu_op'
       AND NOT c.is_annotation
   ),
-  cpu_first AS (
-    SELECT f.* FROM first_windows AS f JOIN one_time AS o USING (id) WHERE NOT o.launches
+  -- the first windows of processes without launches (one_time.launches false), without one_time's sums;
+  -- materialized and the outer loop of the scans below (CROSS JOIN keeps SQLite's order): where every
+  -- first window's process launches device work it is empty and the host ops are never read
+  cpu_first AS MATERIALIZED (
+    SELECT f.*
+    FROM first_windows AS f
+    WHERE
+      NOT EXISTS (SELECT 1 FROM kineto_runtime_calls AS c WHERE c.upid = f.upid AND c.class = 'launch')
   ),
   later_names AS MATERIALIZED (
     SELECT DISTINCT h.upid, h.name
-    FROM host_ops AS h
-    JOIN cpu_first AS f
+    FROM cpu_first AS f
+    CROSS JOIN host_ops AS h
       ON h.upid = f.upid AND h.ts >= f.end_ts
   ),
   first_only AS MATERIALIZED (
     SELECT f.id, h.id AS op_id, h.dur, h.parent_id
-    FROM host_ops AS h
-    JOIN cpu_first AS f
+    FROM cpu_first AS f
+    CROSS JOIN host_ops AS h
       ON h.upid = f.upid AND h.ts >= f.ts AND h.ts < f.end_ts
     WHERE
       NOT EXISTS (SELECT 1 FROM later_names AS l WHERE l.upid = h.upid AND l.name = h.name)
