@@ -20,11 +20,15 @@ OVERLAP_CONTENTION = 1.25
 @dataclass(frozen=True)
 class Edit:
     """What the fix does to the graph, in words for the report, the fix as the narration's lead names it
-    ("removing the sync: step 176.0 -> 131.2 ms, -25.5%"), and the edit itself."""
+    ("removing the sync: step 176.0 -> 131.2 ms, -25.5%"), and the edit itself. `every_rank`: in a job of
+    several ranks the fix changes every rank at once (kineto_sql.whatif.ranks.job_prediction): a
+    collective's schedule is code every rank of its group runs in lockstep (DDP's bucketing, FSDP's
+    prefetch), so overlapping it on one rank alone is not a fix anyone can make."""
 
     change: str
     apply: Callable[[Graph, bool], tuple[Graph, int]]
     doing: str = ""
+    every_rank: bool = False
 
 
 def _drop_waits(graph: Graph, into: np.ndarray) -> tuple[Graph, int]:
@@ -169,7 +173,7 @@ EDITS: dict[str, Edit] = {
     "catalog.small_op_storm": Edit("kernels issued at the device's pace (CUDA graphs)", device_paced_launches,
                                    "issuing the small ops at the device's pace (CUDA graphs)"),
     "catalog.exposed_communication": Edit("the collective overlaps the compute", overlap_collectives,
-                                          "overlapping the collective with compute"),
+                                          "overlapping the collective with compute", every_rank=True),
 }
 
 
