@@ -240,6 +240,15 @@ def test_the_multi_rank_diagnosis_shows_the_job_critical_path(tmp_path):
     assert f"job critical path across ranks (steady steps; each rank's dependency graph joined at its collectives): " \
            f"the rank and ledger bucket that hold each step:\n  {line}\n" in text
     assert f"- {line}" in render_markdown(d)
+    # the HTML report: the same line in the section across ranks
+    from kineto_sql.diagnose.render_html import render_html
+
+    page = render_html(d)
+    ranks = page[page.index("<section id='ranks'>"):]
+    ranks = ranks[:ranks.index("</section>")]
+    assert "<div class='job-path' id='job-critical-path'><p>Job critical path across ranks (steady steps; each " \
+           "rank&#x27;s dependency graph joined at its collectives): the rank and ledger bucket that hold each " \
+           f"step:</p><ul><li>{line}</li></ul></div>" in ranks
     # one trace: no job path, no key
     from kineto_sql.diagnose.model import Diagnosis
 
