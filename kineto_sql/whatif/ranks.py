@@ -181,7 +181,8 @@ def _with_arrivals(g: Graph, groups: list[list[int]], measured: np.ndarray) -> G
         a = arrive[at:at + len(m)]
         last = int(g.ts[m].max())
         transfer = np.maximum(measured[m] - (last - g.ts[m]), 0)
-        dur[m] = np.where(measured[m] > 0, transfer * g.dur[m] // np.maximum(measured[m], 1), 0)
+        # a float ratio (an int product overflows for calls of seconds); 1.0 exactly for an unedited kernel
+        dur[m] = np.where(measured[m] > 0, transfer * (g.dur[m] / np.maximum(measured[m], 1)), 0).astype(np.int64)
         new_src.append(np.repeat(a, len(m)))
         new_dst.append(np.tile(m, len(m)))
         at += len(m)
