@@ -125,9 +125,9 @@ QUIET: dict[str, tuple[str, str | None]] = {
     # the step unchanged, 5.09 vs 5.02 ms but 2.9-9.0 ms window to window, which is why the step change,
     # -3.31, is not the DataLoader's -3.11), not a DataLoader that keeps up (the wait to zero, which the edit
     # models: the rule's first fix is worker processes). The trace cannot size a cheaper collate: the
-    # planted __next__ is 99.5% Python, its 12 ATen ops take 0.01-0.03 ms, and what a tensor rewrite costs
-    # (the twin's 207 ops, 0.53-0.75 ms, plus its Python) is in no op of it
-    # (test_the_collate_twin_keeps_a_cheaper_dataloader). Its cautious end (the shortest DataLoader time any
+    # planted __next__ is over 99% Python (the 12 events under it take 0.01-0.03 ms a call), and what a
+    # tensor rewrite costs (the twin's 207 events under it, 0.53-0.75 ms, plus its Python) is in no event
+    # of it (test_the_collate_twin_keeps_a_cheaper_dataloader). Its cautious end (the shortest DataLoader time any
     # window shows) is near 0 here, every window's wait being ~5 ms: the measured change lies in the range
     # (test_quiet_collate_change_in_the_predicted_range), at neither end.
     "collate_heavy_python": ("catalog.input_bound", "the twin's fix is a cheaper collate in the main process "
