@@ -240,6 +240,15 @@ def test_the_multi_rank_diagnosis_shows_the_job_critical_path(tmp_path):
     assert f"job critical path across ranks (steady steps; each rank's dependency graph joined at its collectives): " \
            f"the rank and ledger bucket that hold each step:\n  {line}\n" in text
     assert f"- {line}" in render_markdown(d)
+    # the HTML report: the same line in the section across ranks
+    from kineto_sql.diagnose.render_html import render_html
+
+    page = render_html(d)
+    ranks = page[page.index("<section id='ranks'>"):]
+    ranks = ranks[:ranks.index("</section>")]
+    assert "<div class='job-path' id='job-critical-path'><p>Job critical path across ranks (steady steps; each " \
+           "rank&#x27;s dependency graph joined at its collectives): the rank and ledger bucket that hold each " \
+           f"step:</p><ul><li>{line}</li></ul></div>" in ranks
     # one trace: no job path, no key
     from kineto_sql.diagnose.model import Diagnosis
 
@@ -280,9 +289,9 @@ def test_a_fix_on_a_waiting_rank_buys_the_job_nothing_and_on_the_last_rank_the_o
     assert job.joined == 1 and job.median_step() == job.median_step(replay(job.graph)) == 1000 * US
     on_waiting = job_prediction(ranks, offsets, 0, ["catalog.input_bound"], job)
     on_last = job_prediction(ranks, offsets, 1, ["catalog.input_bound"], job)
-    assert on_waiting == {"rank": 0, "measured_step_ns": 1000 * US, "predicted_step_ns": 1000 * US, "saving_ns": 0,
+    assert on_waiting == {"rank": 0, "ranks": [0], "measured_step_ns": 1000 * US, "predicted_step_ns": 1000 * US, "saving_ns": 0,
                           "saving_pct": 0.0, "saving_range_ns": [0, 0]}
-    assert on_last == {"rank": 1, "measured_step_ns": 1000 * US, "predicted_step_ns": 700 * US,
+    assert on_last == {"rank": 1, "ranks": [1], "measured_step_ns": 1000 * US, "predicted_step_ns": 700 * US,
                        "saving_ns": 300 * US, "saving_pct": 30.0, "saving_range_ns": [0, 300 * US]}
     # no edit for the rule, or nothing for it to act on: no job prediction
     assert job_prediction(ranks, offsets, 0, ["catalog.host_compute_gaps"], job) is None
@@ -310,3 +319,69 @@ def test_the_multi_rank_diagnosis_says_what_each_ranks_fix_buys_the_job(tmp_path
     assert said[0][0]["saving_ns"] == 0 and said[0][1].endswith(
         "; across ranks the job's step stays 1.0 ms: this rank would wait at the collectives for another rank "
         "instead")
+
+
+def rank_with_compute_after_all_reduce(gemm_us: int, next_us: int) -> KinetoTrace:
+    """One step of 900 us on one stream: a gemm from 20 us, an all-reduce of its output queued behind it that
+    ends at 720 us on every rank (the last rank arrives at 620, the transfer takes 100 us), a second gemm of
+    `next_us` that does not read the all-reduce's output, queued behind it; the host waits for the stream at
+    a sync (10 us tail) and works until the step ends."""
+    end = 720 + next_us + 10
+    return KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=900),
+        CpuOp("aten::mm", ts_us=0, dur_us=25),
+        Launch(1, ts_us=5, dur_us=5),
+        Kernel(1, ts_us=20, dur_us=gemm_us, name="volta_sgemm_128x64_nn"),
+        Launch(2, ts_us=12, dur_us=5),
+        Kernel(2, ts_us=20 + gemm_us, dur_us=700 - gemm_us, name=ALL_REDUCE),
+        Launch(3, ts_us=19, dur_us=5),
+        Kernel(3, ts_us=720, dur_us=next_us, name="volta_sgemm_128x64_nn"),
+        Launch(4, ts_us=40, dur_us=end - 40, name="cudaStreamSynchronize"),
+        CpuOp("aten::add", ts_us=end, dur_us=900 - end),
+    ])
+
+
+@pytest.mark.parametrize("next_us, saving_us, cautious_us", [(60, 60, 35), (150, 100, 100)])
+def test_overlapping_a_collective_saves_the_job_only_what_compute_can_cover(load_trace, next_us, saving_us,
+                                                                            cautious_us):
+    # Two ranks: rank 0's gemm takes 200 us, rank 1's 600 us; the all-reduce's transfer runs 620..720 on both
+    # (rank 0's kernel waited 400 us for rank 1 before it). Overlapping the all-reduce with the next gemm is a
+    # change every rank makes (the same DDP / FSDP code): the edit goes on both ranks, whichever rank's finding
+    # asked. A 60 us gemm hides entirely under the 100 us transfer: the job saves the gemm's 60 us; a 150 us
+    # gemm covers the whole transfer: the job saves the transfer's 100 us, not the gemm's 150. The cautious end
+    # (the transfer 25% slower under compute, 125 us; the 400 us rank 0 waited does not slow) saves 35 us with
+    # the 60 us gemm and still 100 with the 150 us one (it ends after the slowed transfer).
+    from kineto_sql.whatif.predict import predict
+    from kineto_sql.whatif.ranks import job_prediction
+
+    rule = "catalog.exposed_communication"
+    ranks = [read_rank(load_trace(rank_with_compute_after_all_reduce(gemm, next_us)), rank)
+             for rank, gemm in enumerate((200, 600))]
+    offsets = {0: 0, 1: 0}
+    job = join(ranks, offsets)
+    assert job.joined == 1 and job.median_step() == job.median_step(replay(job.graph)) == 900 * US
+    expected = {"ranks": [0, 1], "measured_step_ns": 900 * US, "predicted_step_ns": (900 - saving_us) * US,
+                "saving_ns": saving_us * US, "saving_pct": round(100.0 * saving_us / 900, 1),
+                "saving_range_ns": [cautious_us * US, saving_us * US]}
+    for rank in (0, 1):
+        assert job_prediction(ranks, offsets, rank, [rule], job) == {"rank": rank, **expected}
+    # each rank read alone: rank 1 (the last to arrive) predicts what the job saves; rank 0 alone cannot see
+    # that 400 us of its all-reduce waited for rank 1, and predicts its whole gemm under it (150 > 100 us)
+    alone = [predict(r.graph, [rule], has_device=True).saving_ns for r in ranks]
+    assert alone == [next_us * US, saving_us * US]
+
+
+def test_a_fix_every_rank_makes_is_said_so_in_the_multi_rank_diagnosis(tmp_path):
+    # diagnose RANK_DIR on the two ranks with the 60 us gemm: exposed_communication's "fixing this" line on
+    # each rank says the job's step with the fix done on both (one replay of the job for both findings)
+    from kineto_sql.diagnose.narrate import block
+    from kineto_sql.fleet.run import diagnose_directory
+
+    for rank, gemm in enumerate((200, 600)):
+        rank_with_compute_after_all_reduce(gemm, 60).write(tmp_path, f"rank{rank}.json.gz")
+    d = diagnose_directory(tmp_path)
+    said = {t.rank: dict(block(f).lines)["fixing this"] for t in d.traces for f in t.findings
+            if f.query_id == "catalog.exposed_communication"}
+    assert sorted(said) == [0, 1]
+    for line in said.values():
+        assert line.endswith("; done on all 2 ranks, the job's step 0.9 -> 0.8 ms (-6.7%)"), line

@@ -41,23 +41,41 @@ def job_critical_path(graphs: list, clock, traces=None) -> tuple[list[dict], lis
         job = join(graphs, offsets)
         result = replay(job.graph)
         rows = path_rows(job, result)
-        return rows, [_with_job(t, graphs, offsets, job) for t in traces]
+        memo: dict = {}
+        return rows, [_with_job(t, graphs, offsets, job, memo) for t in traces]
     except KinetoSqlError:
         return [], traces
 
 
-def _with_job(trace, graphs: list, offsets: dict, base):
+def _with_job(trace, graphs: list, offsets: dict, base, memo: dict):
     """The trace's findings whose fix was replayed on its rank, with `prediction.job`: the same fix replayed in
     the job's graph (kineto_sql.whatif.ranks.job_prediction), said in the finding's 'fixing this' line."""
     from kineto_sql.diagnose.run import _with_narration as with_narration
-    from kineto_sql.whatif.ranks import job_prediction
 
     if trace.rank not in {g.rank for g in graphs}:
         return trace
     findings = []
     for f in trace.findings:
         p = f.prediction
-        job = job_prediction(graphs, offsets, trace.rank, p["rules"], base) \
+        job = _job_prediction(graphs, offsets, trace.rank, p["rules"], base, memo) \
             if p and p.get("basis") == REPLAY else None
         findings.append(with_narration(replace(f, prediction={**p, "job": job})) if job else f)
     return replace(trace, findings=tuple(findings))
+
+
+def _job_prediction(graphs: list, offsets: dict, rank: int, rules, base, memo: dict):
+    """job_prediction, replayed once per fix made on every rank (the same edits whichever rank found it)."""
+    from kineto_sql.whatif.edits import EDITS
+    from kineto_sql.whatif.ranks import job_prediction
+
+    rules = tuple(rules)
+    if not rules or not all(r in EDITS and EDITS[r].every_rank for r in rules):
+        return job_prediction(graphs, offsets, rank, rules, base)
+    hit = memo.get(rules)
+    if hit is not None:
+        # the fix's edits do not depend on which rank found it; a rank it leaves untouched has no prediction
+        return {**hit, "rank": rank} if rank in hit["ranks"] else None
+    out = job_prediction(graphs, offsets, rank, rules, base)
+    if out is not None:
+        memo[rules] = out
+    return out

@@ -95,16 +95,21 @@ def sentence(p: dict | None) -> str | None:
 def job_clause(job: dict | None, own_saving_ns: int) -> str:
     """In a rank directory, what the fix on this rank buys the job (kineto_sql.whatif.ranks.job_prediction):
     '; across ranks the job's step 19.9 -> 19.3 ms (-3.0%)', or that it stays (where the rank's own step
-    would shrink: it waits at the collectives for another rank either way)."""
+    would shrink: it waits at the collectives for another rank either way); a fix made on every rank at once
+    '; done on all 8 ranks, the job's step ...'."""
     if not job or not job.get("measured_step_ns"):
         return ""
     before, after = job["measured_step_ns"] / 1e6, job["predicted_step_ns"] / 1e6
+    edited = job.get("ranks") or [job.get("rank")]
+    # a fix every rank makes at once (a collective's overlap, Edit.every_rank) is said so
+    where = f"; done on all {len(edited)} ranks," if len(edited) > 1 else "; across ranks"
     if job["saving_ns"] <= 0 or job["saving_pct"] < 0.05:
-        why = ": this rank would wait at the collectives for another rank instead" if own_saving_ns > 0 else ""
-        return f"; across ranks the job's step stays {before:.1f} ms{why}"
+        why = ": this rank would wait at the collectives for another rank instead" \
+            if own_saving_ns > 0 and len(edited) == 1 else ""
+        return f"{where} the job's step stays {before:.1f} ms{why}"
     low, high = (x / 1e6 for x in job["saving_range_ns"])
     spread = f", range {low:.1f}-{high:.1f} ms" if abs(high - low) >= 0.05 else ""
-    return f"; across ranks the job's step {before:.1f} -> {after:.1f} ms (-{job['saving_pct']:.1f}%{spread})"
+    return f"{where} the job's step {before:.1f} -> {after:.1f} ms (-{job['saving_pct']:.1f}%{spread})"
 
 
 def critical_path_shares(tp) -> tuple[dict, ...]:

@@ -43,6 +43,9 @@ class RankGraph:
     calls: tuple
     buckets: dict | None = None
     rebased_ns: int = 0
+    # an edited graph's node durations as measured (kineto_sql.whatif.ranks.job_prediction): the join keeps
+    # of a collective kernel what it measured after the last arrival, scaled as the edit scaled the kernel
+    measured_dur: np.ndarray | None = None
 
 
 def read_rank(tp, rank: int, buckets: bool = False) -> RankGraph:
@@ -102,6 +105,7 @@ def join(ranks: list[RankGraph], offsets: dict[int, int] | None = None) -> Job:
     parts = [_moved(r.graph, pos, offsets[r.rank]) for pos, r in enumerate(ranks)]
     base = np.cumsum([0] + [g.n for g in parts])
     g = _concat(parts, base)
+    measured = np.concatenate([r.graph.dur if r.measured_dur is None else r.measured_dur for r in ranks])
     rank_of = np.repeat(np.array([r.rank for r in ranks], dtype=np.int64), [p.n for p in parts])
     # each call's first kernel on each rank: the device node that starts where the call starts
     members: dict[tuple, list[int]] = {}
@@ -114,7 +118,7 @@ def join(ranks: list[RankGraph], offsets: dict[int, int] | None = None) -> Job:
             if i < len(by_ts) and graph.ts[by_ts[i]] == ts:
                 members.setdefault(key, []).append(int(base[pos] + by_ts[i]))
     groups = [m for m in members.values() if len(m) > 1 and _consistent(g, m)]
-    g = _with_arrivals(g, groups)
+    g = _with_arrivals(g, groups, measured)
     rank_of = np.concatenate([rank_of, rank_of[np.concatenate(groups)] if groups else np.zeros(0, np.int64)])
     steps: dict[int, list[int]] = {}
     for w, (_, _, step, _) in g.windows.items():
@@ -155,9 +159,11 @@ def _concat(parts: list[Graph], base: np.ndarray) -> Graph:
                  to_end=cat([p.to_end for p in parts]), gap=cat([p.gap for p in parts]), windows=windows)
 
 
-def _with_arrivals(g: Graph, groups: list[list[int]]) -> Graph:
+def _with_arrivals(g: Graph, groups: list[list[int]], measured: np.ndarray) -> Graph:
     """Each member kernel k of a group gets an arrival node a (its start edges move to a) and an edge from
-    every member's arrival to k; k keeps as its own time what it measured after the last arrival."""
+    every member's arrival to k; k keeps as its own time what it measured after the last arrival (`measured`:
+    the nodes' measured durations), scaled as an edit scaled k (a collective slowed by the compute it now
+    overlaps transfers slower; the other ranks' arrival does not move with it)."""
     if not groups:
         return g
     kernels = np.concatenate([np.array(m, dtype=np.int64) for m in groups])
@@ -174,7 +180,9 @@ def _with_arrivals(g: Graph, groups: list[list[int]]) -> Graph:
         m = np.array(m, dtype=np.int64)
         a = arrive[at:at + len(m)]
         last = int(g.ts[m].max())
-        dur[m] = np.maximum(g.dur[m] - (last - g.ts[m]), 0)
+        transfer = np.maximum(measured[m] - (last - g.ts[m]), 0)
+        # a float ratio (an int product overflows for calls of seconds); 1.0 exactly for an unedited kernel
+        dur[m] = np.where(measured[m] > 0, transfer * (g.dur[m] / np.maximum(measured[m], 1)), 0).astype(np.int64)
         new_src.append(np.repeat(a, len(m)))
         new_dst.append(np.tile(m, len(m)))
         at += len(m)
@@ -255,32 +263,40 @@ def path_rows(job: Job, result: Replay) -> list[dict]:
 
 
 def job_prediction(ranks: list[RankGraph], offsets: dict[int, int], rank: int, rules, base: Job) -> dict | None:
-    """What the fixes of `rules` on one rank buy the job: that rank's graph edited (kineto_sql.whatif.edits,
-    cautious and full), the ranks joined again (on `offsets`, as `base`, their unedited join) and replayed,
-    the job's median steady step against base's measured one. A rank that waits at the collectives for
-    another saves the job nothing; the last to arrive saves up to what the others waited. None where no
-    edit is defined or it has nothing to act on in that rank's graph."""
+    """What the fixes of `rules` found on one rank buy the job: that rank's graph edited
+    (kineto_sql.whatif.edits, cautious and full), and every other rank's too for a fix that changes every
+    rank at once (Edit.every_rank: a collective's overlap), the ranks joined again (on `offsets`, as `base`,
+    their unedited join) and replayed, the job's median steady step against base's measured one. A rank
+    that waits at the collectives for another saves the job nothing; the last to arrive saves up to what
+    the others waited. `ranks` in the result: the ranks edited. None where no edit is defined or it has
+    nothing to act on in that rank's graph."""
     rules = tuple(rules)
     measured = base.median_step()
     if not measured or any(r not in EDITS for r in rules):
         return None
-    mine = next(r for r in ranks if r.rank == rank)
-    edited = []
+    variants = []
     for low in (True, False):
-        graph, touched = combine(rules, mine.graph, low)
-        if not touched:
+        edited = {}
+        for r in ranks:
+            here = tuple(x for x in rules if r.rank == rank or EDITS[x].every_rank)
+            graph, touched = combine(here, r.graph, low) if here else (r.graph, 0)
+            if touched:
+                edited[r.rank] = graph
+        if rank not in edited:
             return None
-        edited.append(graph)
+        variants.append(edited)
     steps = []
-    for graph in edited:
-        if steps and _same_graph(graph, edited[0]):  # most fixes have one outcome: replayed once
+    for edited in variants:
+        if steps and edited.keys() == variants[0].keys() and \
+                all(_same_graph(edited[k], variants[0][k]) for k in edited):  # most fixes have one outcome
             steps.append(steps[0])
             continue
-        job = join([replace(r, graph=graph) if r.rank == rank else r for r in ranks], offsets)
+        job = join([replace(r, graph=edited[r.rank], measured_dur=r.graph.dur) if r.rank in edited else r
+                    for r in ranks], offsets)
         steps.append(job.median_step(replay(_edges_of(job.graph, base.graph))))
     low, high = steps
-    return {"rank": rank, "measured_step_ns": measured, "predicted_step_ns": high, "saving_ns": measured - high,
-            "saving_pct": round(100.0 * (measured - high) / measured, 1),
+    return {"rank": rank, "ranks": sorted(variants[1]), "measured_step_ns": measured, "predicted_step_ns": high,
+            "saving_ns": measured - high, "saving_pct": round(100.0 * (measured - high) / measured, 1),
             "saving_range_ns": [max(measured - low, 0), max(measured - high, 0)]}
 
 
