@@ -473,7 +473,8 @@ WITH
   judged_dur AS (
     SELECT
       s.window_id,
-      CASE WHEN ty.window_count >= 3 THEN cast(round(ty.typical_dur) AS INT) END AS typical_dur
+      CASE WHEN ty.window_count >= 3 THEN cast(round(ty.typical_dur) AS INT) END AS typical_dur,
+      ty.window_count
     FROM shape AS s
     JOIN typical AS ty
       USING (upid, top_count)
@@ -489,7 +490,8 @@ WITH
       o.op_count,
       o.small_op_count,
       o.small_op_self_dur,
-      min(l.window_dur, coalesce(j.typical_dur, l.window_dur)) AS judged_dur
+      min(l.window_dur, coalesce(j.typical_dur, l.window_dur)) AS judged_dur,
+      j.window_count
     FROM kineto_ledger_windows AS l
     JOIN ops AS o
       USING (window_id)
@@ -517,11 +519,12 @@ WITH
         lower(c.noun),
         CASE
           WHEN c.judged_dur < c.dur THEN printf(
-            ', %.3f ms in the typical %s: the other %.3f ms is a stall the other %ss do not share',
+            ', %.3f ms in the typical %s: the median of each position over the %d %ss that run the same top-level ops; the other %.3f ms, such as a stall, is not shared by the others',
             c.judged_dur / 1e6,
             lower(c.noun),
-            (c.dur - c.judged_dur) / 1e6,
-            lower(c.noun)
+            c.window_count,
+            lower(c.noun),
+            (c.dur - c.judged_dur) / 1e6
           )
           ELSE ''
         END
