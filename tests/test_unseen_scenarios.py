@@ -730,7 +730,7 @@ def test_cpu_allocation_churn_is_told_by_changing_sizes(load_trace, changing):
     churn = finding(t, "catalog.memory_churn")
     if changing:
         assert churn is not None and churn.where.steps == (50, 51, 52, 53)
-        assert churn.numbers["cpu_changing_alloc_count"] == 4 and churn.numbers["cpu_large_alloc_count"] == 5
+        assert churn.numbers["cpu_changing_alloc_count"] == 4 and churn.numbers["cpu_alloc_count"] == 5
     else:
         assert churn is None
 
