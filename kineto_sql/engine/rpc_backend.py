@@ -68,6 +68,7 @@ class WasmRpcBackend(TraceProcessorRpc):
         rpc = self.protos.TraceProcessorRpc
         result = None
         for start in range(0, len(chunk), APPEND_CHUNK):
+            self.instance.fed(min(APPEND_CHUNK, len(chunk) - start))
             reply = self._call(rpc(request=rpc.TPM_APPEND_TRACE_DATA, append_trace_data=chunk[start:start + APPEND_CHUNK]))
             result = reply.append_result
             if result.error:
