@@ -128,13 +128,15 @@ def main() -> None:
     ap.add_argument("--trace", type=Path, required=True)
     ap.add_argument("--new", default=KINETO_PYTHON)
     ap.add_argument("--old", help="the python of a venv with the other install")
+    ap.add_argument("--side", action="append", default=[], metavar="NAME=PYTHON", help="one more side")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    sides = {"new": args.new} | ({"old": args.old} if args.old else {})
+    sides = {"new": args.new} | ({"old": args.old} if args.old else {}) | dict(s.split("=", 1) for s in args.side)
     rows = {side: [] for side in sides}
-    for _ in range(args.repeat):
-        for side, python in sides.items():
-            rows[side].append(one(python, args.trace))
+    for round_number in range(args.repeat):  # (interleaved, each round starting one side later)
+        order = list(sides)[round_number % len(sides):] + list(sides)[:round_number % len(sides)]
+        for side in order:
+            rows[side].append(one(sides[side], args.trace))
     for side, runs in rows.items():
         keys = [k for k in runs[0] if all(k in r for r in runs)]
         med = {k: round(statistics.median(r[k] for r in runs), 3) if not isinstance(runs[0][k], bool) else runs[0][k]
