@@ -46,15 +46,30 @@ def test_the_heap_is_faulted_in_no_further_than_the_engine_goes():
     plain_tp, plain, plain_start = _load(data, ahead=False)
     ahead_tp, ahead, ahead_start = _load(data, ahead=True)
     try:
-        assert ahead._ahead._mark == ahead_start + int(heap_ahead.AHEAD_PER_BYTE * len(data)) // 4096 * 4096
+        assert ahead._ahead._mark == ahead_start + int(heap_ahead.END_AHEAD_PER_BYTE * len(data)) // 4096 * 4096
         grown, grown_ahead = _resident_above(plain, plain_start), _resident_above(ahead, ahead_start)
         # the engine itself makes ~2.2x the JSON resident; 1.75x of it was faulted in ahead
-        assert grown > heap_ahead.AHEAD_PER_BYTE * len(data) > 0.5 * grown
+        assert grown > heap_ahead.END_AHEAD_PER_BYTE * len(data) > 0.5 * grown
         assert grown <= grown_ahead <= grown + (1 << 20)
         assert ahead_tp.df(COUNTS).values.tolist() == plain_tp.df(COUNTS).values.tolist()
     finally:
         plain_tp.close()
         ahead_tp.close()
+
+
+def test_while_the_pieces_come_the_heap_is_faulted_in_about_as_the_engine_takes_it():
+    data = prepare_path(TRACE).data
+    tp = KinetoTraceProcessor(EngineChoice("wasm"))
+    instance = tp._backend.instance
+    start = instance.memory.data_len(instance.store)
+    try:
+        for at in range(0, len(data), 1 << 20):
+            tp._backend.parse(data[at:at + (1 << 20)])
+        assert instance._ahead._mark == start + int(heap_ahead.PARSE_AHEAD_PER_BYTE * len(data)) // 4096 * 4096
+        tp._backend.notify_eof()
+        assert instance._ahead._mark == start + int(heap_ahead.END_AHEAD_PER_BYTE * len(data)) // 4096 * 4096
+    finally:
+        tp.close()
 
 
 def test_the_thread_ends_with_the_engine():

@@ -7,11 +7,14 @@ that cost per page, without touching its contents (so it is safe beside the runn
 from another thread, off that tail.
 
 How far ahead: the engine's heap grows by 2.2-2.7 bytes per byte of JSON fed (resident pages of the heap
-above its start, measured on corpus traces from 0.4 to 112 MB), so each piece fed lets the heap be
-faulted in AHEAD_PER_BYTE times its size further, never past what the engine will use itself: the
-process's memory at its end is what it would have been. The range starts above the heap the engine had
-when started (its request buffer there is never all written). Only where the heap cannot move
-(the 32-bit build's fixed reservation) and the system has the call (Linux 5.14+); elsewhere nothing.
+above its start, measured on corpus traces from 0.4 to 112 MB), ~0.9 of them while it parses the pieces
+and the rest in its end-of-file pass. While the pieces come, the loader's child still holds the trace
+(the load's tree of processes peaks at the child's end of preparation), so the heap is faulted in only
+PARSE_AHEAD_PER_BYTE times each piece fed, about what the engine takes itself; once the last piece is
+in, up to END_AHEAD_PER_BYTE times all of them: never past what the engine will use, so the process ends
+with the memory it had and the tree's peak is unchanged. The range starts above the heap the engine had
+when started (its request buffer there is never all written). Only where the heap cannot move (the
+32-bit build's fixed reservation) and the system has the call (Linux 5.14+); elsewhere nothing.
 """
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ import queue
 import sys
 import threading
 
-AHEAD_PER_BYTE = 1.75
+PARSE_AHEAD_PER_BYTE = 0.75
+END_AHEAD_PER_BYTE = 1.75
 _MADV_POPULATE_WRITE = 23
 _STEP = 4 << 20  # populated this much per call, so that close() waits for at most one
 
@@ -39,7 +43,8 @@ def _madvise():
 
 
 class HeapAhead:
-    """`fed(n)` before each n bytes of trace are parsed; `close()` before the heap is freed."""
+    """`fed(n)` before each n bytes of trace are parsed, `ending()` before the end-of-file pass, `close()`
+    before the heap is freed."""
 
     def __init__(self, base: int, start: int, grow_to):
         self._base, self._mark, self._start = base, start, start
@@ -51,10 +56,15 @@ class HeapAhead:
         self._stopped = False
 
     def fed(self, size: int) -> None:
+        self._fed += size
+        self._ahead_to(self._start + int(PARSE_AHEAD_PER_BYTE * self._fed))
+
+    def ending(self) -> None:
+        self._ahead_to(self._start + int(END_AHEAD_PER_BYTE * self._fed))
+
+    def _ahead_to(self, target: int) -> None:
         if self._madvise is None:
             return
-        self._fed += size
-        target = self._start + int(AHEAD_PER_BYTE * self._fed)
         target -= target % 4096
         if target <= self._mark or not self._grow_to(target):
             return

@@ -76,6 +76,7 @@ class WasmRpcBackend(TraceProcessorRpc):
         return result if result is not None else self.protos.TraceProcessorRpc().append_result
 
     def notify_eof(self):
+        self.instance.ending()
         rpc = self.protos.TraceProcessorRpc
         reply = self._call(rpc(request=rpc.TPM_FINALIZE_TRACE_DATA))
         if reply.finalize_data_result.error:

@@ -157,6 +157,11 @@ class WasmTraceProcessorInstance:
         if self._ahead is not None:
             self._ahead.fed(size)
 
+    def ending(self) -> None:
+        """Says the end-of-file pass comes next (heap_ahead.py)."""
+        if self._ahead is not None:
+            self._ahead.ending()
+
     # -- the RPC byte pipe ------------------------------------------------------------------------
     def _on_reply(self, caller, ptr, size):
         if size:
