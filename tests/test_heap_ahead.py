@@ -72,12 +72,20 @@ def test_while_the_pieces_come_the_heap_is_faulted_in_about_as_the_engine_takes_
         tp.close()
 
 
-def test_the_thread_ends_with_the_engine():
+def test_the_thread_ends_after_the_end_of_file_or_with_the_engine():
     tp, instance, _ = _load(prepare_path(TRACE).data, ahead=True)
     thread = instance._ahead._thread
-    assert thread is not None
+    thread.join(timeout=30)  # (ended by itself: the end-of-file range was its last)
+    assert not thread.is_alive()
     tp.close()
-    assert not thread.is_alive() and instance._ahead._thread is None
+    assert instance._ahead._thread is None
+
+    tp = KinetoTraceProcessor(EngineChoice("wasm"))
+    tp._backend.parse(prepare_path(TRACE).data)  # (a load cut short: no end of file)
+    thread = tp._backend.instance._ahead._thread
+    assert thread.is_alive()
+    tp.close()
+    assert not thread.is_alive()
 
 
 def test_a_system_without_the_call_loads_as_before(monkeypatch):

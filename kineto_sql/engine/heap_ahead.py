@@ -61,6 +61,8 @@ class HeapAhead:
 
     def ending(self) -> None:
         self._ahead_to(self._start + int(END_AHEAD_PER_BYTE * self._fed))
+        if self._thread is not None:
+            self._ranges.put(None)  # (the last range: the thread ends once it is in, not with the engine)
 
     def _ahead_to(self, target: int) -> None:
         if self._madvise is None:
@@ -70,7 +72,7 @@ class HeapAhead:
             return
         self._ranges.put((self._mark, target))
         self._mark = target
-        if self._thread is None:
+        if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._run, name="kineto-sql engine heap", daemon=True)
             self._thread.start()
 
