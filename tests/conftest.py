@@ -61,10 +61,10 @@ def corpus_id(path: Path) -> str:
 
 _LOADED: OrderedDict[Path, object] = OrderedDict()
 # Loaded engines kept open at once. The tests of one trace run together (one xdist work unit per trace,
-# tests/trace_groups.py), so a few suffice; each open engine holds its trace and every table built on it
+# tests/trace_groups.py), so a few dozen suffice; each open engine holds its trace and every table built on it
 # (100-300 MB for a golden trace once diagnosed), and keeping all of a worker's ~60 traces open took a
 # worker past 12 GB.
-OPEN_ENGINES = 8
+OPEN_ENGINES = 24
 
 
 @pytest.fixture(scope="session")
