@@ -2,7 +2,8 @@
 
 Runs what `diagnose_trace` runs, in its order (capabilities, the device name, then kineto_sql.diagnose.run's
 query_plan: reading.verdict, reading.op_table, reading.step_ledger, reading.step_table, every detector; then
-the what-if part: reading.critical_path, the dependency graph read into numpy, one replay per graph edit),
+the what-if part: the dependency graph read into numpy, one replay per graph edit, the critical path's
+node pieces (kineto.lib.dep_graph_buckets) and its replayed walk, as kineto_sql.whatif.annotate runs them),
 but first includes each kineto module a query depends on, one at a time in dependency order, and times it:
 a shared table is charged to its own module, not to whichever query happens to include it first. The
 what-if stages are timed on every trace; diagnose runs them only where a finding of a rule with a graph
@@ -25,12 +26,15 @@ from kineto_sql.errors import KinetoSqlError
 from kineto_sql.sql.includes import kineto_dependencies
 from kineto_sql.run.runner import capabilities, resolve_spec, run_query, trace_device_name
 from kineto_sql.sql.literals import include_statement
-from kineto_sql.whatif.annotate import CRITICAL_PATH
+from kineto_sql.whatif.annotate import critical_path_shares
+from kineto_sql.whatif.buckets import MODULE as BUCKETS
 from kineto_sql.whatif.edits import EDITS
+from kineto_sql.whatif.graph import MODULE as GRAPH
+from kineto_sql.whatif.graph import _LOADED as LOADED_GRAPH
 from kineto_sql.whatif.graph import load_graph
 from kineto_sql.whatif.predict import predict
 
-WHATIF = ("whatif.graph", "whatif.replay")
+WHATIF = ("whatif.graph", "whatif.replay", "whatif.critical_path")
 
 
 def profile(trace: Path) -> tuple[float, list[tuple[str, float, float]]]:
@@ -54,25 +58,32 @@ def profile_stages(trace: Path) -> tuple[float, list[tuple[str, float, float, bo
 
     timed("capabilities", lambda: capabilities(tp))
     timed("device_name", lambda: trace_device_name(tp))
-    specs = query_plan()[0] + [resolve_spec(CRITICAL_PATH)]
+    specs = query_plan()[0]
     fired: set[str] = set()
+
+    def modules(sql: str) -> None:
+        for module in kineto_dependencies(sql):
+            if module not in done:
+                done.add(module)
+                timed(module.removeprefix("kineto."), lambda m=module: tp.query(include_statement(m)))
+
     with tp:
         for spec in specs:
-            if spec.id == CRITICAL_PATH:
-                whatif_from = len(stages)
-            for module in kineto_dependencies(spec.path.read_text()):
-                if module not in done:
-                    done.add(module)
-                    timed(module.removeprefix("kineto."), lambda m=module: tp.query(include_statement(m)))
+            modules(spec.path.read_text())
             runs = []
             timed(spec.id, lambda s=spec: runs.append(_attempt(tp, s)))
             if runs[0] is not None and not runs[0].not_applicable and not runs[0].rows.empty:
                 fired.add(spec.id)
+        whatif_from = len(stages)
         has_device = bool(capabilities(tp).get("gpu") and capabilities(tp)["gpu"].present)
+        # the graph's modules and the path's pieces' modules, each charged to itself
+        modules(f"INCLUDE PERFETTO MODULE {GRAPH};\n{include_statement(BUCKETS)}")
         graphs = []
         timed(WHATIF[0], lambda: graphs.append(_attempt_graph(tp)))
         if graphs[0] is not None:
+            LOADED_GRAPH.get(tp, lambda: graphs[0])  # as annotate keeps it for the critical path line
             timed(WHATIF[1], lambda: [predict(graphs[0], [rule], has_device) for rule in EDITS])
+            timed(WHATIF[2], lambda: critical_path_shares(tp))
     # stages diagnose skips when no graph edit applies: the graph's own modules, the path, the replay
     needed = bool(fired & set(EDITS))
     return load_s, [(n, w, c, needed or i < whatif_from) for i, (n, w, c) in enumerate(stages)], needed

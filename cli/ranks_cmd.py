@@ -28,10 +28,14 @@ def _progress() -> Progress:
 @click.option("--hta-compat", is_flag=True, help="HTA 0.5.0's definitions (last step dropped, stream != -1, its name rules).")
 @click.option("--threshold-pct", type=float, default=10.0, show_default=True,
               help="Name a straggler only when it costs the others this % of the median step or more.")
+@click.option("--critical-path", "critical_path", is_flag=True,
+              help="Also the job's critical path per steady step across ranks (each rank's dependency graph "
+                   "joined at its collectives): which rank and ledger bucket hold the step. Read on the same "
+                   "load of each rank, on the fleet's clock offsets.")
 @engine_options
 @friendly_errors
 def command(directory: Path, fmt: str, jobs: int | None, hta_compat: bool, threshold_pct: float,
-            engine_kind: str, tp_shell: str | None):
+            critical_path: bool, engine_kind: str, tp_shell: str | None):
     """Every rank of a job in DIRECTORY: HTA's analyses per rank, their spread, and the straggler if any.
 
     Prints one table per analysis (temporal breakdown, comm-comp overlap, idle time by cause, kernel
@@ -55,8 +59,10 @@ def command(directory: Path, fmt: str, jobs: int | None, hta_compat: bool, thres
       kineto-sql ranks ./tb_logs/ --hta-compat
     """
     from kineto_sql.fleet.executors import LocalExecutor
+    from kineto_sql.fleet.job_path import job_critical_path
     from kineto_sql.fleet.run import run_fleet
     from kineto_sql.fleet.tables import ANALYSES
+    from kineto_sql.fleet.task import GRAPH
 
     with _progress() as progress:
         task = progress.add_task("loading ranks", total=None)
@@ -65,10 +71,12 @@ def command(directory: Path, fmt: str, jobs: int | None, hta_compat: bool, thres
             progress.update(task, completed=finished, total=total)
             stage(f"ranks: {finished} of {total} loaded")
 
-        run = run_fleet(directory, ("hta", "collectives"), LocalExecutor(jobs_or_default(jobs)), engine=engine_choice(engine_kind, tp_shell),
+        parts = ("hta", "collectives") + ((GRAPH,) if critical_path else ())
+        run = run_fleet(directory, parts, LocalExecutor(jobs_or_default(jobs)), engine=engine_choice(engine_kind, tp_shell),
                         on_done=done, threshold_pct=threshold_pct, hta_compat=hta_compat, per_rank_tables=True)
     report, failures = run.report, run.failures
     verdict = report.verdict
+    path = job_critical_path(run.graphs, report.clock)[0] if critical_path else None
     code, reason = (1, rank_failures(f.sentence() for f in failures)) if failures else (0, None)
     if fmt == "json":
         emit_result({
@@ -84,6 +92,7 @@ def command(directory: Path, fmt: str, jobs: int | None, hta_compat: bool, thres
             "straggler_cause": verdict.cause,
             "narration": verdict.narration,
             "failed_ranks": [{"path": f.path, "error": f.reason} for f in failures],
+            **({"critical_path": path} if path is not None else {}),
         }, code, reason)
         return finish(code, reason)
     if fmt == "csv":
@@ -107,6 +116,9 @@ def command(directory: Path, fmt: str, jobs: int | None, hta_compat: bool, thres
     emit_frame(_rounded(report.summary), fmt, title="Per-rank quantities compared (us)")
     emit_frame(_rounded(report.distribution.drop(columns=["meaning", "direction", "ord", "ranks"])), fmt,
                title="Distribution across ranks")
+    if path is not None:
+        emit_frame(pd.DataFrame(path, columns=["step", "rank", "bucket", "ms", "pct"]), fmt,
+                   title="The job's critical path per steady step: rank and ledger bucket (% of the step)")
     click.echo("")
     say(verdict.narration)
     finish(code, reason)

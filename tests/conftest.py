@@ -3,6 +3,7 @@ session, and one xdist group per trace (so that under `-n 2 --dist loadgroup` ea
 diagnosed on one worker only, instead of on both)."""
 from __future__ import annotations
 
+from collections import OrderedDict
 from pathlib import Path
 
 import pytest
@@ -58,16 +59,26 @@ def corpus_id(path: Path) -> str:
     return str(path.relative_to(CORPUS)) if CORPUS in path.parents else path.name
 
 
-_LOADED: dict[Path, object] = {}
+_LOADED: OrderedDict[Path, object] = OrderedDict()
+# Loaded engines kept open at once. The tests of one trace run together (one xdist work unit per trace,
+# tests/trace_groups.py), so a few dozen suffice; each open engine holds its trace and every table built on it
+# (100-300 MB for a golden trace once diagnosed), and keeping all of a worker's ~60 traces open took a
+# worker past 12 GB.
+OPEN_ENGINES = 24
 
 
 @pytest.fixture(scope="session")
 def loaded():
-    """`loaded(path)` opens a trace once per session and returns the same processor afterwards."""
+    """`loaded(path)` opens a trace once and returns the same processor while it is among the
+    OPEN_ENGINES most recently used; an older one is closed and opened again when asked for."""
     def get(path):
         path = Path(path).resolve()
-        if path not in _LOADED:
+        if path in _LOADED:
+            _LOADED.move_to_end(path)
+        else:
             _LOADED[path] = open_trace(path)
+            while len(_LOADED) > OPEN_ENGINES:
+                _LOADED.popitem(last=False)[1].close()
         return _LOADED[path]
 
     yield get

@@ -16,7 +16,7 @@ import pytest
 from kineto_sql import open_trace
 from kineto_sql.cli.launch import early_trace
 from kineto_sql.errors import TraceInputError
-from kineto_sql.loading import background
+from kineto_sql.loading import background, prepare
 from kineto_sql.loading.source import read_bytes
 from tests.kineto_builder import Kernel, KinetoTrace, Launch, ProfilerStep
 
@@ -67,7 +67,7 @@ def test_bad_input_is_the_same_sentence(tmp_path):
 
 
 def test_a_child_that_dies_is_named(tmp_path, monkeypatch):
-    def die(path, on_size=None, check=None, mapped=False):
+    def die(path, on_size=None, check=None, mapped=False, args_as_written=False):
         os.kill(os.getpid(), signal.SIGKILL)
 
     monkeypatch.setattr(background, "prepare_path", die)
@@ -78,7 +78,7 @@ def test_a_child_that_dies_is_named(tmp_path, monkeypatch):
 def test_a_trace_cut_short_while_the_child_maps_it_is_named(tmp_path, monkeypatch):
     """The child maps a plain trace file (source.read_bytes mapped=True); a file truncated under the map
     kills it with SIGBUS at the next read of a lost page: said as the file cut short, not as memory."""
-    def read_then_cut(path, on_size=None, check=None, mapped=False):
+    def read_then_cut(path, on_size=None, check=None, mapped=False, args_as_written=False):
         assert mapped
         faulthandler.disable()  # (pytest's, inherited: the death below is the point, not a crash to dump)
         text = read_bytes(path, check, mapped)
@@ -218,3 +218,28 @@ def test_the_console_script_diagnoses_and_fails_as_before(tmp_path):
     assert done.returncode == 0 and json.loads(done.stdout)["result"]["traces"][0]["verdict"]["steps"] == 1
     done = subprocess.run(run + ["diagnose", str(tmp_path / "missing.json")], capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.strip().endswith("no such file; check the path")
+
+
+def test_the_args_pass_run_on_each_written_piece_is_the_one_pass(tmp_path, monkeypatch):
+    """In the child the args pass runs on each piece as it is written (prepare args_as_written), after the
+    other fixes rewrote the trace: the engine gets the same events and the report the same entries, in
+    the same order, as from one pass over every event, with the args that need it spread over the pieces."""
+    trace = json.loads(gzip.decompress(_overlapping(tmp_path, n=300).read_bytes()))
+    kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"]
+    for k, e in enumerate(kernels[::37]):
+        e["args"].update({"null arg": None, "huge": 2**64 + k, "nested": {"big": -(2**63) - 1 - k},
+                          "escaped": f"caf\u00e9 {k}\nline"})
+    path = tmp_path / "args.json"
+    path.write_text(json.dumps(trace))
+    monkeypatch.setattr(prepare, "CHUNK_EVENTS", 64)  # (the child is forked: it writes 64 events a piece)
+    with open_trace(path) as tp:
+        serial = _facts(tp)
+    with open_trace(path, jobs=2) as tp:
+        streamed = _facts(tp)
+    assert streamed == serial
+    kinds = {kind: count for kind, count, _ in serial[1]}
+    assert kinds["overlap_lane"] == 1
+    assert kinds["integer_beyond_int64_as_string"] == 2 * len(kernels[::37]) == 18
+    assert kinds["null_arg_not_stored"] == 9 and kinds["escape_kept_by_engine"] == 9
+    assert [kind for kind, _, _ in serial[1]][-3:] == ["escape_kept_by_engine", "integer_beyond_int64_as_string",
+                                                     "null_arg_not_stored"]

@@ -101,8 +101,8 @@ def test_dask_cluster_gives_the_local_tables_and_straggler(two_runs, fleet32):
                                            "lowest of 32 ranks, 1.75 ms against a median of 6.02 ms.")
     assert a["distribution"] == b["distribution"] and a["summary"] == b["summary"]
     names = sorted(p.name for p in local.iterdir() if p.is_dir())
-    assert names == ["hta_balance", "hta_idle", "hta_kernel_types", "hta_launches", "hta_overlap", "hta_steps",
-                     "hta_temporal", "load", "op_shapes"]
+    assert names == ["balance_steps", "hta_balance", "hta_idle", "hta_kernel_types", "hta_launches", "hta_overlap",
+                     "hta_steps", "hta_temporal", "load", "op_shapes"]
     assert sorted(p.name for p in remote.iterdir() if p.is_dir()) == names
     for name in names:
         left, right = _table(local, name), _table(remote, name)

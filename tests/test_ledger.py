@@ -141,13 +141,14 @@ def test_iterations_from_record_function_markers_without_profiler_step(load_trac
                     ).as_pandas_dataframe()
     assert rows.source.unique().tolist() == ["record_function"]
     assert rows.step.tolist() == [1, 2, 3, 4]
-    # start markers: one start to the next; the last runs to the end of the capture (7000 + 1100 us)
-    assert (rows.dur // US).tolist() == [5000, 1000, 1000, 1100]
-    assert rows.is_cold.tolist() == [1, 0, 0, 0]       # 5000 > 1.5 x median(1000, 1000, 1100), 3000 >= 4000 / 2
+    # record_function ranges: each window is the range itself (its kernel ends inside it), not start to start:
+    # what runs between two ranges belongs to no iteration
+    assert (rows.dur // US).tolist() == [4900, 900, 900, 1100]
+    assert rows.is_cold.tolist() == [1, 0, 0, 0]       # 4900 > 1.5 x median(900, 900, 1100), 3000 >= 4000 / 2
     v = verdict(tp)
     assert v["window_source"] == "record_function" and v["windows"] == 3 and v["cold_windows"] == 1
-    assert v["median_window_dur"] == 1000 * US
-    assert "inferred (record_function)" in v["sentence"] and "1 cold window of 5.000 ms kept apart" in v["sentence"]
+    assert v["median_window_dur"] == 900 * US
+    assert "inferred (record_function)" in v["sentence"] and "1 cold window of 4.900 ms kept apart" in v["sentence"]
 
 
 def test_median_of_an_even_number_of_windows_is_the_mean_of_the_two_middles(load_trace):

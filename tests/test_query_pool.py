@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kineto_sql.run import pool as query_pool
-from kineto_sql.run.pool import _Board, run_all
+from kineto_sql.run.pool import _Board, _shared_modules, run_all
 
 CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus"
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is not available on this platform")
@@ -116,3 +116,25 @@ def test_the_modules_both_first_items_need_are_built_once_before_the_fork():
     outcomes = run_all(_FakeTrace(), [0, 1, 2, 3], run, needs.__getitem__, jobs=2, build=build)
     assert [o.get() for o in outcomes] == [0, 1, 2, 3]
     assert built == [("a", True), ("c", True)]  # in the first item's order, here only
+
+
+@needs_fork
+def test_the_modules_most_items_need_are_built_once_before_the_fork_too():
+    parent = os.getpid()
+    built = []
+
+    def build(_tp, module):
+        built.append((module, os.getpid() == parent))
+
+    # the first two items share nothing; "a" and its include "b" are needed by three of the four items
+    # (SHARED_SHARE), "c" and "d" by one each: each process builds those if it needs them
+    needs = {0: ["b", "a"], 1: ["c"], 2: ["b", "a", "d"], 3: ["b", "a"]}
+    outcomes = run_all(_FakeTrace(), [0, 1, 2, 3], lambda _tp, item: item, needs.__getitem__, jobs=2, build=build)
+    assert [o.get() for o in outcomes] == [0, 1, 2, 3]
+    assert built == [("b", True), ("a", True)]
+
+
+def test_a_module_under_three_quarters_of_the_items_is_not_shared():
+    # "a" needed by two of three items (0.67 < 0.75), "b" by all three
+    assert _shared_modules([["b", "a"], ["b", "c"], ["b", "a"]]) == ["b"]
+    assert _shared_modules([["b", "a"], ["b", "a", "c"], ["b", "a"], ["b", "c"]]) == ["b", "a"]

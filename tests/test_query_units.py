@@ -526,13 +526,14 @@ def test_iterations_dataloader_outranks_every_host_marker(load_trace):
 
 def test_iterations_annotation_marker_leaves_out_other_markers_names(load_trace):
     """Optimizer.* annotations repeat more often (6) than myloop (3), but the generic annotation kind never
-    takes a name that belongs to another marker kind (or a ProfilerStep-like name)."""
+    takes a name that belongs to another marker kind (or a ProfilerStep-like name). An annotation is a span
+    marker: each window is its own 900 us range."""
     t = _three_iterations(lambda s: [CpuOp("myloop", s, 900, cat="user_annotation"),
                                      CpuOp("Optimizer.zero_grad#SGD.zero_grad", s + 910, 20, cat="user_annotation"),
                                      CpuOp("Optimizer.zero_grad#SGD.zero_grad", s + 950, 20, cat="user_annotation"),
                                      CpuOp("ProfilerStep#x", s + 940, 5, cat="user_annotation")])
-    assert _windows(load_trace(t)) == [(1, "annotation", "myloop", 0, 1000, 0), (2, "annotation", "myloop", 1000, 1000, 0),
-                                       (3, "annotation", "myloop", 2000, 970, 0)]
+    assert _windows(load_trace(t)) == [(1, "annotation", "myloop", 0, 900, 0), (2, "annotation", "myloop", 1000, 900, 0),
+                                       (3, "annotation", "myloop", 2000, 900, 0)]
 
 
 def test_iterations_execute_model_as_frame_or_annotation_and_capture_fallback(load_trace):
@@ -552,13 +553,13 @@ def test_iterations_marker_counts_per_thread(load_trace):
     4 windows cut by the same annotation on a second thread (a serving pool's per-request markers)."""
     t = _three_iterations(lambda s: [CpuOp("loop", s, 800, cat="user_annotation")])
     t.add(CpuOp("loop", 1500, 50, cat="user_annotation", tid=2))
-    assert _windows(load_trace(t)) == [(1, "annotation", "loop", 0, 1000, 0), (2, "annotation", "loop", 1000, 1000, 0),
+    assert _windows(load_trace(t)) == [(1, "annotation", "loop", 0, 800, 0), (2, "annotation", "loop", 1000, 800, 0),
                                        (3, "annotation", "loop", 2000, 800, 0)]
 
 
 @pytest.mark.parametrize("second_dur,expected", [
     # the two markers span 0..2000 us of a 4000 us capture: exactly half, accepted
-    (1000, [(1, "annotation", "loop", 0, 1000, 0), (2, "annotation", "loop", 1000, 3000, 0)]),
+    (1000, [(1, "annotation", "loop", 0, 500, 0), (2, "annotation", "loop", 1000, 1000, 0)]),
     # 1 us less: a marker in a corner of the capture is no iteration; the capture is the window
     (999, [(1, "capture", None, 0, 4000, 0)]),
 ])
@@ -578,23 +579,68 @@ def _launching_loop(windows_with_launch: int) -> KinetoTrace:
 
 def test_iterations_marker_windows_must_hold_device_work(load_trace):
     """With device work in the process, at least half of the windows must hold a launch: 2 of 4 is
-    accepted (the last window ends at its own marker's end, after the device's last work); 1 of 4 is a
-    CPU-side loop, and the capture, read over the device's active span (110..160 us), is the window."""
+    accepted (each window its own 900 us range); 1 of 4 is a CPU-side loop, and the capture, read over the
+    device's active span (110..160 us), is the window."""
     assert _windows(load_trace(_launching_loop(2))) == [
-        (1, "annotation", "loop", 0, 1000, 0), (2, "annotation", "loop", 1000, 1000, 0),
-        (3, "annotation", "loop", 2000, 1000, 0), (4, "annotation", "loop", 3000, 900, 0)]
+        (1, "annotation", "loop", 0, 900, 0), (2, "annotation", "loop", 1000, 900, 0),
+        (3, "annotation", "loop", 2000, 900, 0), (4, "annotation", "loop", 3000, 900, 0)]
     assert _windows(load_trace(_launching_loop(1))) == [(1, "capture", None, 110, 50, 0)]
 
 
 def test_iterations_tail_after_the_device_work_is_outside_the_last_window(load_trace):
-    """The last start-marker window ends at the last device activity (2520 us), not at the capture end
-    (3010 us): the idle tail after a server's last request is no host compute of an iteration."""
+    """The last start-marker window (a forward frame) ends at the last device activity (2520 us), not at
+    the capture end (3010 us): the idle tail after a server's last request is no host compute of an
+    iteration."""
     t = KinetoTrace([CpuOp("aten::add", 3000, 10)])
     for i in range(3):
-        t.add(CpuOp("loop", i * 1000, 100, cat="user_annotation"), Launch(i + 1, i * 1000 + 10, 5),
+        t.add(PythonFrame("nn.Module: Net_0", i * 1000, 100), Launch(i + 1, i * 1000 + 10, 5),
               Kernel(i + 1, i * 1000 + 20, 500))
-    assert _windows(load_trace(t)) == [(1, "annotation", "loop", 0, 1000, 0), (2, "annotation", "loop", 1000, 1000, 0),
-                                       (3, "annotation", "loop", 2000, 520, 0)]
+    assert _windows(load_trace(t)) == [(1, "module_forward", "nn.Module: Net_0", 0, 1000, 0),
+                                       (2, "module_forward", "nn.Module: Net_0", 1000, 1000, 0),
+                                       (3, "module_forward", "nn.Module: Net_0", 2000, 520, 0)]
+
+
+@pytest.mark.parametrize("kernel_us,expected_dur", [
+    # the 500 us kernel launched inside the 100 us request runs on after it: the window ends at its end
+    (500, 520),
+    # a kernel that ends inside the range: the window is the range
+    (50, 100),
+    # device work running past the next request's start: the window stops there (windows never overlap)
+    (1200, 1000),
+])
+def test_iterations_a_span_window_is_its_range_and_the_device_work_it_launched(load_trace, kernel_us, expected_dur):
+    """A user annotation (record_function) is a span marker: its window is its own range, extended to the
+    end of the device work launched inside it; the time between two requests is in no window."""
+    t = KinetoTrace([CpuOp("aten::add", 3000, 10)])
+    for i in range(3):
+        # the first request's kernel is `kernel_us` long (on a stream of its own), the others 50 us
+        t.add(CpuOp("loop", i * 1000, 100, cat="user_annotation"), Launch(i + 1, i * 1000 + 10, 5),
+              Kernel(i + 1, i * 1000 + 20, kernel_us if i == 0 else 50, stream=8 if i == 0 else 7))
+    got = _windows(load_trace(t))
+    assert [w[:4] for w in got] == [(k + 1, "annotation", "loop", 1000 * k) for k in range(3)]
+    assert [w[4] for w in got] == [expected_dur, 100, 100]
+
+
+@pytest.mark.parametrize("first_kernel_us,source", [
+    # the first kernel starts exactly where the last step ends: no step holds any device work (lagged)
+    (3000, "capture"),
+    # 1 us earlier the last step holds it: the steps stay the windows
+    (2999, "profiler_step"),
+])
+def test_iterations_steps_that_hold_no_device_work_give_way_to_the_device_span(load_trace, first_kernel_us, source):
+    """Three 1000 us ProfilerSteps launch 3 kernels of 400 us that run back to back from `first_kernel_us`
+    (a device lagging its host): steps that hold none of the device's work cannot measure it, and the
+    device's active span is the window."""
+    t = KinetoTrace([ProfilerStep(5 + k, ts_us=k * 1000, dur_us=1000) for k in range(3)])
+    for i in range(3):
+        t.add(CpuOp("aten::conv2d", i * 1000 + 10, 20), Launch(i + 1, i * 1000 + 15, 5),
+              Kernel(i + 1, first_kernel_us + 400 * i, 400))
+    got = _windows(load_trace(t))
+    if source == "capture":
+        assert got == [(1, "capture", None, 3000, 1200, 0)]
+    else:
+        assert got == [(5, "profiler_step", "ProfilerStep#5", 0, 1000, 0), (6, "profiler_step", "ProfilerStep#6", 1000, 1000, 0),
+                       (7, "profiler_step", "ProfilerStep#7", 2000, 1000, 0)]
 
 
 def test_iterations_tail_after_the_last_host_event_is_outside_the_last_window(load_trace):
@@ -604,9 +650,10 @@ def test_iterations_tail_after_the_last_host_event_is_outside_the_last_window(lo
     capture end keeps the window to it (the half-capture test above)."""
     t = KinetoTrace([CpuOp("aten::add", 2590, 10), CpuOp("profiler_tail", 4990, 10, cat="user_annotation", pid=900, tid=9)])
     for i in range(3):
-        t.add(CpuOp("loop", i * 1000, 500, cat="user_annotation"))
-    assert _windows(load_trace(t)) == [(1, "annotation", "loop", 0, 1000, 0), (2, "annotation", "loop", 1000, 1000, 0),
-                                       (3, "annotation", "loop", 2000, 600, 0)]
+        t.add(PythonFrame("nn.Module: Net_0", i * 1000, 500))
+    assert _windows(load_trace(t)) == [(1, "module_forward", "nn.Module: Net_0", 0, 1000, 0),
+                                       (2, "module_forward", "nn.Module: Net_0", 1000, 1000, 0),
+                                       (3, "module_forward", "nn.Module: Net_0", 2000, 600, 0)]
 
 
 def test_python_gc_step_of_its_own_process(load_trace):

@@ -221,3 +221,67 @@ def test_without_record_shapes_the_cause_is_not_claimed():
 
     got = _shape_balance([(r, "aten::mm", None, 3.0) for r in range(2)]).reset_index()
     assert not got["shapes_recorded"].any() and straggler_cause(0, got) is None
+
+
+def _moving(own_work: dict[int, list[float]], work_differs: bool = True, step_us: float = 1000.0,
+            threshold_pct: float = 10.0):
+    """queries/fleet/step_balance.sql and moving_straggler.sql over hand-made per-step own work (rank -> own work
+    per step 1, 2, ...), one median step for every rank, and whether the ranks' shapes differ."""
+    import duckdb
+
+    con = duckdb.connect()
+    rows = [(r, s + 1, step_us, w, 0.0) for r, works in own_work.items() for s, w in enumerate(works)]
+    con.register("balance_steps", pd.DataFrame(rows, columns=["rank", "step", "step_us", "own_work_us", "comm_wait_us"]))
+    con.register("fleet_rank_summary", pd.DataFrame({"rank": list(own_work), "step_us": [step_us] * len(own_work)}))
+    con.register("fleet_shape_balance", pd.DataFrame({"rank": list(own_work), "work_diff_pct": [20.0] * len(own_work),
+                                                      "work_differs": [work_differs] * len(own_work)}))
+    con.execute(fleet_sql("step_balance"))
+    return con.execute(fleet_sql("moving_straggler"), {"threshold_pct": threshold_pct}).df().iloc[0]
+
+
+def test_imbalance_that_moves_between_ranks_is_named_at_a_tenth_of_a_step():
+    # two ranks, 1 ms steps: rank 0 does 800 us in step 1 (rank 1: 600), rank 1 800 in steps 2 and 3 (rank 0
+    # 700, 760). Each step's slowest rank sits beyond the median (the mean of two) by 100, 50 and 20 us: a
+    # mean of 56.7 us, 5.7% of the step: under 10%, nobody named
+    under = _moving({0: [800.0, 700.0, 760.0], 1: [600.0, 800.0, 800.0]})
+    assert (under["steps"], under["slowest_ranks"], under["slowest_counts"]) == (3, 2, "rank 1: 2, rank 0: 1")
+    assert under["excess_pct_of_step"] == pytest.approx(5.6667, abs=1e-3) and pd.isna(under["straggler"])
+    # at the threshold: excess 200, 60, 40 us (mean 100 us, 10.0%): rank 0 costs most (200 of 300 us) though
+    # rank 1 is slowest in more steps
+    at = _moving({0: [900.0, 700.0, 760.0], 1: [500.0, 820.0, 840.0]})
+    assert at["excess_pct_of_step"] == pytest.approx(10.0) and at["straggler"] == 0
+    assert (at["excess_sum_us"], at["total_excess_us"]) == (200.0, 300.0)
+    just_under = _moving({0: [900.0, 700.0, 760.0], 1: [500.0, 820.0, 839.4]})   # 9.99%
+    assert just_under["excess_pct_of_step"] < 10.0 and pd.isna(just_under["straggler"])
+
+
+def test_no_moving_imbalance_without_moving_or_without_data():
+    # the same rank slowest every step is a fixed straggler (fleet.straggler's), not a moving imbalance
+    fixed = _moving({0: [900.0, 900.0, 900.0], 1: [500.0, 500.0, 500.0]})
+    assert fixed["slowest_ranks"] == 1 and fixed["excess_pct_of_step"] == pytest.approx(20.0)
+    assert pd.isna(fixed["straggler"])
+    # ranks that trade the slowest place on the same input shapes: machine noise, not data imbalance
+    noise = _moving({0: [900.0, 700.0, 760.0], 1: [500.0, 820.0, 840.0]}, work_differs=False)
+    assert noise["excess_pct_of_step"] == pytest.approx(10.0) and pd.isna(noise["straggler"])
+    # a step only one rank holds as steady (its cold window on the other) is not compared
+    partial = _moving({0: [900.0, 700.0, 760.0], 1: [500.0, 820.0]})
+    assert partial["steps"] == 2
+
+
+@pytest.mark.parametrize("variant,straggler,moving", [("planted", 0, True), ("fixed", None, False)])
+def test_varlen_ranks_name_the_imbalance_that_moves(variant, straggler, moving):
+    # varlen_gloo_planted: rank 0 works 781 / 537 / 193 / 956 ms in steps 2-5, rank 1 191 / 766 / 306 / 1003:
+    # the slowest rank moves (rank 1 in 3 steps, rank 0 in 1) and each step costs the other half the gap,
+    # 122.3 ms on average, 14.5% of the 845.7 ms median step; rank 0's one step costs 294.7 ms of the 489.2.
+    # The fixed twin's ranks run the same sequence lengths: whatever the gaps, no data imbalance
+    from kineto_sql.fleet.run import diagnose_directory
+
+    d = diagnose_directory(Path(__file__).parents[1] / "golden" / "traces" / f"varlen_gloo_{variant}")
+    summary = d.ranks_summary
+    assert summary["straggler"] == straggler and summary["moving"] is moving
+    if moving:
+        assert summary["excess_pct_of_step"] == 14.46 and summary["cause"] == "data imbalance"
+        assert "slowest in 4 steps: rank 1: 3, rank 0: 1" in summary["narration"]
+        assert "Rank 0 costs the others most: 294.72 ms in the 1 step(s) it is the slowest, 60%" in summary["narration"]
+        exposed = next(f for f in d.traces[1].findings if f.query_id == "catalog.exposed_communication")
+        assert exposed.cross_rank_note.endswith("part of this wait is for each step's slowest rank.")

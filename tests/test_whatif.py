@@ -386,3 +386,28 @@ def test_a_long_launch_that_ends_with_no_device_work_stays_host_work(load_trace)
     gemm = graph.ids == graph.ids[graph.kind == "device"][0]
     halved = shorten(graph, gemm, 0.5)
     assert replay(halved).window_durations(halved) == {1: 998 * US}
+
+
+def test_a_blocking_copy_that_returns_before_its_copy_ends_is_on_the_path_once(load_trace):
+    # the call returns at 622 us, the copy it waited for is timed to end at 625 us (the host's and the
+    # device's clocks disagree by 3 us: a wait edge with a negative gap). The path runs host, launch, the gemm
+    # the copy queued behind, the copy until the call returned (2 of its 5 us), the host work after: 1000 us,
+    # the window. Following the wait to the copy's own end counted those 3 us twice (1003 us).
+    tp = load_trace(KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=0, dur_us=15),
+        Launch(1, ts_us=5, dur_us=5),
+        Kernel(1, ts_us=20, dur_us=600, name="volta_sgemm_128x64_nn"),
+        Launch(3, ts_us=30, dur_us=592, name="cudaMemcpy"),
+        Kernel(3, ts_us=620, dur_us=5, **COPY),
+        CpuOp("aten::add", ts_us=622, dur_us=378),
+    ]))
+    graph = load_graph(tp)
+    waits = graph.to_end
+    assert list(zip(graph.tag[graph.src[waits]], graph.gap[waits])) == [("memcpy_dtoh", -3 * US)]
+    result = replay(graph)
+    (window,) = graph.windows
+    segments = result.segments(graph, window)[::-1]
+    assert [(graph.tag[k], ns) for k, ns, _ in segments] == [
+        ("host", 5 * US), ("launch", 5 * US), ("gemm", 610 * US), ("memcpy_dtoh", 2 * US), ("host", 378 * US)]
+    assert sum(ns for _, ns, _ in segments) == result.window_durations(graph)[window] == 1000 * US

@@ -151,6 +151,11 @@ class Finding:
     # In a rank directory, what the cross-rank reading says about this rank's finding (kineto_sql/fleet/run.py:
     # who the straggler is, whom this wait is for); None on a single trace or when it says nothing here.
     cross_rank_note: str | None = None
+    # Seen in at most half of the steady windows (diagnose.run.is_outlier): it describes outlier steps.
+    outlier: bool = False
+    # What the ranking reads (diagnose.run.rank_findings): impact_ns, or for an outlier what the median
+    # steady window claims times the steady windows (0 when it is seen in fewer than half of them).
+    rank_ns: int | None = field(default=None, compare=False)
 
     def to_json(self) -> dict:
         return {
@@ -245,6 +250,9 @@ class Diagnosis:
     elapsed_s: float = 0.0
     # Rank files of a directory that could not be loaded, one sentence each (the others are diagnosed).
     failed_ranks: tuple[str, ...] = ()
+    # A directory's job critical path across ranks (kineto_sql.whatif.ranks.path_rows): per steady step,
+    # {step, rank, bucket, ms, pct} rows, largest first; () for one trace or where no two ranks have a graph.
+    job_critical_path: tuple[dict, ...] = ()
 
     @property
     def names_straggler(self) -> bool:
@@ -274,4 +282,5 @@ class Diagnosis:
             "ranks_summary": self.ranks_summary,
             "elapsed_s": round(self.elapsed_s, 3),
             "failed_ranks": list(self.failed_ranks),
+            **({"job_critical_path": list(self.job_critical_path)} if self.job_critical_path else {}),
         }

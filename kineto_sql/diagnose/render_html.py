@@ -16,7 +16,8 @@ from kineto_sql import __version__
 from kineto_sql.diagnose.model import Diagnosis, TraceDiagnosis
 from kineto_sql.diagnose.narrate import COSTS_ADD_UP, ms, pct, reason, step_summary
 from kineto_sql.diagnose.render_svg import color, share_bars, stacked_bars
-from kineto_sql.diagnose.render_text import finding_markdown, findings_table, md, together_sentence
+from kineto_sql.diagnose.render_text import (JOB_PATH, finding_markdown, findings_table, job_path_steps, md,
+                                             together_sentence)
 
 _TEMPLATE = Template(importlib.resources.files("kineto_sql").joinpath("diagnose/report.html").read_text())
 CAPTURE_VALIDITY = "catalog.capture_validity"
@@ -211,11 +212,21 @@ PARTS = (_title_html, _capture_html, _verdict_html, _ledger_html, _steps_table, 
          _details_html)
 
 
+def _job_path_html(d: Diagnosis) -> str:
+    """The job's critical path across ranks, per steady step: the lines of the text report."""
+    if not d.job_critical_path:
+        return ""
+    items = "".join(f"<li>{inline_html(line)}</li>" for line in job_path_steps(d))
+    return (f"<div class='job-path' id='job-critical-path'><p>{html.escape(JOB_PATH[0].upper() + JOB_PATH[1:])}:"
+            f"</p><ul>{items}</ul></div>")
+
+
 def _ranks_html(d: Diagnosis) -> str:
-    """Across ranks: the cross-rank reading, and each rank's ledger per step (its analysed windows' mean)."""
+    """Across ranks: the cross-rank reading, the job's critical path, and each rank's ledger per step (its
+    analysed windows' mean)."""
     ranked = [t for t in d.traces if t.rank is not None and t.verdict.ledger]
     narration = (d.ranks_summary or {}).get("narration", "")
-    if not narration and len(ranked) < 2:
+    if not narration and len(ranked) < 2 and not d.job_critical_path:
         return ""
     chart = ""
     if len(ranked) >= 2:
@@ -232,7 +243,7 @@ def _ranks_html(d: Diagnosis) -> str:
                  f"<div class='chartrow'>{stacked_bars(columns, order, title, 'ms per step (x devices)')}"
                  f"<table class='legend'>{legend}</table></div></figure>")
     links = " ".join(f"<a href='#{_anchor(t)}'>rank {t.rank}</a>" for t in ranked)
-    return (f"<section id='ranks'><h2>Across ranks</h2><p>{inline_html(narration)}</p>{chart}"
+    return (f"<section id='ranks'><h2>Across ranks</h2><p>{inline_html(narration)}</p>{_job_path_html(d)}{chart}"
             f"<p class='ranklinks'>{links}</p></section>")
 
 

@@ -111,9 +111,14 @@ def diagnose_trace(tp, progress: Progress | None = None, jobs: int = 1,
         else:
             fired.append((spec, result.rows))
     claimed = resolve_window_claims([(spec, _estimate_by_step(df)) for spec, df in fired], pools)
+    # a row that names its bucket speaks only for the time it was given: a default explainer whose every
+    # bucket went to specific findings has nothing left to say
+    explained = [spec.id for spec, df in fired if speaking_rows(df, claimed[spec.id]).empty]
+    silent += explained
     findings = [_finding(spec, df, cold_denominator if spec.claims == (COLD,) else denominator, source,
                          claimed[spec.id], of_capture=not verdict.steady_representative,
-                         steady_windows=verdict.steps, cold_windows=verdict.cold_windows) for spec, df in fired]
+                         steady_windows=verdict.steps, cold_windows=verdict.cold_windows)
+                for spec, df in fired if spec.id not in explained]
     findings = rank_findings(findings, cold_apart=verdict.steady_representative)
     say(f"{Path(source).name}: what each fix buys")
     findings, combined, path = _what_if(tp, findings, verdict)
@@ -231,14 +236,33 @@ def _top_ops(outcome: query_pool.Outcome, limit: int = 10) -> tuple[dict, ...]:
 
 
 def rank_findings(findings, cold_apart: bool = True) -> list[Finding]:
-    """Capture validity first; then steady findings by claimed step time, ties by severity, then id; cold-start
-    findings last (one-time work is kept out of the steady-state ranking). With `cold_apart` False (the
-    steady sample is too small to stand for a steady state) cold findings rank with the others by the time
-    they claim. A finding capped to info that claims time (catalog.device_composition below device-bound,
-    catalog.host_composition: they describe the step, they are no fault) ranks after every other finding."""
+    """Capture validity first; then steady findings by the step time they claim in the typical step, ties
+    by severity, then id; cold-start findings last (one-time work is kept out of the steady-state ranking).
+    A finding seen in most steady steps ranks by its claimed time; an outlier (seen in at most half of
+    them) by what the median steady step claims, times the steady steps (`rank_ns`): one slow step of three
+    claims nothing in the typical step, so a fix aimed at it does not change the typical step, and it
+    ranks after every finding that holds in most steps (at equal typical claims: findings above info
+    first, then the one seen in most steps, then by claimed time).
+    With `cold_apart` False (the steady sample is too small to stand for a steady state) cold findings rank
+    with the others by the time they claim. A finding capped to info that claims time
+    (catalog.device_composition below device-bound, catalog.host_composition: they describe the step, they
+    are no fault) ranks after every other finding."""
     return sorted(findings, key=lambda f: (f.query_id not in FIRST, cold_apart and f.scope == "cold",
-                                           f.severity == "info" and f.impact_ns > 0, -f.impact_ns,
-                                           -severity_rank(f.severity), f.query_id))
+                                           f.severity == "info" and f.impact_ns > 0,
+                                           -(f.impact_ns if f.rank_ns is None else f.rank_ns),
+                                           f.severity == "info", f.outlier,
+                                           -f.impact_ns, -severity_rank(f.severity), f.query_id))
+
+
+def typical_claim(per_step: dict, steady_windows: int) -> int:
+    """What the median steady window claims, times the steady windows: the windows a finding was not seen in
+    claim 0 (the mean of the two middle windows when their number is even)."""
+    if steady_windows <= 0:
+        return sum(per_step.values())
+    values = sorted([*per_step.values(), *[0] * max(steady_windows - len(per_step), 0)])
+    n = len(values)
+    median = (values[(n - 1) // 2] + values[n // 2]) / 2
+    return round(median * steady_windows)
 
 
 def severity_for(impact_ns: int, impact_pct: float | None) -> str:
@@ -381,7 +405,8 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
     if cold:
         # one-time work: reported, never ranked with (or as severe as) a steady-state cost
         severity = min(severity, "low", key=severity_rank)
-    evidence = tuple(dict.fromkeys(str(e) for e in present(rows, "evidence")))[:3]
+    speaking = speaking_rows(rows, claimed) if claimed is not None else rows
+    evidence = tuple(dict.fromkeys(str(e) for e in present(speaking, "evidence")))[:3]
     steps = tuple(sorted({int(s) for s in present(rows, "step")}))
     ts = numbers(rows.column("ts")) if "ts" in rows else None
     end = ts
@@ -395,14 +420,16 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
         ops=_op_names(_values(rows, OP_COLUMNS + OP_COLUMN_OF.get(spec.id, ()))),
         python_lines=_values(rows, PYTHON_COLUMNS),
     )
-    if "impact_dur" in rows:
-        impacts = numbers(rows.column("impact_dur"), missing_as=0)
-        worst = rows.record(impacts.index(max(impacts)))  # the first of the largest, as numpy's argmax
+    if "impact_dur" in speaking:
+        impacts = numbers(speaking.column("impact_dur"), missing_as=0)
+        worst = speaking.record(impacts.index(max(impacts)))  # the first of the largest, as numpy's argmax
     else:
-        worst = rows.record(0)
+        worst = speaking.record(0)
     figures = {c: _plain(worst[c]) for c in rows.columns if c not in COMMON and _plain(worst[c]) is not None}
     severity = _floored(_capped(severity, rows), rows)
-    if not cold and is_outlier(len(steps), steady_windows):
+    outlier = not cold and is_outlier(len(steps), steady_windows)
+    rank_ns = typical_claim(_claim_per_step(claimed, impact, steps), steady_windows) if outlier else None
+    if outlier:
         # the cause is in a minority of the steady windows: one slow step, not the steady state
         severity = min(severity, OUTLIER_CAP, key=severity_rank)
         note = f"Seen in {len(steps)} of {steady_windows} steady steps only: an outlier, not every step."
@@ -432,8 +459,22 @@ def _finding(spec, rows: Rows, denominator: int | None, source: str,
         scope="cold" if cold else "steady",
         of_capture=of_capture and not cold,
         per_step_ns=_per_window(impact, cold, steady_windows + (cold_windows if of_capture else 0)),
+        outlier=outlier,
+        rank_ns=rank_ns,
     )
     return _with_narration(finding)
+
+
+def _claim_per_step(claimed: dict | None, impact: int, steps: tuple[int, ...]) -> dict:
+    """Claimed ns per step: from claim resolution's (step, bucket) keys, else the impact spread evenly over
+    the steps the rule named."""
+    per_step: dict = {}
+    for (step, _), ns in (claimed or {}).items():
+        if step is not None:
+            per_step[step] = per_step.get(step, 0) + ns
+    if not per_step and steps:
+        per_step = {s: impact / len(steps) for s in steps}
+    return per_step
 
 
 def _per_window(impact: int, cold: bool, windows: int) -> int | None:
@@ -455,6 +496,20 @@ def row_fix(row) -> str | None:
     pin_memory, `.item()` a deferred read); the finding uses its worst row's, else the header's."""
     value = _plain(row.get("fix")) if hasattr(row, "get") else None
     return str(value) if value else None
+
+
+def speaking_rows(rows: Rows, claimed: dict) -> Rows:
+    """The rows that speak for a finding: a row naming its bucket (`claim_bucket`) whose bucket claim
+    resolution gave this finding nothing in any window describes time another finding owns, so its words,
+    fix and numbers are left out (catalog.unexplained_time's row for a bucket a specific detector claimed in
+    full). Rows without a bucket always speak; all rows speak when none names one."""
+    if CLAIM_BUCKET not in rows or rows.empty:
+        return rows
+    given = {bucket for (_, bucket), ns in claimed.items() if ns > 0}
+    keep = [i for i, b in enumerate(rows.column(CLAIM_BUCKET)) if missing(b) or str(b) in given]
+    if len(keep) == len(rows):
+        return rows
+    return Rows.of_columns({c: [rows.column(c)[i] for i in keep] for c in rows.columns})
 
 
 def _capped(severity: str, rows: Rows) -> str:

@@ -68,6 +68,7 @@ class WasmRpcBackend(TraceProcessorRpc):
         rpc = self.protos.TraceProcessorRpc
         result = None
         for start in range(0, len(chunk), APPEND_CHUNK):
+            self.instance.fed(min(APPEND_CHUNK, len(chunk) - start))
             reply = self._call(rpc(request=rpc.TPM_APPEND_TRACE_DATA, append_trace_data=chunk[start:start + APPEND_CHUNK]))
             result = reply.append_result
             if result.error:
@@ -75,6 +76,7 @@ class WasmRpcBackend(TraceProcessorRpc):
         return result if result is not None else self.protos.TraceProcessorRpc().append_result
 
     def notify_eof(self):
+        self.instance.ending()
         rpc = self.protos.TraceProcessorRpc
         reply = self._call(rpc(request=rpc.TPM_FINALIZE_TRACE_DATA))
         if reply.finalize_data_result.error:

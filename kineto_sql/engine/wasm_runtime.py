@@ -6,6 +6,7 @@ moves bytes in and out of its RPC entry points. The protocol on top is perfetto'
 """
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import importlib.resources
 import os
@@ -20,6 +21,7 @@ from importlib.metadata import version as _dist_version
 
 _WASMTIME_VERSION = _dist_version("wasmtime")
 
+from kineto_sql.engine.heap_ahead import HeapAhead
 from kineto_sql.errors import EngineError
 
 ENOSYS = 52
@@ -146,6 +148,19 @@ class WasmTraceProcessorInstance:
         on_reply = wasmtime.Func(self.store, reply_type, self._on_reply, access_caller=True)
         slot = exports["__indirect_function_table"].grow(self.store, 1, on_reply)
         self._buffer = exports["trace_processor_rpc_init"](self.store, slot, REQUEST_BUFFER)
+        # (the 32-bit build's heap never moves: it can be faulted in from another thread; heap_ahead.py)
+        self._ahead = None if build.memory64 else HeapAhead(
+            ctypes.addressof(self.memory.data_ptr(self.store).contents), self.memory.data_len(self.store), self._grow_to)
+
+    def fed(self, size: int) -> None:
+        """Says `size` more bytes of trace are about to be parsed (the heap is faulted in ahead: heap_ahead.py)."""
+        if self._ahead is not None:
+            self._ahead.fed(size)
+
+    def ending(self) -> None:
+        """Says the end-of-file pass comes next (heap_ahead.py)."""
+        if self._ahead is not None:
+            self._ahead.ending()
 
     # -- the RPC byte pipe ------------------------------------------------------------------------
     def _on_reply(self, caller, ptr, size):
@@ -178,6 +193,8 @@ class WasmTraceProcessorInstance:
         cycle through native code that Python's collector cannot see, so a closed engine stayed in memory
         for the life of the process (15 MB per small trace opened in a loop). Dropping the store here ends it."""
         self.aborted = self.aborted or "it was closed"
+        if self._ahead is not None:
+            self._ahead.close()  # (before the heap goes)
         self.store = self.memory = self._on_request = None
         self._replies = bytearray()
 
@@ -220,6 +237,20 @@ class WasmTraceProcessorInstance:
 
     def _imp_emscripten_get_heap_max(self, caller):
         return self._heap_max()
+
+    def _grow_to(self, size: int) -> bool:
+        """The heap made at least `size` bytes long, as the engine would grow it (for heap_ahead)."""
+        have = self.memory.data_len(self.store)
+        if have >= size:
+            return True
+        if size > self._heap_max():
+            return False
+        target = min(max(size, have + have // 4), self._heap_max())
+        try:
+            self.memory.grow(self.store, (target - have + WASM_PAGE - 1) // WASM_PAGE)
+        except Exception:  # (the engine's own growth will say it, if it comes to that)
+            return False
+        return True
 
     def _imp_emscripten_resize_heap(self, caller, requested):
         have = self.memory.data_len(caller)

@@ -11,28 +11,29 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
 from kineto_sql.errors import KinetoSqlError
 from kineto_sql.fleet.collective_text import Thresholds
 from kineto_sql.fleet.tables import rank_tables
-from kineto_sql.fleet.verdict import (QuantityStats, StragglerVerdict, no_straggler_text, straggler_cause,
-                                     straggler_text)
+from kineto_sql.fleet.verdict import (MOVING_QUANTITY, QuantityStats, StragglerVerdict, moving_text,
+                                     no_straggler_text, straggler_cause, straggler_text)
 
 DEFAULT_THRESHOLD_PCT = 10.0
 # table files (each a table computed once, read by the later ones), in dependency order; the straggler and
 # collective_calls queries run last, with their parameters
 VIEWS = ("call_match", "clock_offsets", "collective_skew", "rank_lateness", "rank_summary", "distribution",
-         "shape_balance")
+         "shape_balance", "step_balance")
 # The tables are small (a few rows per rank); one thread reads them, and leaves the cores to the rank
 # workers. With a view over the Parquet files per query and DuckDB's default threads, the driver's peak RSS
 # grew by ~0.5 MB per rank (every query rescanned every file); read once, single-threaded, it is flat.
 DUCKDB_CONFIG = {"threads": 1}
 HTA = ("load", "hta_steps", "hta_temporal", "hta_overlap", "hta_balance")
 NEEDS = {"rank_summary": HTA, "distribution": HTA, "call_match": ("load",), "clock_offsets": ("load",),
-         "collective_skew": ("load",), "rank_lateness": ("load",), "shape_balance": ("op_shapes",)}
+         "collective_skew": ("load",), "rank_lateness": ("load",), "shape_balance": ("op_shapes",),
+         "step_balance": ("balance_steps",)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -110,6 +111,10 @@ def analyse(connection, threshold_pct: float = DEFAULT_THRESHOLD_PCT, hta: bool 
         report.ranks = [int(r) for r in summary["rank"]]
         report.summary, report.distribution = summary, distribution
         report.verdict = straggler_verdict(summary, distribution, row, lateness, shapes)
+        if report.verdict.straggler is None and {"balance_steps", "op_shapes"} <= present:
+            moving = con.execute(fleet_sql("moving_straggler"), {"threshold_pct": float(threshold_pct)}).df().iloc[0]
+            if pd.notna(moving["straggler"]):
+                report.verdict = moving_verdict(report.verdict, moving)
     if per_rank_tables:
         report.tables = rank_tables(con, present, report.ranks)
     return report
@@ -143,15 +148,32 @@ def straggler_verdict(summary: pd.DataFrame, distribution: pd.DataFrame, row,
     return StragglerVerdict(rank, chosen, stats, median_step, threshold, text, straggler_cause(rank, shapes))
 
 
+def moving_verdict(fixed: StragglerVerdict, row) -> StragglerVerdict:
+    """No rank is slow every step, but the slowest rank of each step costs the others a tenth of a step or
+    more, and the ranks' input shapes differ (queries/fleet/moving_straggler.sql): data imbalance that moves
+    between ranks. The rank named is the one that costs the others most over the steps."""
+    rank = int(row["straggler"])
+    moving = {"steps": int(row["steps"]), "slowest_counts": str(row["slowest_counts"]),
+              "mean_excess_us": float(row["mean_excess_us"]), "excess_pct_of_step": float(row["excess_pct_of_step"]),
+              "excess_sum_us": float(row["excess_sum_us"]), "total_excess_us": float(row["total_excess_us"]),
+              "slowest_steps": int(row["slowest_steps"])}
+    return replace(fixed, straggler=rank, median_step_us=float(row["median_step_us"]),
+                   narration=moving_text(rank, moving, float(row["median_step_us"])), cause="data imbalance",
+                   moving=moving)
+
+
 def summary_dict(report: FleetReport) -> dict:
     """The cross-rank reading as diagnose's `ranks_summary`."""
     verdict = report.verdict
     quantity = verdict.quantity
     pct = quantity.excess_pct_of_step if quantity else None
+    if verdict.moving:
+        pct = verdict.moving["excess_pct_of_step"]
     return {
         "ranks": len(report.ranks),
         "straggler": verdict.straggler,
-        "quantity": quantity.meaning if quantity else None,
+        "moving": bool(verdict.moving),
+        "quantity": (MOVING_QUANTITY if verdict.moving else quantity.meaning if quantity else None),
         "excess_pct_of_step": round(pct, 2) if pct is not None and not math.isnan(pct) else None,
         "median_step_us": verdict.median_step_us,
         "threshold_pct": verdict.threshold_pct,

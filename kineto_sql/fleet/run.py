@@ -19,7 +19,7 @@ from kineto_sql.fleet.analysis import (DEFAULT_THRESHOLD_PCT, FleetReport, analy
                                       summary_dict)
 from kineto_sql.fleet.collective_text import Thresholds
 from kineto_sql.fleet.executors import LocalExecutor, RankFailure
-from kineto_sql.fleet.task import DEFAULT_PARTS, is_url, rank_task
+from kineto_sql.fleet.task import DEFAULT_PARTS, GRAPH, is_url, rank_task
 from kineto_sql.inputs import rank_dir_entries
 from kineto_sql.loading.source import TRACE_SUFFIXES
 
@@ -30,6 +30,7 @@ Done = Callable[[int, int, int], None]  # (finished, total, failed)
 class FleetRun:
     report: FleetReport
     diagnoses: list = field(default_factory=list)
+    graphs: list = field(default_factory=list)  # the `graph` part's RankGraphs (kineto_sql.fleet.job_path)
     failures: list[RankFailure] = field(default_factory=list)
     read: int = 0
     skipped: int = 0
@@ -110,6 +111,8 @@ def run_fleet(target, parts=DEFAULT_PARTS, executor=None, out=None, engine=None,
                     tables[name].append(table)
             if result.diagnosis is not None:
                 run.diagnoses.append(result.diagnosis)
+            if result.graph is not None:
+                run.graphs.append(result.graph)
         if on_done:
             on_done(finished, len(calls), len(run.failures))
     run.failures.extend(RankFailure(path, sentence) for path, sentence in refused)
@@ -159,22 +162,25 @@ def diagnose_directory(target: Path, engine=None, progress=None, jobs: int = 1, 
     from kineto_sql.diagnose.model import Diagnosis
 
     started = time.perf_counter()
-    traces, summary, failures = _diagnose_ranks(target, engine, progress, jobs, executor)
+    traces, summary, failures, path = _diagnose_ranks(target, engine, progress, jobs, executor)
     traces.sort(key=lambda t: (t.rank is None, t.rank))
     return Diagnosis(str(target), tuple(traces), summary, time.perf_counter() - started,
-                     failed_ranks=tuple(f.sentence() for f in failures))
+                     failed_ranks=tuple(f.sentence() for f in failures), job_critical_path=tuple(path))
 
 
 def _diagnose_ranks(target: Path, engine, progress, jobs: int, executor=None):
+    from kineto_sql.fleet.job_path import job_critical_path
+
     say = progress or (lambda _: None)
 
     def done(finished, total, _failed):
         say(f"ranks: {finished} of {total} diagnosed")
 
-    run = run_fleet(target, parts=("hta", "collectives", "diagnose"), executor=executor or LocalExecutor(jobs),
+    run = run_fleet(target, parts=("hta", "collectives", "diagnose", GRAPH), executor=executor or LocalExecutor(jobs),
                     engine=engine, keep_diagnosis=True, on_done=done)
     summary = summary_dict(run.report)
-    return [agree_with_ranks(t, summary) for t in run.diagnoses], summary, run.failures
+    path, traces = job_critical_path(run.graphs, run.report.clock, run.diagnoses)
+    return [agree_with_ranks(t, summary) for t in traces], summary, run.failures, path
 
 
 STRAGGLER = "catalog.straggler_rank"
@@ -197,8 +203,7 @@ def agree_with_ranks(trace, summary: dict | None):
     if not ours:
         return trace
     if named is not None and named != trace.rank:
-        note = (f"The cross-rank reading names rank {named} the straggler "
-                f"({summary.get('quantity')}, {summary.get('excess_pct_of_step')}% of a step).")
+        note = f"The cross-rank reading {_names(named, summary)}."
         findings = tuple(with_narration(replace(f, cross_rank_note=note)) if f.query_id == STRAGGLER
                          else f for f in trace.findings)
         return replace(trace, findings=findings)
@@ -219,7 +224,17 @@ def _point_at_straggler(trace, named, summary: dict):
 
     if named is None or named == trace.rank or not any(f.query_id == EXPOSED for f in trace.findings):
         return trace
-    note = (f"The cross-rank reading names rank {named} the straggler ({summary.get('quantity')}, "
-            f"{summary.get('excess_pct_of_step')}% of a step): part of this wait is for rank {named}.")
+    whom = "each step's slowest rank" if summary.get("moving") else f"rank {named}"
+    note = f"The cross-rank reading {_names(named, summary)}: part of this wait is for {whom}."
     return replace(trace, findings=tuple(with_narration(replace(f, cross_rank_note=note))
                                          if f.query_id == EXPOSED else f for f in trace.findings))
+
+
+def _names(named: int, summary: dict) -> str:
+    """What the cross-rank reading says, as the rest of a sentence: a fixed straggler, or data imbalance that
+    moves between ranks (no rank slow every step; the named rank costs the others most)."""
+    if summary.get("moving"):
+        return (f"finds data imbalance that moves between ranks: the slowest rank changes from step to step and "
+                f"costs the others {summary.get('excess_pct_of_step')}% of a step; rank {named} costs most")
+    return (f"names rank {named} the straggler ({summary.get('quantity')}, "
+            f"{summary.get('excess_pct_of_step')}% of a step)")

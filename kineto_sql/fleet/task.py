@@ -10,11 +10,15 @@ Parts (what a caller pays for):
 - `hta`: HTA's per-rank analyses (kineto_sql.fleet.tables.ANALYSES): hta_temporal, hta_overlap, hta_idle,
   hta_kernel_types, hta_launches, hta_steps, and hta_balance (reading.rank_balance: own work vs collective
   wait from the step ledger), and op_shapes (reading.op_shapes: the ops by input shapes per step, which tell
-  a slow machine from more work); the straggler reading needs these.
+  a slow machine from more work), and balance_steps (reading.rank_balance_steps: own work per steady step, which
+  rank is slowest step by step); the straggler reading needs these.
 - `collectives`: reading.collective_calls, one row per call with its start on the job's clock (start_ns).
 - `diagnose`: the full diagnosis (kept as an object for `diagnose RANK_DIR`), as tables: ledger
   (reading.step_ledger), steps (reading.step_table), findings (one row per finding), verdict.
 The `load` table (one row: what the loader did, timings, parts done) is always there.
+- `graph` (in memory only, never a table: `diagnose RANK_DIR`, `ranks --critical-path`): the rank's dependency
+  graph, collective calls and ledger bucket pieces (kineto_sql.whatif.ranks.RankGraph), read on this load
+  (after `diagnose`, the graph its predictions read), for the job's critical path across ranks.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from kineto_sql import __version__
 
 PARTS = ("hta", "collectives", "diagnose")
 DEFAULT_PARTS = PARTS
+GRAPH = "graph"
 META = ("rank", "trace_path", "content_hash", "kineto_sql_version")
 CHUNK = 1 << 20
 # Columns the cross-rank SQL reads: a query that does not apply to a rank (no GPU: no temporal breakdown)
@@ -42,6 +47,7 @@ COLUMNS = {
     "hta_steps": ("step", "start_us", "dur_us"),
     "hta_balance": ("windows", "step_us", "own_work_us", "comm_wait_us", "wait_to_work"),
     "op_shapes": ("name", "input_dims", "calls", "steps", "calls_per_step"),
+    "balance_steps": ("step", "step_us", "own_work_us", "comm_wait_us"),
     "collectives": ("step", "pg", "collective", "seq", "ts", "dur", "start_ns", "in_bytes", "out_bytes", "group_size",
                     "in_split", "link_gbps"),
 }
@@ -57,6 +63,7 @@ class RankOutput:
     tables: dict = field(default_factory=dict)
     diagnosis: object | None = None  # a TraceDiagnosis, when asked for (diagnose RANK_DIR renders it)
     skipped: bool = False
+    graph: object | None = None  # the `graph` part: a kineto_sql.whatif.ranks.RankGraph, or None
 
 
 def is_url(source: str) -> bool:
@@ -99,7 +106,7 @@ def rank_task(source: str, rank_from_name: int | None = None, parts=DEFAULT_PART
     from kineto_sql.errors import TraceInputError
 
     source = str(source)
-    unknown = [p for p in parts if p not in PARTS]
+    unknown = [p for p in parts if p not in PARTS + (GRAPH,)]
     if unknown:
         raise ValueError(f"unknown task parts {unknown}; choose from {', '.join(PARTS)}")
     scratch = tempfile.mkdtemp(prefix="kineto-sql-rank-") if is_url(source) else None
@@ -138,6 +145,7 @@ def _analyse(source, local, digest, rank_from_name, parts, engine, keep_diagnosi
         load_s = time.perf_counter() - started
         rank = tp.rank if tp.rank is not None else fallback_rank
         frames, not_applicable, diagnosis = _frames(tp, parts, source, hta_compat)
+        graph = _graph(tp, rank) if GRAPH in parts else None
         query_s = time.perf_counter() - started - load_s
         report = tp.report
         frames["load"] = pd.DataFrame([{
@@ -150,7 +158,18 @@ def _analyse(source, local, digest, rank_from_name, parts, engine, keep_diagnosi
             "parts": ",".join(parts), "load_s": load_s, "query_s": query_s}])
     meta = {"rank": rank, "trace_path": source, "content_hash": digest, "kineto_sql_version": __version__}
     tables = {name: to_arrow(_with_columns(df, COLUMNS.get(name, ())), meta) for name, df in frames.items()}
-    return RankOutput(source, digest, rank, tables, diagnosis if keep_diagnosis else None)
+    return RankOutput(source, digest, rank, tables, diagnosis if keep_diagnosis else None, graph=graph)
+
+
+def _graph(tp, rank):
+    """The rank's graph for the job's path, or None where the trace gives none (no iteration windows)."""
+    from kineto_sql.errors import KinetoSqlError
+    from kineto_sql.whatif.ranks import read_rank
+
+    try:
+        return read_rank(tp, rank, buckets=True)
+    except KinetoSqlError:
+        return None
 
 
 def _frames(tp, parts, source, hta_compat=False) -> tuple[dict[str, pd.DataFrame], dict[str, str], object | None]:
@@ -166,6 +185,8 @@ def _frames(tp, parts, source, hta_compat=False) -> tuple[dict[str, pd.DataFrame
                 not_applicable[query_id] = run.not_applicable
         run = run_query(tp, "reading.op_shapes")  # the work per step, to tell a slow machine from more work
         frames["op_shapes"] = run.df
+        run = run_query(tp, "reading.rank_balance_steps")  # own work per step: which rank is slowest, step by step
+        frames["balance_steps"] = run.df
     if "collectives" in parts:
         run = run_query(tp, "reading.collective_calls")
         df = run.df.copy()

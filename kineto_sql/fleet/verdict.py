@@ -38,6 +38,12 @@ class StragglerVerdict:
     narration: str
     # "data imbalance" / "machine" (fleet.shape_balance), None when unknown or no straggler
     cause: str | None = None
+    # Set when no rank is slow every step but each step's slowest rank costs the others (moving imbalance,
+    # queries/fleet/moving_straggler.sql): steps, slowest_counts, mean_excess_us, excess_pct_of_step, ...
+    moving: dict | None = None
+
+
+MOVING_QUANTITY = "own work of each step's slowest rank beyond the median rank (the slowest rank moves between steps)"
 
 
 def _ms(us: float) -> str:
@@ -53,6 +59,21 @@ def no_straggler_text(n: int, worst: QuantityStats | None, median_step: float, t
             f"({_ms(median_step)}) or more. The largest gap is rank {worst.worst_rank}'s {worst.meaning}, "
             f"{_ms(worst.excess_us)} beyond the median ({worst.excess_pct_of_step:.1f}% of a step, "
             f"robust z {worst.worst_z:+.1f}), which is within normal rank-to-rank noise.")
+
+
+def moving_text(r: int, moving: dict, median_step: float) -> str:
+    """Data imbalance that moves between ranks, in four sentences (queries/fleet/moving_straggler.sql)."""
+    share = 100.0 * moving["excess_sum_us"] / moving["total_excess_us"] if moving["total_excess_us"] else 0.0
+    return (f"No rank is slow every step: the slowest rank moves from step to step (slowest in "
+            f"{moving['steps']} steps: {moving['slowest_counts']}), and the ranks' ops by input shape differ "
+            f"(record_shapes): data imbalance that moves between ranks. "
+            f"Each step every other rank waits in the collectives for that step's slowest rank, on average "
+            f"{_ms(moving['mean_excess_us'])} of own work beyond the median rank's "
+            f"({moving['excess_pct_of_step']:.1f}% of the median step, {_ms(median_step)}). "
+            f"Rank {r} costs the others most: {_ms(moving['excess_sum_us'])} in the {moving['slowest_steps']} "
+            f"step(s) it is the slowest, {share:.0f}% of the excess over all steps. "
+            f"Fix the data, not the machine: give every rank the same work per step (length-sorted or bucketed "
+            f"batches, packing to a fixed number of tokens per rank).")
 
 
 def straggler_text(summary: pd.DataFrame, worst: QuantityStats, stats: tuple[QuantityStats, ...],

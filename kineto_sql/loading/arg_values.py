@@ -39,55 +39,83 @@ def escape_token(text: bytes) -> bool:
 
 def fix_args(events: list[Event], extras: dict, text: bytes, report: IngestReport) -> bool:
     """The args passes the text shows a need for; whether any changed an event."""
-    huge_maybe, null_maybe = _args_may_hold(events)
-    escape = escape_token(text)
-    if not (huge_maybe or null_maybe or escape):
-        return False
-    nulls, huge = Counter(), []
-    changed = False
-    for e in events:
-        args = e.args
-        if type(args) is Raw:
-            raw = bytes(args)
-            if not ((huge_maybe and integer_beyond_int64(raw)) or (null_maybe and null_token(raw))
-                    or (escape and b"\\" in raw)):
-                continue
-            args = _decoded(raw)
-            if escape and b"\\" in raw:
-                e.args = args
-                changed = True
-        if not isinstance(args, dict):
-            continue
-        fixed = {}
-        for key, value in args.items():
-            if value is None:
-                nulls[key] += 1
-            elif type(value) is int:
-                if not _LOW <= value < _HIGH:
-                    huge.append(value)
-                    fixed[key] = str(value)
-            elif huge_maybe and (type(value) is dict or type(value) is list):
-                new = _fix(value, huge)
-                if new is not value:
-                    fixed[key] = new
-        if fixed:
-            e.args = {**args, **fixed}
-            changed = True
-    if escape:
+    fixing = ArgsPass(extras, text, report)
+    fixing.piece(events)
+    return fixing.finish()
+
+
+class ArgsPass:
+    """fix_args a piece of the events at a time, in file order (`piece`), then its report (`finish`): the
+    loader's child runs it on each piece just before writing it, off the path to the engine's first byte.
+
+    What a piece needs is decided from that piece's own args texts: an event's args change only where its
+    own text shows the need (the args a fix wrote as an object hold strings only), so the pieces together
+    change what one pass over all the events would, and report it in the same order."""
+
+    def __init__(self, extras: dict, text: bytes, report: IngestReport):
+        self.extras, self.report = extras, report
+        self.escape = escape_token(text)
+        self.nulls: Counter = Counter()
+        self.huge: list = []
+        self.kept_escapes: list[str] = []
+
+    def piece(self, events: list[Event]) -> None:
+        huge_maybe, null_maybe = _args_may_hold(events)
+        escape, nulls, huge = self.escape, self.nulls, self.huge
+        if not (huge_maybe or null_maybe or escape):
+            return
         for e in events:
-            extra = extras.get(id(e))
-            if extra:
-                extras[id(e)] = {k: msgspec.json.decode(v) if type(v) is Raw else v for k, v in extra.items()}
-        _report_kept_escapes(events, extras, report)
-        changed = True
-    report.add("integer_beyond_int64_as_string", len(huge),
-               "an arg integer outside int64 would wrap to a wrong negative number in Perfetto; it is stored "
-               "as its exact decimal text", examples=huge)
-    report.add("null_arg_not_stored", sum(nulls.values()),
-               "Perfetto stores no row for an arg whose JSON value is null (SQL has no typed null arg); "
-               "the event itself is kept",
-               examples=[f"{k} x{n}" for k, n in nulls.most_common(5)])
-    return changed
+            args = e.args
+            if type(args) is Raw:
+                raw = bytes(args)
+                if not ((huge_maybe and integer_beyond_int64(raw)) or (null_maybe and null_token(raw))
+                        or (escape and b"\\" in raw)):
+                    continue
+                args = _decoded(raw)
+                if escape and b"\\" in raw:
+                    e.args = args
+            if not isinstance(args, dict):
+                continue
+            fixed = {}
+            for key, value in args.items():
+                if value is None:
+                    nulls[key] += 1
+                elif type(value) is int:
+                    if not _LOW <= value < _HIGH:
+                        huge.append(value)
+                        fixed[key] = str(value)
+                elif huge_maybe and (type(value) is dict or type(value) is list):
+                    new = _fix(value, huge)
+                    if new is not value:
+                        fixed[key] = new
+            if fixed:
+                e.args = {**args, **fixed}
+        if escape:
+            extras = self.extras
+            for e in events:
+                extra = extras.get(id(e))
+                if extra:
+                    extras[id(e)] = {k: msgspec.json.decode(v) if type(v) is Raw else v for k, v in extra.items()}
+            _kept_escapes(events, extras, self.kept_escapes)
+
+    def finish(self) -> bool:
+        """Reports what the pieces changed; whether any event changed (any escape: its args were written anew)."""
+        report, kept = self.report, self.kept_escapes
+        if self.escape:
+            report.add("escape_kept_by_engine", len(kept),
+                       "a string with a backslash or a control character (a newline, a tab) and no quote: Perfetto "
+                       "v52's JSON importer unescapes only strings that hold an escaped quote, so it stores these "
+                       "escapes as written (a newline as a backslash and an n); every other escaped character was "
+                       "written as itself",
+                       examples=[repr(text[:60]) for text in kept[:5]])
+        report.add("integer_beyond_int64_as_string", len(self.huge),
+                   "an arg integer outside int64 would wrap to a wrong negative number in Perfetto; it is stored "
+                   "as its exact decimal text", examples=self.huge)
+        report.add("null_arg_not_stored", sum(self.nulls.values()),
+                   "Perfetto stores no row for an arg whose JSON value is null (SQL has no typed null arg); "
+                   "the event itself is kept",
+                   examples=[f"{k} x{n}" for k, n in self.nulls.most_common(5)])
+        return self.escape or bool(self.huge)
 
 
 # Args texts searched at once by _args_may_hold: ~1 MB joined on a GPU trace.
@@ -187,11 +215,10 @@ def _fix(value, huge: list):
     return value if out is None else out
 
 
-def _report_kept_escapes(events: list[Event], extras: dict, report: IngestReport) -> None:
-    """Counts the strings the engine will still keep escaped: one with a backslash or a control character
-    (which JSON must write escaped) and no quote (the engine unescapes a string that holds an escaped
-    quote, and then every escape in it)."""
-    kept: list[str] = []
+def _kept_escapes(events: list[Event], extras: dict, kept: list[str]) -> None:
+    """Adds to `kept` the strings the engine will still keep escaped: one with a backslash or a control
+    character (which JSON must write escaped) and no quote (the engine unescapes a string that holds an
+    escaped quote, and then every escape in it)."""
 
     def look(value) -> None:
         if type(value) is str:
@@ -211,8 +238,3 @@ def _report_kept_escapes(events: list[Event], extras: dict, report: IngestReport
             if value is not UNSET and type(value) is not Raw:
                 look(value)
         look(extras.get(id(e)))
-    report.add("escape_kept_by_engine", len(kept),
-               "a string with a backslash or a control character (a newline, a tab) and no quote: Perfetto v52's "
-               "JSON importer unescapes only strings that hold an escaped quote, so it stores these escapes as "
-               "written (a newline as a backslash and an n); every other escaped character was written as itself",
-               examples=[repr(text[:60]) for text in kept[:5]])

@@ -8,9 +8,14 @@ arrives. The events never exist in the process that holds the engine, and the tw
 
 This child is the load's one background process. It sends, in order: the input size, then the metadata
 and ingest report, then the pieces (read here one ahead, on a thread, while the engine parses the one
-before: _ReadAhead), then an end mark, then a last word once the child is done (verify()); or, at any
+before: _ReadAhead), then an end mark with the whole report (the args pass runs on each piece as it is
+written: prepare(args_as_written)), then a last word once the child is done (verify()); or, at any
 point, the error that stopped it (the same one-sentence TraceInputError a serial load raises). A child
 that dies without an end mark is reported as such; nothing half-read is used.
+
+The engine can take no byte before the child has decoded and surveyed every event (each fix may change
+any event), so the child's work up to its first piece and the engine's end-of-file pass are the load's
+two serial halves; what the child can do per piece (encoding, the args pass) it does while writing.
 """
 from __future__ import annotations
 
@@ -158,6 +163,7 @@ class StreamedPrepared:
                 kind, body = self._receive(ahead.next)
                 if kind != _PIECE:
                     assert kind == "end", kind
+                    self._head = [self._head[0], body[0]]
                     ended = True
                     return
                 yield body
@@ -297,7 +303,7 @@ def _child(path: Path, writer) -> None:
             control("size", size, f"read {path.name}: {size / 1e6:.1f} MB of JSON")
             _give_back_freed_memory()  # the parse's buffers, kept for its reuse, are all free now
 
-        prepared = prepare_path(path, on_size=sized, check=_load_check(path), mapped=True)
+        prepared = prepare_path(path, on_size=sized, check=_load_check(path), mapped=True, args_as_written=True)
         report = prepared.report
         said = (f"prepared {path.name}: {sum(report.events_by_phase.values())} events, {len(report.fixes)} kinds of "
                 f"change, {report.dropped_count} dropped ({time.perf_counter() - started:.1f}s, in a child process)")
@@ -313,7 +319,7 @@ def _child(path: Path, writer) -> None:
             if unreturned >= TRIM_BYTES:
                 unreturned = 0
                 _give_back_freed_memory()
-        control("end")
+        control("end", prepared.report)  # (whole now: the args pass ran on the pieces as they were written)
         prepared.verify()  # while the engine's process runs its end-of-file pass
         control("checked")
     except KinetoSqlError as exc:

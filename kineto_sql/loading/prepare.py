@@ -24,7 +24,7 @@ import orjson
 
 from kineto_sql.errors import TraceInputError
 from kineto_sql.loading import engine_quirks
-from kineto_sql.loading.arg_values import fix_args
+from kineto_sql.loading.arg_values import ArgsPass, fix_args
 from kineto_sql.loading.decode import Decoded, decode_trace, encode_events
 from kineto_sql.loading.flows import bind_flows
 from kineto_sql.loading.ids import final_ids, remap_ids, split_tid_zero, zero_tid_pids
@@ -48,10 +48,11 @@ class PreparedTrace:
     """
 
     def __init__(self, data: bytes | None, metadata: dict, report: IngestReport, events: list | None = None,
-                 extras: dict | None = None):
+                 extras: dict | None = None, args_pass: ArgsPass | None = None):
         self._data = data
         self._events = events
         self._extras = extras or {}
+        self._args_pass = args_pass  # (run on each piece as it is written; the report is whole once written)
         self.metadata = metadata
         self.report = report
 
@@ -81,9 +82,12 @@ class PreparedTrace:
         # Each piece is encoded as an array into one reused buffer, its `[` kept for the first piece and made
         # a `,` for the others, its `]` left off: one copy of the text (the bytes handed on) per piece.
         buffer = bytearray()
+        args_pass, self._args_pass = self._args_pass, None
         for start in range(0, len(events), CHUNK_EVENTS):
             piece = events[start:start + CHUNK_EVENTS]
             events[start:start + CHUNK_EVENTS] = [None] * len(piece)
+            if args_pass is not None:
+                args_pass.piece(piece)
             encode_events(piece, self._extras, buffer)
             del piece
             if start:
@@ -93,18 +97,21 @@ class PreparedTrace:
             yield text
             del text
         del events, buffer
+        if args_pass is not None:
+            args_pass.finish()
         rest = orjson.dumps(self.metadata)
         yield b"]" + (b"," + rest[1:] if len(rest) > 2 else b"}")
 
 
-def prepare_path(path: Path, on_size=None, check=None, mapped: bool = False) -> PreparedTrace:
+def prepare_path(path: Path, on_size=None, check=None, mapped: bool = False, args_as_written: bool = False) -> PreparedTrace:
     """prepare() of the trace file at `path`; `on_size(bytes of JSON)` is called once the size is known,
     before the decode and the fixes (the engine choice and the memory check come first); `check(bytes of
-    JSON so far)` while a gzip file is inflated; `mapped`: a plain file is mapped, not read (source.read_bytes)."""
+    JSON so far)` while a gzip file is inflated; `mapped`: a plain file is mapped, not read (source.read_bytes);
+    `args_as_written`: see prepare()."""
     raw = read_bytes(path, check, mapped)
     if on_size is not None:
         on_size(len(raw))
-    return prepare(raw, path)
+    return prepare(raw, path, args_as_written)
 
 
 @contextlib.contextmanager
@@ -120,13 +127,16 @@ def _collector_paused():
             gc.enable()
 
 
-def prepare(raw: bytes, path: Path) -> PreparedTrace:
-    """The trace text `raw`, decoded and fixed."""
+def prepare(raw: bytes, path: Path, args_as_written: bool = False) -> PreparedTrace:
+    """The trace text `raw`, decoded and fixed. `args_as_written`: when the other fixes already rewrite the
+    trace, the args pass (arg_values) runs on each piece as `chunks()` writes it, not before the first one,
+    and its part of the report is there once the last piece is written (the loader's child: its pass over
+    the args texts is then no longer on the path to the engine's first byte)."""
     with _collector_paused():
-        return _prepare(raw, path)
+        return _prepare(raw, path, args_as_written)
 
 
-def _prepare(raw: bytes, path: Path) -> PreparedTrace:
+def _prepare(raw: bytes, path: Path, args_as_written: bool = False) -> PreparedTrace:
     report = IngestReport(source=str(path), input_bytes=len(raw))
     decoded: Decoded = decode_trace(raw, path)
     events = decoded.events
@@ -157,6 +167,9 @@ def _prepare(raw: bytes, path: Path) -> PreparedTrace:
         changed |= bool(moved_to_lanes)
         changed |= bind_flows(events, scan, moved_to_lanes, report)
         del scan
+    if changed and args_as_written:
+        report.rewritten = True
+        return PreparedTrace(None, metadata, report, events, decoded.extras, ArgsPass(decoded.extras, raw, report))
     changed |= fix_args(events, decoded.extras, raw, report)
     if not changed:
         return PreparedTrace(raw if type(raw) is bytes else bytes(raw), metadata, report)

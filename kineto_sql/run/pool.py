@@ -3,8 +3,8 @@
 The embedded engine is wasm in this process's memory and holds the GIL across every call, so threads
 cannot share the work (DESIGN.md). After the load, a forked child holds the same loaded trace
 copy-on-write and the two processes take queries from one shared list. Each process builds the lib tables
-its own queries include (the modules the two first queries both need are built once, before the fork, and
-shared), so the scheduler keeps queries near the tables already built: the parent starts
+its own queries include (the modules the two first queries both need, and those most queries need, are
+built once, before the fork, and shared), so the scheduler keeps queries near the tables already built: the parent starts
 with the first item and the child with the second (callers put the two longest chains there); then a
 process takes the untaken query that needs the fewest modules it has not included yet, and leaves a query to the other
 process when the other has already built more of what it needs (the step-time ledger's chain is most of
@@ -25,6 +25,8 @@ from typing import Callable, Generic, Sequence, TypeVar
 
 # A process leaves a query to the other when the other has built this many more of its modules.
 LEAVE_ABOVE = 2
+# A module that at least this share of the items need is built once before the fork (_shared_modules).
+SHARED_SHARE = 0.75
 T = TypeVar("T")
 Item = TypeVar("Item")
 
@@ -97,12 +99,12 @@ def run_all(tp, items: Sequence[Item], run: Callable[[object, Item], T], needs: 
             build: Callable[[object, str], None] | None = None) -> list[Outcome[T]]:
     """`run(tp, item)` for every item, as Outcomes in `items`' order. `needs(item)`: the modules it includes,
     each after the ones it depends on (the scheduler's affinity). `build(tp, module)`, when given, builds one
-    module: the modules both first items need are built before the fork, once, and both processes share
-    them. `on_start` is told of each item as this process starts it, or as the child's result for it
+    module: the modules both first items need, and those most items need, are built before the fork,
+    once, and both processes share them. `on_start` is told of each item as this process starts it, or as the child's result for it
     arrives (progress: every item is named once)."""
     if jobs < 2 or len(items) < 2 or not can_fork(tp):
         return [_attempt(tp, run, item, on_start) for item in items]
-    shared = [m for m in needs(items[0]) if m in set(needs(items[1]))] if build else []
+    shared = _shared_modules([list(needs(item)) for item in items]) if build else []
     try:
         for module in shared:
             build(tp, module)
@@ -155,6 +157,22 @@ def run_all(tp, items: Sequence[Item], run: Callable[[object, Item], T], needs: 
         if index not in outcomes:  # left for the child when it had stopped, or taken by one that died
             outcomes[index] = _attempt(tp, run, item, on_start)
     return [outcomes[i] for i in range(len(items))]
+
+
+def _shared_modules(needs: list[list[str]]) -> list[str]:
+    """The modules built once before the fork, in an order that builds a module after those it includes:
+    what both first items need, and what at least SHARED_SHARE of all items need (each process would build
+    those on its own: diagnose's iteration windows, needed by 24 of its 29 queries, were built twice)."""
+    first_two = set(needs[0]) & set(needs[1])
+    counts: dict[str, int] = {}
+    for item_needs in needs:
+        for m in set(item_needs):
+            counts[m] = counts.get(m, 0) + 1
+    # a module's own includes are needed by every item that needs it, so they qualify with it and come
+    # before it in the same item's list
+    shared = {m: None for item_needs in needs for m in item_needs
+              if m in first_two or counts[m] >= SHARED_SHARE * len(needs)}
+    return list(shared)
 
 
 def _attempt(tp, run, item, on_start) -> Outcome:

@@ -20,11 +20,15 @@ OVERLAP_CONTENTION = 1.25
 @dataclass(frozen=True)
 class Edit:
     """What the fix does to the graph, in words for the report, the fix as the narration's lead names it
-    ("removing the sync: step 176.0 -> 131.2 ms, -25.5%"), and the edit itself."""
+    ("removing the sync: step 176.0 -> 131.2 ms, -25.5%"), and the edit itself. `every_rank`: in a job of
+    several ranks the fix changes every rank at once (kineto_sql.whatif.ranks.job_prediction): a
+    collective's schedule is code every rank of its group runs in lockstep (DDP's bucketing, FSDP's
+    prefetch), so overlapping it on one rank alone is not a fix anyone can make."""
 
     change: str
     apply: Callable[[Graph, bool], tuple[Graph, int]]
     doing: str = ""
+    every_rank: bool = False
 
 
 def _drop_waits(graph: Graph, into: np.ndarray) -> tuple[Graph, int]:
@@ -68,7 +72,11 @@ def no_dataloader_wait(graph: Graph, low: bool) -> tuple[Graph, int]:
 
 
 def no_gc(graph: Graph, low: bool) -> tuple[Graph, int]:
-    """GC passes no longer pause the step (gc.freeze / gc.disable in the loop)."""
+    """GC passes no longer pause the step (gc.freeze / gc.disable in the loop, collecting between steps). The
+    step's other work is left as measured: a loop that keeps making cyclic garbage under gc.disable() with no
+    collection at all leaks it, and its allocations then take fresh memory instead of what the collections
+    freed (about 1 ms a step more outside GC in such a recording); no trace with the collections in it can
+    size that, so the edit predicts the fix that collects between steps."""
     gc = (graph.kind == "host") & (graph.tag == "gc")
     return graph.with_(dur=np.where(gc, 0, graph.dur)), int(gc.sum())
 
@@ -169,7 +177,7 @@ EDITS: dict[str, Edit] = {
     "catalog.small_op_storm": Edit("kernels issued at the device's pace (CUDA graphs)", device_paced_launches,
                                    "issuing the small ops at the device's pace (CUDA graphs)"),
     "catalog.exposed_communication": Edit("the collective overlaps the compute", overlap_collectives,
-                                          "overlapping the collective with compute"),
+                                          "overlapping the collective with compute", every_rank=True),
 }
 
 

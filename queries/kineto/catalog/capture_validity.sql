@@ -1,5 +1,5 @@
 -- id: catalog.capture_validity
--- version: 4
+-- version: 6
 -- kind: detector
 -- title: Capture validity: GPU activity lost, counter-replay timing, truncated device buffer, skewed or offset clocks, too small a steady sample
 -- references: PyTorch docs, torch.profiler (activities, schedule, experimental_config); Kineto's CUPTI range
@@ -52,7 +52,11 @@
 --   of at least replay_launch_dur, the missing kernels are the replay's doing, not lost activity.
 -- * Truncated device buffer. When at least min_tail_launches launches with no device activity start
 --   after the last recorded device activity ended, the activity buffer filled (or the device flush was
---   cut) while the host went on: the end of the capture has no device side.
+--   cut) while the host went on: the end of the capture has no device side. When a steady window starts
+--   after the last device activity and holds such launches, that window has no device side at all: the
+--   ledger reads its whole width as device idle and the verdict's shares are the buffer's, not the
+--   workload's, so the row's floor is high (the timings cannot be read); a tail that stays in the last
+--   window's end or after the windows leaves every steady window its device side (medium).
 -- * Skewed clocks. A kernel cannot start before the call that launched it begins. When at least skew_pct
 --   (5%) of the linked launches (and at least 3) show it, the host and device clocks are misaligned
 --   (Kineto's GPU clock conversion, merged traces of several machines): launch delays and idle
@@ -272,7 +276,18 @@ WITH
       s.tail_ts,
       s.last_ts - s.tail_ts,
       'truncated_device_buffer',
-      'medium',
+      -- a steady window with launches but no device side: its idle is the buffer's
+      CASE
+        WHEN EXISTS (
+          SELECT 1
+          FROM kineto_iterations AS it
+          WHERE
+            NOT it.is_cold
+            AND it.ts >= s.last_act_end
+            AND it.ts < s.last_ts
+        ) THEN 'high'
+        ELSE 'medium'
+      END,
       printf(
         'Device activity stops %.3f ms before the host does: %d launches after the last recorded device activity have none (%.1f%% of the capture''s launch span): the activity buffer filled or its flush was cut, so the end of the capture has no device side.',
         (s.last_ts - s.last_act_end) / 1e6, s.n_tail, 100.0 * (s.last_ts - s.tail_ts) / max(s.last_ts - s.first_ts, 1)

@@ -1,11 +1,13 @@
 -- id: catalog.cold_start
--- version: 3
+-- version: 4
 -- kind: detector
 -- title: Cold start: the first iteration pays one-time work (allocator warm-up, autotuning, lazy init) the steady state does not
 -- references: "Profiling in PyTorch: A Beginner's Guide to torch.profiler", "Cold-Start Overhead"
 -- what: the first of several iterations is wider than 1.5x the median of the others (GC time not
 --   counted: a GC pause is catalog.gc_gil_stall's), with cudaMalloc / cudaFree, cudnn autotuning event
---   syncs, module loading or compilation inside it.
+--   syncs, module loading or compilation inside it; on a capture without launches, with host ops that no
+--   later iteration runs (lazy init: the optimizer's state) making at least a tenth of the excess. A first
+--   iteration that is merely wider is a slow step, not a cold start, whatever its position.
 -- confirming: the cold iteration's width against the steady median, and which ledger buckets its excess
 --   falls in (idle.alloc, idle.sync, idle.host_compute...).
 -- why: none in the steady state: the time is paid once per process. impact_dur is the cold iteration's

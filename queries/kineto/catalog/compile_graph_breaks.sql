@@ -1,5 +1,5 @@
 -- id: catalog.compile_graph_breaks
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: torch.compile graph breaks: eager islands between compiled regions
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, minor fault "torch.compile regions"
@@ -8,7 +8,8 @@
 --   ATen ops between the compiled graphs; or, without any nested region, eager ATen ops inside a
 --   `Torch-Compiled Region` but outside every `## Call CompiledFxGraph` / CompiledFunction (an eager island:
 --   dynamo ran part of the frame eagerly, a fallback op, or a backend that compiles nothing).
--- confirming: per step: compiled calls, nested (resumed) regions = graph breaks, distinct frame ids, and
+-- confirming: per step (a ProfilerStep window, else an inferred iteration, else the capture: a serving
+--   loop compiled without a profiler schedule breaks its graphs all the same): compiled calls, nested (resumed) regions = graph breaks, distinct frame ids, and
 --   the eager ATen ops outside every `## Call CompiledFxGraph` inside the compiled call.
 -- why: every break ends a compiled graph: the ops between graphs run eagerly (one launch each, no fusion),
 --   and each resume adds guard checks and a graph call. impact_dur is the eager time between the compiled
@@ -19,14 +20,14 @@
 -- example: nested_region_is_a_break_1
 -- use_instead: TORCH_LOGS=graph_breaks to name each break; remove .item()/print/data-dependent python control flow
 --   from the compiled function, or torch._dynamo.allow_in_graph / custom ops for the offending call.
--- needs: steps, compile
+-- needs: compile
 -- claims: idle.launch, idle.host_compute, host.ops, host.python
 -- status: stable
 -- catalog_row: minor.torch_compile_graph_break
 -- default min_breaks: 1
 -- default min_eager_ops: 1
 
-INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.window_of;
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
 INCLUDE PERFETTO MODULE kineto.lib.host_tree;
 
@@ -42,19 +43,33 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_compiled_regions(
   name STRING,
   -- Real thread.
   origin_utid LONG,
-  -- Step.
+  -- Step (or inferred iteration) of the window it starts in (kineto.lib.iterations), NULL outside every
+  -- window.
   step LONG,
+  -- 'Step' for a ProfilerStep window, else 'Iteration'.
+  noun STRING,
   -- Slice id of the compiled region it runs inside, or NULL for an outermost region.
   outer_id LONG
 ) AS
 WITH
-  regions AS (
-    SELECT o.id, o.ts, o.dur, o.name, h.origin_utid, o.step
+  named AS (
+    SELECT o.id, o.ts, o.dur, o.name, o.upid, h.origin_utid
     FROM kineto_cpu_ops AS o
     JOIN kineto_host_tree AS h
       USING (id)
     WHERE
       o.name GLOB 'Torch-Compiled Region*'
+  ),
+  -- each region in the window it starts in: ProfilerStep, else inferred iteration, else the capture
+  regions AS (
+    SELECT
+      n.id, n.ts, n.dur, n.name, n.origin_utid, w.step,
+      CASE WHEN it.source = 'profiler_step' THEN 'Step' ELSE 'Iteration' END AS noun
+    FROM named AS n
+    LEFT JOIN kineto_window_of!((SELECT id, upid, ts FROM named)) AS w
+      USING (id)
+    LEFT JOIN kineto_iterations AS it
+      ON it.id = w.window_id
   )
 SELECT
   r.*,
@@ -153,6 +168,7 @@ WITH
   per_step AS (
     SELECT
       step,
+      max(noun) AS noun,
       min(ts) AS ts,
       max(ts + dur) - min(ts) AS span,
       sum(outer_id IS NULL) AS compiled_call_count,
@@ -169,7 +185,8 @@ SELECT
   coalesce(e.d, 0) AS impact_dur,
   p.step,
   printf(
-    'Step %d: %d graph breaks in %d compiled calls (%d distinct compiled regions); %d eager ATen ops (%.3f ms) run inside the compiled calls but outside their compiled graphs.',
+    '%s %d: %d graph breaks in %d compiled calls (%d distinct compiled regions); %d eager ATen ops (%.3f ms) run inside the compiled calls but outside their compiled graphs.',
+    p.noun,
     p.step,
     p.break_count,
     p.compiled_call_count,

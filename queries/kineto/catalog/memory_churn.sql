@@ -1,33 +1,40 @@
 -- id: catalog.memory_churn
--- version: 6
+-- version: 7
 -- kind: detector
 -- title: Memory churn: allocator round trips to the driver / system inside iterations
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Memory churn -> malloc
 --   stalls"
 -- what: cudaMalloc / cudaFree (hipMalloc / hipFree) calls inside steady iterations (ProfilerStep
 --   windows, else the inferred ones of kineto.lib.iterations); an allocator sawtooth in the
---   [memory] events (reserved memory moving inside a step; on CPU, multi-MB system allocations whose sizes
---   change from step to step); peak near capacity.
+--   [memory] events (reserved memory moving inside a step; on CPU, allocations whose sizes change from
+--   step to step and make up a real share of the bytes the step allocates); peak near capacity.
 -- confirming: per iteration: malloc/free runtime calls and their time, the ledger's idle.alloc (device
---   idle while the host is in them), reserved-memory changes, large CPU allocations and their distinct
---   sizes, how many of them are in a size not allocated in every steady iteration, the allocated sawtooth
---   amplitude, reserved minus allocated.
+--   idle while the host is in them), reserved-memory changes, CPU allocations and their distinct sizes,
+--   how many of them are in a size no other steady iteration allocates and their share of the bytes
+--   the iteration allocates, the allocated sawtooth amplitude, reserved minus allocated.
 -- why: cudaMalloc / cudaFree synchronize the device and take milliseconds; a warm caching allocator makes
 --   none, so every one inside a steady iteration is the cache growing, being emptied, or bypassed. Their
 --   cost is the device time they leave idle: impact_dur is the ledger's idle.alloc of the iteration (the
 --   device idle while the host sits in a malloc / free, reading.step_ledger's precedence), so calls that
---   run while the device is busy cost nothing. System allocations of many MB on a CPU-only capture
---   page-fault on first touch; the trace does not separate that from the op's own work (impact 0).
---   The same sizes allocated every step are what a caching allocator serves from its cache (PyTorch docs,
---   "CUDA semantics", memory management: freed blocks are kept and reused for requests of the same size
---   class), so they cost little; sizes that change from step to step (variable shapes) miss the cache,
---   fragment it and reach the system or driver allocator. A large CPU allocation counts only when its
---   size is not allocated in every steady iteration: a fixed-shape loop stays silent, and one steady
---   iteration alone has nothing to compare with.
+--   run while the device is busy cost nothing. The same sizes allocated every step are what a caching
+--   allocator serves from its cache (PyTorch docs, "CUDA semantics", memory management: freed blocks are
+--   kept and reused for requests of the same size class), so they cost little; sizes that change from
+--   step to step (variable shapes: a random batch size, a variable sequence length) miss the cache,
+--   fragment it and reach the system or driver allocator. Churn is therefore judged by change, not by
+--   size: a CPU allocation counts when no other steady iteration allocates its size (a size that comes
+--   back in another step, as a fixed-shape batch handed over by DataLoader workers in some steps only,
+--   is one the allocator has served before), and the iteration fires when such allocations, in at least 2 sizes, hold a tenth or more of the bytes it
+--   allocates (a model's activations scale with the batch, so a changing batch moves most of them; a
+--   size-per-allocation floor would depend on the model's width, not on the pattern). A fixed-shape loop
+--   stays silent, and one steady iteration alone has nothing to compare with. On a CPU-only capture the
+--   cost is not in the trace (a fresh system allocation page-faults on first touch, inside the op's own
+--   time: impact 0), but the pattern is what fragments the device's caching allocator when the same loop
+--   runs on a GPU: such a row is said at low severity, ranked after every finding that costs time.
 -- known_problems: the first iteration while the caching allocator warms up (cold windows are left out:
 --   catalog.cold_start's); a deliberate torch.cuda.empty_cache() between phases; on CPU, sizes that
 --   cycle through a few fixed shapes (bucketed sequence lengths) with fewer steady iterations than
---   buckets.
+--   buckets; on CPU, a loop whose only changing allocations are a few small buffers next to a model's
+--   fixed weights and gradients stays under the byte share.
 -- example: runtime_malloc_mid_step
 -- use_instead: static shapes (pad / bucket), expandable_segments:True, preallocate and reuse buffers (out=),
 --   no torch.cuda.empty_cache() in the loop.
@@ -37,8 +44,8 @@
 -- catalog_row: major.memory_churn
 -- default min_runtime_calls: 1
 -- default min_reserved_changes: 1
--- default min_alloc_mb: 1
--- default min_cpu_large_allocs: 4
+-- default min_changing_allocs: 4
+-- default min_changing_pct: 10
 
 INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
 INCLUDE PERFETTO MODULE kineto.lib.ledger_windows;
@@ -51,12 +58,13 @@ CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_memory_churn(
   min_runtime_calls LONG,
   -- Device reserved-memory changes per iteration that fire.
   min_reserved_changes LONG,
-  -- A CPU allocation of at least this many MB goes to the system allocator.
-  min_alloc_mb DOUBLE,
-  -- Large CPU allocations per iteration in sizes that change from step to step (not allocated in every
-  -- steady iteration) that fire, with at least 2 such distinct sizes. The same sizes every step are the
+  -- CPU allocations per iteration in sizes that change from step to step (no other steady iteration
+  -- allocates them) that fire, with at least 2 such distinct sizes. The same sizes every step are the
   -- allocator's reuse and never fire.
-  min_cpu_large_allocs LONG
+  min_changing_allocs LONG,
+  -- Share of the iteration's CPU-allocated bytes, in percent, that those changing-size allocations must
+  -- hold to fire.
+  min_changing_pct DOUBLE
 )
 RETURNS TABLE(
   -- Iteration start.
@@ -75,20 +83,24 @@ RETURNS TABLE(
   runtime_call_dur DURATION,
   -- Device [memory] events that changed Total Reserved.
   reserved_change_count LONG,
-  -- CPU allocations of at least min_alloc_mb.
-  cpu_large_alloc_count LONG,
+  -- CPU allocations in the iteration.
+  cpu_alloc_count LONG,
   -- Their distinct sizes.
-  cpu_large_alloc_sizes LONG,
-  -- Of the large CPU allocations, those in a size not allocated in every steady iteration.
+  cpu_alloc_sizes LONG,
+  -- Of the CPU allocations, those in a size no other steady iteration allocates.
   cpu_changing_alloc_count LONG,
   -- Their distinct sizes.
   cpu_changing_alloc_sizes LONG,
+  -- Their bytes as a share of the bytes the iteration's CPU allocations take, percent.
+  cpu_changing_bytes_pct DOUBLE,
   -- Max minus min Total Allocated over the iteration's [memory] events (the sawtooth amplitude), bytes.
   sawtooth_bytes LONG,
   -- Largest Total Reserved minus Total Allocated in the iteration (device), bytes.
   reserved_minus_allocated_bytes LONG,
-  -- The fix for what was seen: runtime calls (the device allocator) or large CPU allocations.
-  fix STRING
+  -- The fix for what was seen: runtime calls (the device allocator) or CPU allocations of changing sizes.
+  fix STRING,
+  -- 'low' for a CPU-only iteration that fires on changing sizes (its cost is not in the trace), else NULL.
+  min_severity STRING
 ) AS
 WITH
   -- the previous Total Reserved of the same allocator, over the whole capture
@@ -107,34 +119,41 @@ WITH
     WHERE
       NOT w.is_cold
   ),
-  -- large CPU allocations, and how many steady iterations allocate each size
-  large AS (
+  -- CPU allocations, and whether their size is new: allocated in one steady iteration only (a size another
+  -- steady iteration allocates too is one the allocator has served before, even if not every step has it)
+  cpu AS (
     SELECT window_id, bytes
     FROM placed
     WHERE
       source = 'allocator'
       AND device_type = 0
       AND kind = 'alloc'
-      AND bytes >= $min_alloc_mb * 1048576
   ),
   size_windows AS (
-    SELECT bytes, count(DISTINCT window_id) AS window_count FROM large GROUP BY bytes
+    SELECT
+      bytes,
+      count(DISTINCT window_id) = 1 AND (SELECT count(*) FROM kineto_ledger_windows WHERE NOT is_cold) >= 2 AS is_changing
+    FROM cpu
+    GROUP BY bytes
   ),
-  changing AS (
-    SELECT l.window_id, count(*) AS n, count(DISTINCT l.bytes) AS sizes
-    FROM large AS l
+  cpu_sizes AS (
+    SELECT
+      c.window_id,
+      count(*) AS n,
+      count(DISTINCT c.bytes) AS sizes,
+      sum(c.bytes) AS total_bytes,
+      sum(sw.is_changing) AS changing_n,
+      count(DISTINCT CASE WHEN sw.is_changing THEN c.bytes END) AS changing_sizes,
+      sum(CASE WHEN sw.is_changing THEN c.bytes ELSE 0 END) AS changing_bytes
+    FROM cpu AS c
     JOIN size_windows AS sw
       USING (bytes)
-    WHERE
-      sw.window_count < (SELECT count(*) FROM kineto_ledger_windows WHERE NOT is_cold)
-    GROUP BY l.window_id
+    GROUP BY c.window_id
   ),
   alloc AS (
     SELECT
       window_id,
       sum(device_type != 0 AND prev_reserved IS NOT NULL AND total_reserved != prev_reserved) AS reserved_change_count,
-      sum(device_type = 0 AND kind = 'alloc' AND bytes >= $min_alloc_mb * 1048576) AS cpu_large_alloc_count,
-      count(DISTINCT CASE WHEN device_type = 0 AND kind = 'alloc' AND bytes >= $min_alloc_mb * 1048576 THEN bytes END) AS cpu_large_alloc_sizes,
       max(total_allocated) - min(total_allocated) AS sawtooth_bytes,
       max(CASE WHEN device_type != 0 THEN total_reserved - total_allocated END) AS reserved_minus_allocated_bytes
     FROM placed
@@ -158,7 +177,8 @@ WITH
       window_ts,
       window_dur,
       claim_dur AS alloc_idle_dur,
-      lanes
+      lanes,
+      has_device
     FROM kineto_ledger_claim('idle.alloc')
     WHERE
       NOT is_cold
@@ -170,14 +190,17 @@ WITH
       w.step,
       w.source,
       w.lanes,
+      w.has_device,
       w.alloc_idle_dur,
       coalesce(rt.n, 0) AS runtime_call_count,
       coalesce(rt.d, 0) AS runtime_call_dur,
       coalesce(a.reserved_change_count, 0) AS reserved_change_count,
-      coalesce(a.cpu_large_alloc_count, 0) AS cpu_large_alloc_count,
-      coalesce(a.cpu_large_alloc_sizes, 0) AS cpu_large_alloc_sizes,
-      coalesce(c.n, 0) AS cpu_changing_alloc_count,
-      coalesce(c.sizes, 0) AS cpu_changing_alloc_sizes,
+      coalesce(c.n, 0) AS cpu_alloc_count,
+      coalesce(c.sizes, 0) AS cpu_alloc_sizes,
+      coalesce(c.changing_n, 0) AS cpu_changing_alloc_count,
+      coalesce(c.changing_sizes, 0) AS cpu_changing_alloc_sizes,
+      coalesce(c.changing_bytes, 0) AS cpu_changing_bytes,
+      coalesce(c.total_bytes, 0) AS cpu_alloc_bytes,
       a.sawtooth_bytes,
       a.reserved_minus_allocated_bytes
     FROM windows AS w
@@ -185,8 +208,17 @@ WITH
       USING (window_id)
     LEFT JOIN rt
       USING (window_id)
-    LEFT JOIN changing AS c
+    LEFT JOIN cpu_sizes AS c
       USING (window_id)
+  ),
+  judged AS (
+    SELECT
+      *,
+      cpu_changing_alloc_count >= $min_changing_allocs
+        AND cpu_changing_alloc_sizes >= 2
+        AND 100.0 * cpu_changing_bytes >= $min_changing_pct * cpu_alloc_bytes
+        AND cpu_alloc_bytes > 0 AS cpu_churn
+    FROM rows
   )
 SELECT
   r.ts,
@@ -211,14 +243,14 @@ SELECT
     END,
     CASE WHEN r.reserved_change_count > 0 THEN printf(', %d reserved-memory changes', r.reserved_change_count) ELSE '' END,
     CASE
-      WHEN r.cpu_large_alloc_count > 0 THEN printf(
-        ', %d CPU allocations >= %.0f MB in %d sizes, %d of them in %d sizes not allocated in every steady %s (changing shapes miss the allocator''s cache)',
-        r.cpu_large_alloc_count,
-        $min_alloc_mb,
-        r.cpu_large_alloc_sizes,
+      WHEN r.cpu_changing_alloc_count > 0 THEN printf(
+        ', %d of its %d CPU allocations are in %d sizes no other steady %s allocates, %.1f%% of the %.1f MB it allocates (changing shapes miss the allocator''s cache)',
         r.cpu_changing_alloc_count,
+        r.cpu_alloc_count,
         r.cpu_changing_alloc_sizes,
-        CASE WHEN r.source = 'profiler_step' THEN 'step' ELSE 'iteration' END
+        CASE WHEN r.source = 'profiler_step' THEN 'step' ELSE 'iteration' END,
+        100.0 * r.cpu_changing_bytes / max(r.cpu_alloc_bytes, 1),
+        r.cpu_alloc_bytes / 1048576.0
       )
       ELSE ''
     END,
@@ -231,19 +263,21 @@ SELECT
   r.runtime_call_count,
   r.runtime_call_dur,
   r.reserved_change_count,
-  r.cpu_large_alloc_count,
-  r.cpu_large_alloc_sizes,
+  r.cpu_alloc_count,
+  r.cpu_alloc_sizes,
   r.cpu_changing_alloc_count,
   r.cpu_changing_alloc_sizes,
+  round(100.0 * r.cpu_changing_bytes / max(r.cpu_alloc_bytes, 1), 2) AS cpu_changing_bytes_pct,
   r.sawtooth_bytes,
   r.reserved_minus_allocated_bytes,
   CASE
     WHEN r.runtime_call_count > 0 OR r.reserved_change_count > 0 THEN 'A warm caching allocator calls no cudaMalloc / cudaFree: check that it is not disabled (PYTORCH_NO_CUDA_MEMORY_CACHING) or emptied in the loop (torch.cuda.empty_cache()), keep shapes static (pad / bucket) or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, and preallocate / reuse buffers (out=).'
-    ELSE 'Reuse large CPU buffers instead of allocating them every iteration (preallocate, out=, in-place ops), keep shapes static, and keep per-iteration tensors off the system allocator''s large-allocation path (a pinned / reused staging buffer).'
-  END AS fix
-FROM rows AS r
+    ELSE 'Keep shapes static from step to step: fixed or bucketed batch sizes and sequence lengths (pad to a few sizes, drop_last=True), so the allocator reuses the same blocks every step; reuse buffers instead of allocating them every iteration (out=, in-place ops).'
+  END AS fix,
+  CASE WHEN r.cpu_churn AND NOT r.has_device THEN 'low' END AS min_severity
+FROM judged AS r
 WHERE
   r.runtime_call_count >= $min_runtime_calls
   OR r.reserved_change_count >= $min_reserved_changes
-  OR (r.cpu_changing_alloc_count >= $min_cpu_large_allocs AND r.cpu_changing_alloc_sizes >= 2)
+  OR r.cpu_churn
 ORDER BY r.ts;

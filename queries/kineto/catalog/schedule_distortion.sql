@@ -1,18 +1,23 @@
 -- id: catalog.schedule_distortion
--- version: 3
+-- version: 5
 -- kind: detector
 -- title: Profiler schedule distortion: the active window holds a cold or compile step, or too few steps
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, minor fault "Profiler schedule
 --   distortion"
 -- what: the active window catches a cold step (ProfilerStep#0: no wait/warmup; a first step far
---   wider than the rest; torch.compile compiling inside a step) or captures fewer than 3 steps.
+--   wider than the rest that the step-time ledger calls cold; torch.compile compiling inside a step) or
+--   captures fewer than 3 steps.
 -- confirming: step count; first-step width vs the median of the others; ProfilerStep#0 present;
 --   dynamo / inductor compile frames inside a step.
 -- why: a cold or compile step in the active window inflates every average taken from the capture; fewer than
 --   3 steps leave no steady state to compare. impact_dur is the excess of the cold step over the median,
 --   less the Python GC time inside it: a step made wide by a GC pause is catalog.gc_gil_stall's finding
 --   (its fix is gc.freeze / gc.disable, not a longer warmup), and it is cold only when it stays at least
---   cold_ratio x the median without the GC time.
+--   cold_ratio x the median without the GC time. Width alone is no cold start: the first step is cold only
+--   where kineto.lib.iterations marks its window cold (one-time work, allocations, module loads, autotuning,
+--   makes up at least half its excess on a capture that launches device work), so a first step slowed by
+--   ordinary Python or a slow batch is a step like the others, read as steady by the ledger and never called
+--   cold here.
 -- known_problems: a capture of inference or a single request (one step is the whole story); a first step
 --   that is wide because the data really differs (the longest sequence first).
 -- example: few_steps_and_step_zero
@@ -25,6 +30,7 @@
 -- default cold_ratio: 2
 
 INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.iterations;
 INCLUDE PERFETTO MODULE kineto.lib.python_gc;
 INCLUDE PERFETTO MODULE intervals.intersect;
 
@@ -151,6 +157,16 @@ WITH
     WHERE
       (SELECT d FROM med) > 0
       AND f.dur - f.gc >= $cold_ratio * (SELECT d FROM med)
+      -- the ledger's own reading of the window: cold only when one-time work made it wide
+      AND EXISTS (
+        SELECT 1
+        FROM kineto_iterations AS it
+        WHERE
+          it.upid = f.upid
+          AND it.source = 'profiler_step'
+          AND it.step = f.step
+          AND it.is_cold
+      )
     UNION ALL
     SELECT
       c.ts,

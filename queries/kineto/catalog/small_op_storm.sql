@@ -1,5 +1,5 @@
 -- id: catalog.small_op_storm
--- version: 11
+-- version: 14
 -- kind: detector
 -- title: Launch-bound step (eager small-op storm): the device runs dry between tiny kernels the host issues one by one
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Eager small-op storm"
@@ -19,7 +19,14 @@
 --   ops' self time (claimed from host.ops), read per steady iteration window, inferred ones included (a
 --   serving loop's requests, marked by one record_function each, are its iterations). The Python between
 --   the ops is not counted: on a shared machine a multi-ms stall lands in it (or in one op) at random, so
---   it does not measure the per-op issue cost.
+--   it does not measure the per-op issue cost. For the same reason the share gate (min_cpu_self_pct) is
+--   taken of the typical window, not of a window a stall stretched: where 3 or more steady windows of a
+--   process run the same number of top-level ATen ops (the same code path), each window is read as a
+--   sequence of slots (the time each top-level op moves the host's frontier, with the gap before it),
+--   the typical window is the sum of the per-position medians across those windows plus the median
+--   tail, and a window is judged against the smaller of its own width and that. Work that recurs at the
+--   same place in every window (a Python loop, a data step) is in every median and stays; a stall that
+--   hits one window at one place is not. Fewer than 3 such windows: the window's own width.
 -- known_problems: a full queue is the opposite of launch-bound (the host is ahead; launch calls then block
 --   and look long): the launch-to-start delay must be short (max_queue); long kernels let the host get
 --   ahead (max_kernel). The queue is judged where the device idles, by the kernel that ends each whole-
@@ -30,7 +37,10 @@
 --   genuine CPU work, not launch overhead.
 -- example: at_threshold_1
 -- use_instead: torch.compile (fusion), CUDA graphs for a fixed-shape step, fused optimizers and fused
---   norms/activations, larger per-op work (batch or fuse small tensors).
+--   norms/activations, larger per-op work (batch or fuse small tensors). Where most of a window's launches
+--   come from code torch.compile already compiled (inside a compiled region's wrapper,
+--   kineto.lib.compiled_wrappers), the row's fix leads with CUDA graphs (torch.compile mode=
+--   "reduce-overhead"): fusion has been done, the wrapper's issue time is what is left.
 -- needs: none
 -- claims: idle.launch, host.ops
 -- status: stable
@@ -53,6 +63,8 @@ INCLUDE PERFETTO MODULE kineto.lib.window_of;
 INCLUDE PERFETTO MODULE kineto.lib.ledger_claim;
 INCLUDE PERFETTO MODULE kineto.lib.ledger_windows;
 INCLUDE PERFETTO MODULE kineto.lib.gpu_idle;
+INCLUDE PERFETTO MODULE kineto.lib.compiled_wrappers;
+INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;
 
 -- Launch calls placed in their iteration window once (kineto.lib.window_of): the queue below and the
 -- launch time per window read it.
@@ -68,18 +80,40 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_small_op_storm_launches(
   -- Window id.
   window_id LONG,
   -- The window is the cold first iteration.
-  is_cold BOOL
+  is_cold BOOL,
+  -- The call runs inside a compiled region's wrapper (kineto_compiled_wrappers) on its thread.
+  in_compiled BOOL
 ) AS
 WITH
   launches AS (
-    SELECT r.id, r.upid, r.ts, r.dur, r.correlation
+    SELECT r.id, r.upid, r.utid, r.ts, r.dur, r.correlation
     FROM kineto_runtime_calls AS r
     WHERE
       r.class = 'launch'
+  ),
+  -- inside a wrapper: one sorted pass per thread; the latest end of the wrappers started at or before a
+  -- call is after the call's start exactly when one of them holds it
+  wrapped AS (
+    SELECT id, in_end > ts AS in_compiled
+    FROM (
+      SELECT u.*, max(u.w_end) OVER (PARTITION BY u.utid ORDER BY u.ts, u.is_call ROWS UNBOUNDED PRECEDING) AS in_end
+      FROM (
+        SELECT t.utid, t.ts, t.ts + t.dur AS w_end, 0 AS is_call, NULL AS id
+        FROM kineto_compiled_wrappers AS c
+        JOIN kineto_thread_track_slices AS t
+          USING (id)
+        UNION ALL
+        SELECT utid, ts, NULL, 1, id FROM launches
+      ) AS u
+    )
+    WHERE
+      is_call = 1
   )
-SELECT l.id, l.correlation, l.ts, l.dur, w.window_id, w.is_cold
+SELECT l.id, l.correlation, l.ts, l.dur, w.window_id, w.is_cold, coalesce(c.in_compiled, FALSE) AS in_compiled
 FROM launches AS l
 JOIN kineto_window_of!(launches) AS w
+  USING (id)
+LEFT JOIN wrapped AS c
   USING (id);
 
 -- Launch calls with their window and the first kernel they started: one sorted pass by correlation.
@@ -139,8 +173,9 @@ CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_small_op_storm(
   -- CPU-only captures: a step fires with at least this many small ops, nested ATen calls included (the
   -- golden eager storm has 1391 vs 25 compiled; plain small-MLP training steps 350-650).
   min_small_ops LONG,
-  -- CPU-only captures: the small ops' self time must be at least this % of the iteration (golden eager
-  -- storm 25-43 %; a CPU trainer whose step is dominated by big ops stays silent).
+  -- CPU-only captures: the small ops' self time must be at least this % of the iteration, of its typical
+  -- width where 3 or more windows run the same top-level ops (golden eager storm 25-43 %; a CPU trainer
+  -- whose step is dominated by big ops stays silent).
   min_cpu_self_pct DOUBLE,
   -- Device traces: the ledger's launch-bound idle must be at least this % of the iteration (below it,
   -- launch overhead is a detail, not the step's problem).
@@ -184,7 +219,10 @@ RETURNS TABLE(
   -- without GPU work or without such a kernel).
   median_queue_dur DURATION,
   -- Median delay from a launch call to its kernel's start over every first kernel of a launch.
-  median_all_queue_dur DURATION
+  median_all_queue_dur DURATION,
+  -- The fix for this window when most of its launches come from compiled code (CUDA graphs), else NULL
+  -- (the header's).
+  fix STRING
 ) AS
 WITH
   has_gpu AS (
@@ -286,7 +324,7 @@ WITH
     GROUP BY q.window_id
   ),
   launch_time AS (
-    SELECT l.window_id, sum(l.dur) AS launch_dur
+    SELECT l.window_id, sum(l.dur) AS launch_dur, count(*) AS launch_count, sum(l.in_compiled) AS compiled_count
     FROM _kineto_catalog_small_op_storm_launches AS l
     GROUP BY l.window_id
   ),
@@ -320,7 +358,14 @@ WITH
       coalesce(lt.launch_dur, 0) AS launch_dur,
       l.busy AS gpu_busy_dur,
       CAST(q.median_queue_dur AS INT) AS median_queue_dur,
-      CAST(q.median_all_queue_dur AS INT) AS median_all_queue_dur
+      CAST(q.median_all_queue_dur AS INT) AS median_all_queue_dur,
+      CASE
+        WHEN 2 * coalesce(lt.compiled_count, 0) > coalesce(lt.launch_count, 0) THEN printf(
+          '%d of the %d launches are issued from code torch.compile already compiled: fusion is done, what is left is the compiled wrapper issuing its kernels one by one. Capture the region in CUDA graphs (torch.compile(mode="reduce-overhead"); PyTorch docs, "torch.compile" and "CUDA Graphs" in "CUDA semantics"), which replays it with one launch; for shapes that vary, pad them to a few buckets so the graphs can be reused.',
+          lt.compiled_count,
+          lt.launch_count
+        )
+      END AS fix
     FROM ledger AS l
     JOIN queue AS q
       USING (window_id)
@@ -335,7 +380,7 @@ WITH
   -- (kineto.lib.window_of). The ops are read from the shared host tables (what kineto_cpu_ops is made of),
   -- so a device trace, where this branch is empty, never builds the op table for it.
   cpu_ops AS (
-    SELECT h.id, h.upid, h.ts, h.dur, max(t.self_dur, 0) AS self_dur
+    SELECT h.id, h.upid, h.ts, h.dur, max(t.self_dur, 0) AS self_dur, t.parent_id
     -- has_gpu outermost: on a device trace the check fails once, before any slice is read
     FROM has_gpu AS g
     CROSS JOIN kineto_host_slices AS h
@@ -346,18 +391,93 @@ WITH
       AND h.event_class = 'cpu_op'
       AND NOT _kineto_is_host_annotation!(h.category, h.name)
   ),
-  ops AS (
-    SELECT
-      w.window_id,
-      count(*) AS op_count,
-      sum(o.dur < $max_op) AS small_op_count,
-      sum(CASE WHEN o.dur < $max_op THEN o.self_dur ELSE 0 END) AS small_op_self_dur
+  placed_ops AS MATERIALIZED (
+    SELECT o.id, o.ts, o.dur, o.self_dur, o.parent_id, w.window_id
     FROM cpu_ops AS o
     JOIN kineto_window_of!(cpu_ops) AS w
       USING (id)
     WHERE
       NOT w.is_cold
-    GROUP BY w.window_id
+  ),
+  ops AS (
+    SELECT
+      window_id,
+      count(*) AS op_count,
+      sum(dur < $max_op) AS small_op_count,
+      sum(CASE WHEN dur < $max_op THEN self_dur ELSE 0 END) AS small_op_self_dur
+    FROM placed_ops
+    GROUP BY window_id
+  ),
+  -- top-level ATen ops (no ATen op above them), in order, with the host frontier before each
+  top AS (
+    SELECT
+      p.window_id,
+      p.id,
+      p.ts + p.dur AS end_ts,
+      row_number() OVER by_ts AS k,
+      max(l.window_ts, coalesce(max(p.ts + p.dur) OVER (by_ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), l.window_ts)) AS frontier
+    FROM placed_ops AS p
+    JOIN kineto_ledger_windows AS l
+      USING (window_id)
+    WHERE
+      NOT l.has_device
+      AND (p.parent_id IS NULL OR p.parent_id NOT IN (SELECT id FROM cpu_ops))
+    WINDOW
+      by_ts AS (PARTITION BY p.window_id ORDER BY p.ts, p.id)
+  ),
+  -- windows compared position by position: same process, same number of top-level ops
+  shape AS (
+    SELECT
+      l.window_id,
+      l.upid,
+      count(t.id) AS top_count,
+      l.window_ts + l.window_dur - max(coalesce(max(t.end_ts), l.window_ts), l.window_ts) AS tail_dur
+    FROM kineto_ledger_windows AS l
+    JOIN top AS t
+      USING (window_id)
+    GROUP BY l.window_id
+  ),
+  slot AS (
+    SELECT
+      s.upid,
+      s.top_count,
+      t.k,
+      max(t.end_ts, t.frontier) - t.frontier AS slot_dur
+    FROM top AS t
+    JOIN shape AS s
+      USING (window_id)
+    UNION ALL
+    -- the tail after the last top-level op is one more position
+    SELECT upid, top_count, top_count + 1 AS k, tail_dur AS slot_dur
+    FROM shape
+  ),
+  slot_ranked AS (
+    SELECT
+      upid,
+      top_count,
+      k,
+      slot_dur,
+      row_number() OVER (PARTITION BY upid, top_count, k ORDER BY slot_dur) AS rn,
+      count(*) OVER (PARTITION BY upid, top_count, k) AS n
+    FROM slot
+  ),
+  typical AS (
+    SELECT upid, top_count, max(n) AS window_count, sum(median_dur) AS typical_dur
+    FROM (
+      SELECT upid, top_count, k, max(n) AS n, avg(CASE WHEN rn IN ((n + 1) / 2, (n + 2) / 2) THEN slot_dur END) AS median_dur
+      FROM slot_ranked
+      GROUP BY upid, top_count, k
+    )
+    GROUP BY upid, top_count
+  ),
+  judged_dur AS (
+    SELECT
+      s.window_id,
+      CASE WHEN ty.window_count >= 3 THEN cast(round(ty.typical_dur) AS INT) END AS typical_dur,
+      ty.window_count
+    FROM shape AS s
+    JOIN typical AS ty
+      USING (upid, top_count)
   ),
   -- per steady host-only window of the ledger
   host_cost AS (
@@ -369,9 +489,13 @@ WITH
       l.window_dur AS dur,
       o.op_count,
       o.small_op_count,
-      o.small_op_self_dur
+      o.small_op_self_dur,
+      min(l.window_dur, coalesce(j.typical_dur, l.window_dur)) AS judged_dur,
+      j.window_count
     FROM kineto_ledger_windows AS l
     JOIN ops AS o
+      USING (window_id)
+    LEFT JOIN judged_dur AS j
       USING (window_id)
     WHERE
       NOT l.is_cold
@@ -384,7 +508,7 @@ WITH
       c.small_op_self_dur AS impact_dur,
       c.step,
       printf(
-        '%s %d runs %d ATen ops, %d of them under %.0f us (%.3f ms of small-op self time in a %.3f ms %s; CPU-only capture).',
+        '%s %d runs %d ATen ops, %d of them under %.0f us (%.3f ms of small-op self time in a %.3f ms %s%s; CPU-only capture).',
         c.noun,
         c.step,
         c.op_count,
@@ -392,7 +516,18 @@ WITH
         $max_op / 1e3,
         c.small_op_self_dur / 1e6,
         c.dur / 1e6,
-        lower(c.noun)
+        lower(c.noun),
+        CASE
+          WHEN c.judged_dur < c.dur THEN printf(
+            ', %.3f ms in the typical %s: the median of each position over the %d %ss that run the same top-level ops; the other %.3f ms, such as a stall, is not shared by the others',
+            c.judged_dur / 1e6,
+            lower(c.noun),
+            c.window_count,
+            lower(c.noun),
+            (c.dur - c.judged_dur) / 1e6
+          )
+          ELSE ''
+        END
       ) AS evidence,
       c.op_count,
       c.small_op_count,
@@ -403,19 +538,20 @@ WITH
       0 AS launch_dur,
       NULL AS gpu_busy_dur,
       NULL AS median_queue_dur,
-      NULL AS median_all_queue_dur
+      NULL AS median_all_queue_dur,
+      NULL AS fix
     FROM host_cost AS c
     WHERE
       c.small_op_count >= $min_small_ops
-      AND 100.0 * c.small_op_self_dur / max(c.dur, 1) >= $min_cpu_self_pct
+      AND 100.0 * c.small_op_self_dur >= $min_cpu_self_pct * max(c.judged_dur, 1)
   )
 SELECT
   ts, dur, impact_dur, step, evidence, op_count, small_op_count, small_op_self_dur, kernel_count,
-  median_kernel_dur, under_10us_fraction, launch_dur, gpu_busy_dur, median_queue_dur, median_all_queue_dur
+  median_kernel_dur, under_10us_fraction, launch_dur, gpu_busy_dur, median_queue_dur, median_all_queue_dur, fix
 FROM device_rows
 UNION ALL
 SELECT
   ts, dur, impact_dur, step, evidence, op_count, small_op_count, small_op_self_dur, kernel_count,
-  median_kernel_dur, under_10us_fraction, launch_dur, gpu_busy_dur, median_queue_dur, median_all_queue_dur
+  median_kernel_dur, under_10us_fraction, launch_dur, gpu_busy_dur, median_queue_dur, median_all_queue_dur, fix
 FROM host_rows
 ORDER BY ts;

@@ -1,5 +1,5 @@
 -- id: catalog.straggler_rank
--- version: 3
+-- version: 4
 -- kind: detector
 -- title: Straggler rank, seen from one rank: this rank waits in collectives far longer than it computes
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Straggler rank";
@@ -9,10 +9,14 @@
 --   slower peer holds the collective. Which rank is slow is a cross-rank decision: `kineto-sql ranks DIR`
 --   (kineto_sql/fleet, queries/fleet/) compares the per-rank quantities and names the straggler.
 -- confirming: per rank, per steady step: own work and collective wait (reading.rank_balance, the
---   definitions of kineto.lib.rank_balance), their ratio; the straggler is the rank with the longest own
+--   definitions of kineto.lib.rank_balance), their ratio in the median step; the straggler is the rank with the longest own
 --   work and the shortest wait (`kineto-sql ranks DIR`, or diagnose on the rank directory).
 -- why: every rank waits in each collective for the slowest one: the slower rank's extra work becomes the
---   others' wait, every step. impact_dur is the time this rank waited beyond its own work.
+--   others' wait, every step. The rank is judged by its typical step (the median over the steady steps
+--   of each step's wait-to-work and wait share, kineto_rank_balance_typical), not by sums over the steps:
+--   one step stretched by a single slow op (a machine stall) adds its time to the rank's own work and
+--   would pull a rank that waits in every other step under the floor. impact_dur is the time this rank
+--   waited beyond its own work in each steady step, summed over them.
 -- known_problems: a rank whose collectives carry real transfer time (large all-reduces on a slow link,
 --   gloo on CPU) waits without a straggler; uneven work by design (pipeline stages) looks the same. One
 --   trace cannot tell the two apart: diagnose on a rank directory keeps this finding only where the
@@ -28,15 +32,16 @@
 -- default min_wait_pct: 20
 
 INCLUDE PERFETTO MODULE kineto.lib.rank_balance;
+INCLUDE PERFETTO MODULE kineto.lib.rank_balance_typical;
 
 -- One row for the whole capture of this rank (step NULL), with the per-step means, when the rank waits.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_straggler_rank(
-  -- The rank fires when its collective wait is at least this many times its own work, summed over the
-  -- steady steps: a collective whose peers arrive together costs its transfer time, which on a balanced
+  -- The rank fires when its collective wait is at least this many times its own work in its median
+  -- steady step: a collective whose peers arrive together costs its transfer time, which on a balanced
   -- job is well under the compute it follows; waiting half as long again as it computes means a peer
   -- holds it (golden job: waiting ranks 1.9-2.5x, the straggler 0.7x, an even job 0.6-1.1x)
   min_wait_to_compute DOUBLE,
-  -- And the wait is at least this % of the step time.
+  -- And the wait is at least this % of the step time, in the median steady step.
   min_wait_pct DOUBLE
 )
 RETURNS TABLE(
@@ -44,7 +49,7 @@ RETURNS TABLE(
   ts TIMESTAMP,
   -- From the first steady step start to the last one's end.
   dur DURATION,
-  -- Step time this rank lost waiting beyond its own work, summed over the steady steps.
+  -- Step time this rank lost waiting beyond its own work, per step, summed over the steady steps.
   impact_dur DURATION,
   -- NULL: the row covers all steps of this rank.
   step LONG,
@@ -60,7 +65,7 @@ RETURNS TABLE(
   mean_compute_dur DURATION,
   -- Mean collective wait per step and lane (kineto.lib.rank_balance).
   mean_wait_dur DURATION,
-  -- mean_wait_dur / mean_compute_dur.
+  -- Median over the steady steps of each step's wait / own work (kineto_rank_balance_typical).
   wait_to_compute DOUBLE
 ) AS
 WITH
@@ -83,21 +88,22 @@ WITH
       count(*) AS step_count,
       sum(window_dur) AS step_dur,
       sum(1.0 * wait_dur / lanes) AS wait_dur,
-      sum(1.0 * own_work_dur / lanes) AS compute_dur
+      sum(1.0 * own_work_dur / lanes) AS compute_dur,
+      sum(1.0 * max(wait_dur - own_work_dur, 0) / lanes) AS beyond_dur
     FROM kineto_rank_balance
   )
 SELECT
   t.ts,
   t.span AS dur,
-  CAST(max(t.wait_dur - t.compute_dur, 0) AS INT) AS impact_dur,
+  CAST(t.beyond_dur AS INT) AS impact_dur,
   NULL AS step,
   printf(
-    '%s waits %.3f ms per step in collectives, %.1fx its own %.3f ms of work (%.0f%% of the %.3f ms step): a slower peer holds the collective, or the transfer itself is slow; the cross-rank reading (diagnose or `kineto-sql ranks` on the rank directory) tells which and names the straggler (the rank with the longest own work and the shortest wait).',
+    '%s waits in collectives %.1fx its own work in its median steady step (the wait %.0f%% of that step; on average %.3f ms of wait and %.3f ms of own work per %.3f ms step): a slower peer holds the collective, or the transfer itself is slow; the cross-rank reading (diagnose or `kineto-sql ranks` on the rank directory) tells which and names the straggler (the rank with the longest own work and the shortest wait).',
     coalesce('Rank ' || (SELECT rank FROM info), 'This rank'),
+    y.median_wait_to_work,
+    y.median_wait_pct,
     t.wait_dur / 1e6 / t.step_count,
-    1.0 * t.wait_dur / max(t.compute_dur, 1),
     t.compute_dur / 1e6 / t.step_count,
-    100.0 * t.wait_dur / max(t.step_dur, 1),
     t.step_dur / 1e6 / t.step_count
   ) AS evidence,
   (SELECT rank FROM info) AS rank,
@@ -105,9 +111,10 @@ SELECT
   CAST(t.step_dur / t.step_count AS INT) AS mean_step_dur,
   CAST(t.compute_dur / t.step_count AS INT) AS mean_compute_dur,
   CAST(t.wait_dur / t.step_count AS INT) AS mean_wait_dur,
-  round(1.0 * t.wait_dur / max(t.compute_dur, 1), 3) AS wait_to_compute
+  round(y.median_wait_to_work, 3) AS wait_to_compute
 FROM total AS t
+JOIN kineto_rank_balance_typical AS y
 WHERE
   t.step_count > 0
-  AND t.wait_dur >= $min_wait_to_compute * t.compute_dur
-  AND 100.0 * t.wait_dur / max(t.step_dur, 1) >= $min_wait_pct;
+  AND y.median_wait_to_work >= $min_wait_to_compute
+  AND y.median_wait_pct >= $min_wait_pct;

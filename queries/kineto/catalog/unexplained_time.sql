@@ -1,5 +1,5 @@
 -- id: catalog.unexplained_time
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Step time the specific detectors leave unexplained, by ledger bucket: what it is and what to try first
 -- references: torch.profiler & HTA: the Framework View, "Reading order" step 3 (gap attribution: every GPU
@@ -15,9 +15,12 @@
 --   finding holds only what none of them explained, and the verdict's largest cause always has a finding.
 --   Buckets under min_share_pct are summed in one row next to them, so no leftover idle time is left
 --   without a claim; with no bucket at min_share_pct the rule is silent.
--- known_problems: a specific detector whose gate was not met (a queue too long for catalog.small_op_storm,
---   a GC pass under catalog.gc_gil_stall's floor) leaves its bucket here with the default reading, which is
---   coarser than the detector's; idle.unattributed on a capture that recorded no host events says only
+-- known_problems: each bucket's row names its bucket (claim_bucket): where a specific detector claimed all
+--   of it, the row is no evidence of this finding, and when every row's bucket was claimed so, the finding
+--   has nothing left to explain and is silent in diagnose (`kineto-sql run` still lists the buckets). A
+--   specific detector whose gate was not met (a queue too long for catalog.small_op_storm, a GC pass under
+--   catalog.gc_gil_stall's floor) leaves its bucket here with the default reading, which is coarser than
+--   the detector's; idle.unattributed on a capture that recorded no host events says only
 --   that nothing was recorded.
 -- example: launch_bucket_without_a_storm
 -- use_instead: the default fix of the bucket (kineto.lib.ledger_buckets): launch-bound idle wants fusion and CUDA
@@ -55,7 +58,11 @@ RETURNS TABLE(
   -- Its share of the steady step time, %.
   share_pct DOUBLE,
   -- The bucket's default fix.
-  fix STRING
+  fix STRING,
+  -- The bucket the row's impact is drawn from (NULL for the row of the smaller buckets): diagnose gives the
+  -- row only what the specific findings left of that bucket, and a row left nothing is not this
+  -- finding's evidence (its words would name a cause another finding explains).
+  claim_bucket STRING
 ) AS
 WITH
   -- every steady lane's time: the shares' denominator (the ledger itself, not the claim)
@@ -105,7 +112,8 @@ SELECT
   ) AS evidence,
   b.bucket,
   round(b.share_pct, 2) AS share_pct,
-  b.fix
+  b.fix,
+  b.bucket AS claim_bucket
 FROM big AS b, span AS sp
 UNION ALL
 SELECT
@@ -116,6 +124,7 @@ SELECT
   printf('%d smaller idle / wait buckets, each under %.0f%%, hold %.1f%% of the steady step time together.', sm.n, $min_share_pct, sm.share_pct),
   NULL,
   round(sm.share_pct, 2),
+  NULL,
   NULL
 FROM small AS sm, span AS sp
 WHERE

@@ -1,11 +1,13 @@
 -- id: catalog.unoverlapped_allreduce
--- version: 2
+-- version: 3
 -- kind: detector
 -- title: Unoverlapped DDP all-reduce (deprecated: see catalog.exposed_communication): gradient collectives serialized after the backward pass
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Unoverlapped DDP
 --   all-reduce"
 -- what: nccl:all_reduce (RCCL, gloo:all_reduce on CPU) work serialized after the last backward
---   op/kernel of the step instead of running under it.
+--   op/kernel of the step instead of running under it. Read per window of the step-time ledger
+--   (ProfilerStep#N, else the inferred iterations, else the capture): a loop without a profiler schedule
+--   is read per iteration.
 -- confirming: overlap % of the collective time with backward compute near 0 (HTA comm-comp overlap for
 --   the tail buckets); share of the collective time that starts after backward ended.
 -- why: gradient all-reduce that starts after backward adds its whole duration to the step; overlapped under
@@ -17,12 +19,14 @@
 -- example: after_backward
 -- use_instead: check gradient_as_bucket_view, bucket_cap_mb, static_graph, a stray no_sync() or a manual
 --   all_reduce after loss.backward(); let DDP's autograd hooks reduce buckets during backward.
--- needs: steps, cpu_ops
+-- needs: cpu_ops
 -- status: deprecated
 -- default max_overlap_pct: 10
 -- default min_collective_pct: 1
 
-INCLUDE PERFETTO MODULE kineto.lib.steps;
+INCLUDE PERFETTO MODULE kineto.lib.iterations;
+INCLUDE PERFETTO MODULE kineto.lib.window_of;
+INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.launches;
 INCLUDE PERFETTO MODULE kineto.lib.collectives;
@@ -42,7 +46,8 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_compute_busy(
 SELECT device, ts, dur
 FROM kineto_interval_merge!((SELECT device, ts, dur FROM kineto_kernels WHERE class = 'compute'), (device));
 
--- Communication-kernel busy intervals per device (merged), with the step of their first kernel.
+-- Communication-kernel busy intervals per device (merged), with the window (kineto_iterations) of their
+-- first kernel's launch.
 CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_comm_busy(
   -- Interval id.
   id LONG,
@@ -52,22 +57,36 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_catalog_comm_busy(
   ts TIMESTAMP,
   -- Length.
   dur DURATION,
-  -- Step of the earliest kernel's launch.
-  step LONG,
+  -- Window of the earliest kernel's launch.
+  window_id LONG,
   -- Kernels merged.
   kernel_count LONG
 ) AS
+WITH
+  launched AS (
+    SELECT c.id, c.device, c.ts, c.dur, l.id AS launch_id, l.upid, l.ts AS launch_ts
+    FROM kineto_collectives AS c
+    JOIN kineto_kernels AS k
+      USING (id)
+    JOIN kineto_launches AS l
+      ON l.correlation = k.correlation
+    WHERE
+      c.source = 'kernel'
+  ),
+  windowed AS (
+    SELECT l.device, l.ts, l.dur, w.window_id
+    FROM launched AS l
+    JOIN kineto_window_of!((SELECT launch_id AS id, upid, launch_ts AS ts FROM launched)) AS w
+      ON w.id = l.launch_id
+  )
 SELECT
   row_number() OVER (ORDER BY device, min(ts)) AS id,
   device,
   min(ts) AS ts,
   max(_merge_end_ts) - min(ts) AS dur,
-  min(step) AS step,
+  min(window_id) AS window_id,
   count(*) AS kernel_count
-FROM _kineto_interval_merge_rows!(
-  (SELECT device, ts, dur, step FROM kineto_collectives WHERE source = 'kernel'),
-  (device)
-)
+FROM _kineto_interval_merge_rows!((SELECT device, ts, dur, window_id FROM windowed), (device))
 GROUP BY device, merge_group;
 
 -- Overlap of each merged communication interval with merged compute.
@@ -90,7 +109,7 @@ WITH
 SELECT c.id, coalesce((SELECT sum(p.dur) FROM pieces AS p WHERE p.id_0 = c.id), 0) AS overlap_dur
 FROM comm AS c;
 
--- One row per training step (it has a backward pass) whose collectives barely overlap backward.
+-- One row per training window (it has a backward pass) whose collectives barely overlap backward.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_unoverlapped_allreduce(
   -- The step fires when at most this % of its collective time overlaps backward compute (seed: overlap % ~ 0)
   max_overlap_pct DOUBLE,
@@ -104,7 +123,7 @@ RETURNS TABLE(
   dur DURATION,
   -- Step time lost: the collective time not overlapped.
   impact_dur DURATION,
-  -- Step number.
+  -- Step number (N of ProfilerStep#N, else the iteration's).
   step LONG,
   -- One sentence with the numbers.
   evidence STRING,
@@ -129,31 +148,39 @@ WITH
       l.gpu_first_id IN (SELECT id FROM kineto_kernels WHERE class = 'compute')
   ),
   bwd_gpu AS (
-    SELECT b.step, max(l.gpu_end_ts) AS bwd_gpu_end
+    SELECT b.window_id, max(l.gpu_end_ts) AS bwd_gpu_end
     FROM kineto_backward_windows AS b
     JOIN compute_launches AS l
       ON l.ts >= b.ts
       AND l.ts < b.ts + b.dur
-    GROUP BY b.step
+    GROUP BY b.window_id
+  ),
+  cpu_work AS (
+    SELECT c.id, t.upid, c.ts, c.dur
+    FROM kineto_collectives AS c
+    JOIN kineto_thread_track_slices AS t
+      USING (id)
+    WHERE
+      c.source = 'cpu'
   ),
   pieces AS (
-    SELECT c.step, 'kernel' AS source, c.ts, c.dur, c.kernel_count AS n, o.overlap_dur
+    SELECT c.window_id, 'kernel' AS source, c.ts, c.dur, c.kernel_count AS n, o.overlap_dur
     FROM _kineto_catalog_comm_busy AS c
     JOIN _kineto_catalog_comm_overlap AS o
       USING (id)
     UNION ALL
-    SELECT w.step, 'cpu' AS source, w.ts, w.dur, 1 AS n, 0 AS overlap_dur
-    FROM kineto_collectives AS w
-    WHERE
-      w.source = 'cpu'
+    SELECT w.window_id, 'cpu' AS source, c.ts, c.dur, 1 AS n, 0 AS overlap_dur
+    FROM cpu_work AS c
+    JOIN kineto_window_of!((SELECT id, upid, ts FROM cpu_work)) AS w
+      USING (id)
   ),
   work AS (
     SELECT w.*, b.ts AS bwd_ts, b.ts + b.dur AS bwd_end, g.bwd_gpu_end
     FROM pieces AS w
     JOIN kineto_backward_windows AS b
-      USING (step)
+      USING (window_id)
     LEFT JOIN bwd_gpu AS g
-      USING (step)
+      USING (window_id)
   ),
   per_piece AS (
     SELECT
@@ -170,7 +197,7 @@ WITH
   ),
   per_step AS (
     SELECT
-      step,
+      window_id,
       max(source) AS source,
       min(ts) AS ts,
       max(ts + dur) - min(ts) AS span,
@@ -180,16 +207,17 @@ WITH
       sum(CASE WHEN after_bwd THEN dur ELSE 0 END) AS after_dur,
       max(bwd_end) - min(bwd_ts) AS backward_dur
     FROM per_piece
-    GROUP BY step
+    GROUP BY window_id
   )
 SELECT
   p.ts,
   p.span AS dur,
   max(p.collective_dur - p.overlap_dur, 0) AS impact_dur,
-  p.step,
+  st.step,
   printf(
-    'Step %d: %d collective %s (%.3f ms) overlap backward compute only %.1f%%; %.1f%% of that time starts after the last backward op/kernel ended (%.3f ms backward).',
-    p.step,
+    '%s %d: %d collective %s (%.3f ms) overlap backward compute only %.1f%%; %.1f%% of that time starts after the last backward op/kernel ended (%.3f ms backward).',
+    CASE WHEN st.source = 'profiler_step' THEN 'Step' ELSE 'Iteration' END,
+    st.step,
     p.collective_count,
     CASE WHEN p.source = 'kernel' THEN 'kernels' ELSE 'ops' END,
     p.collective_dur / 1e6,
@@ -204,8 +232,8 @@ SELECT
   100.0 * p.after_dur / max(p.collective_dur, 1) AS after_backward_pct,
   p.backward_dur
 FROM per_step AS p
-JOIN kineto_steps AS st
-  USING (step)
+JOIN kineto_iterations AS st
+  ON st.id = p.window_id
 WHERE
   100.0 * p.overlap_dur / max(p.collective_dur, 1) <= $max_overlap_pct
   AND 100.0 * p.collective_dur / max(st.dur, 1) >= $min_collective_pct

@@ -1,15 +1,18 @@
 -- id: catalog.with_stack_overhead
--- version: 8
+-- version: 9
 -- kind: detector
 -- title: with_stack overhead: a capture with Python stack tracing, whose step times are inflated
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, minor fault "with_stack overhead"
 -- what: python_function events (with_stack=True) or `Call stack` args on the ops in every step: the
---   profiler traced every Python call, a 2-3x CPU-side slowdown on Python-heavy steps.
+--   profiler traced every Python call, a 2-3x CPU-side slowdown on Python-heavy steps. A step is a window
+--   of the step-time ledger: a ProfilerStep, else an inferred iteration, else the whole capture (tracing
+--   costs the same whatever marks the iterations, so a capture without a schedule is read too).
 -- confirming: python frames per step and per launch, the estimated tracing cost (frames x per-frame
 --   cost, at most the frames' own time) against the step's host-bound time (device idle while the host
 --   computes or issues launches; Python outside ATen ops on a CPU-only capture), as a share of the step.
--- why: recording every Python frame slows the host 2-3x on Python-heavy steps (seed 000, minor fault
---   "with_stack overhead": fine for attribution runs, wrong for timing runs), so the capture's step times
+-- why: recording every Python frame slows the host 2-3x on Python-heavy steps ("torch.profiler & HTA: the
+--   Framework View", minor fault "with_stack overhead": fine for attribution runs, wrong for timing runs),
+--   so the capture's step times
 --   and host-bound readings are inflated. The estimate is frames x frame_cost (2 us, the low end of the
 --   1.9-2.7 us per frame measured on CPU captures), never more than the frames' own time outside their
 --   children, where the tracer's cost is recorded: a bound taken from the trace itself. Tracing adds that
@@ -25,7 +28,7 @@
 -- example: threshold_1
 -- use_instead: two captures, two purposes: with_stack=True for attribution, with_stack=False (and no
 --   record_shapes/profile_memory) for timing.
--- needs: steps
+-- needs: none
 -- claims: idle.host_compute, idle.launch, host.python
 -- status: stable
 -- catalog_row: minor.with_stack_overhead
@@ -33,12 +36,12 @@
 -- default min_overhead_pct: 20
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
-INCLUDE PERFETTO MODULE kineto.lib.steps;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
 INCLUDE PERFETTO MODULE kineto.lib.ledger_claim_buckets;
 INCLUDE PERFETTO MODULE kineto.lib.ledger_windows;
 
--- One row per step whose estimated stack-tracing overhead is material.
+-- One row per window of the step-time ledger (a ProfilerStep, else an inferred iteration, else the capture:
+-- stacks cost the same whichever marks the iterations) whose estimated stack-tracing overhead is material.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_with_stack_overhead(
   -- Estimated tracing cost per recorded python frame or stacked op (2 us: the low end of the 1.9-2.7 us
   -- measured per frame on CPU captures; the frames' own time bounds it from above).
@@ -49,13 +52,13 @@ CREATE OR REPLACE PERFETTO FUNCTION kineto_catalog_with_stack_overhead(
   min_overhead_pct DOUBLE
 )
 RETURNS TABLE(
-  -- Step start.
+  -- Window start.
   ts TIMESTAMP,
-  -- Step width.
+  -- Window width.
   dur DURATION,
   -- Estimated step time added by stack tracing.
   impact_dur DURATION,
-  -- Step number.
+  -- Step (or inferred iteration) number.
   step LONG,
   -- One sentence with the numbers.
   evidence STRING,
@@ -86,14 +89,19 @@ WITH
     WHERE c.parent_id IN (SELECT id FROM py)
     GROUP BY c.parent_id
   ),
-  -- The slices that start in each step window (any process), by a range scan of the slice table (sorted
-  -- by ts) per step: every slice is read once per window that holds it, never once per step.
+  -- The ledger's windows: ProfilerStep windows, else the inferred iterations, else the capture.
+  win AS MATERIALIZED (
+    SELECT window_id, step, noun, upid, window_ts AS ts, window_dur AS dur
+    FROM kineto_ledger_windows
+  ),
+  -- The slices that start in each window (any process), by a range scan of the slice table (sorted by ts)
+  -- per window: every slice is read once per window that holds it, never once per step.
   frames AS (
     SELECT
-      st.step,
+      st.window_id,
       count(*) AS n,
       sum(max(max(s.dur, 0) - coalesce(ch.covered, 0), 0)) AS self_dur
-    FROM kineto_steps AS st
+    FROM win AS st
     CROSS JOIN slice AS s
     LEFT JOIN py_children AS ch
       ON ch.id = s.id
@@ -102,52 +110,51 @@ WITH
       AND s.ts >= st.ts
       AND s.ts < st.ts + st.dur
       AND s.category IN (SELECT category FROM kineto_event_categories WHERE event_class = 'python')
-    GROUP BY st.step
+    GROUP BY st.window_id
   ),
   -- Slices holding a Call stack arg (the JSON importer stores no arg for a null value).
   stacked AS (
-    SELECT st.step, count(*) AS n
-    FROM kineto_steps AS st
+    SELECT st.window_id, count(*) AS n
+    FROM win AS st
     CROSS JOIN slice AS s
     WHERE
       st.dur > 0
       AND s.ts >= st.ts
       AND s.ts < st.ts + st.dur
       AND extract_arg(s.arg_set_id, 'args.Call stack') IS NOT NULL
-    GROUP BY st.step
+    GROUP BY st.window_id
   ),
   launches AS (
-    SELECT st.step, count(*) AS n
-    FROM kineto_steps AS st
+    SELECT st.window_id, count(*) AS n
+    FROM win AS st
     JOIN kineto_runtime_calls AS r
       ON r.ts >= st.ts
       AND r.ts < st.ts + st.dur
       AND r.upid = st.upid
     WHERE
       r.class = 'launch'
-    GROUP BY st.step
+    GROUP BY st.window_id
   ),
   -- host-bound time per step (the claim): per lane (device, or the host-only lane), then the lane that
   -- waits most
   host_bound AS (
-    SELECT step, max(d) AS host_bound_dur
+    SELECT window_id, max(d) AS host_bound_dur
     FROM (
-      -- every ProfilerStep window of the ledger: one whose lanes hold none of the claim caps to 0
-      SELECT w.step, c.device, coalesce(sum(c.dur), 0) AS d
-      FROM kineto_ledger_windows AS w
+      -- every window of the ledger: one whose lanes hold none of the claim caps to 0
+      SELECT w.window_id, c.device, coalesce(sum(c.dur), 0) AS d
+      FROM win AS w
       LEFT JOIN kineto_ledger_claim_buckets('idle.host_compute, idle.launch, host.python') AS c
         USING (window_id)
-      WHERE
-        w.source = 'profiler_step'
-      GROUP BY w.step, c.device
+      GROUP BY w.window_id, c.device
     )
-    GROUP BY step
+    GROUP BY window_id
   ),
   rows AS (
     SELECT
       st.ts,
       st.dur,
       st.step,
+      st.noun,
       coalesce(f.n, 0) AS python_frame_count,
       coalesce(k.n, 0) AS stacked_op_count,
       coalesce(f.self_dur, 0) AS frame_self_dur,
@@ -156,15 +163,15 @@ WITH
       min(coalesce(f.n, 0) * $frame_cost, coalesce(f.self_dur, 0)) + coalesce(k.n, 0) * $frame_cost AS raw,
       coalesce(l.n, 0) AS launch_count,
       hb.host_bound_dur
-    FROM kineto_steps AS st
+    FROM win AS st
     LEFT JOIN frames AS f
-      USING (step)
+      USING (window_id)
     LEFT JOIN stacked AS k
-      USING (step)
+      USING (window_id)
     LEFT JOIN launches AS l
-      USING (step)
+      USING (window_id)
     LEFT JOIN host_bound AS hb
-      USING (step)
+      USING (window_id)
   ),
   capped AS (
     SELECT r.*, min(r.raw, coalesce(r.host_bound_dur, r.raw)) AS est FROM rows AS r
@@ -175,7 +182,8 @@ SELECT
   CAST(min(r.est, r.dur) AS INT) AS impact_dur,
   r.step,
   printf(
-    'Step %d was captured with Python stacks: %d python frames%s%s, an estimated ~%.3f ms of tracing (%.1f us per frame, at most the frames'' own %.3f ms outside their children)%s: ~%.3f ms, %.1f%% of the %.3f ms step. Re-profile without with_stack before sizing anything host-bound; use this capture for attribution.',
+    '%s %d was captured with Python stacks: %d python frames%s%s, an estimated ~%.3f ms of tracing (%.1f us per frame, at most the frames'' own %.3f ms outside their children)%s: ~%.3f ms, %.1f%% of the %.3f ms %s. Re-profile without with_stack before sizing anything host-bound; use this capture for attribution.',
+    r.noun,
     r.step,
     r.python_frame_count,
     CASE WHEN r.stacked_op_count > 0 THEN printf(' and %d ops with Call stack args', r.stacked_op_count) ELSE '' END,
@@ -184,12 +192,13 @@ SELECT
     $frame_cost / 1e3,
     r.frame_self_dur / 1e6,
     CASE
-      WHEN r.host_bound_dur IS NOT NULL THEN printf(', of which the step''s %.3f ms of host-bound time can hold', r.host_bound_dur / 1e6)
+      WHEN r.host_bound_dur IS NOT NULL THEN printf(', of which the %s''s %.3f ms of host-bound time can hold', lower(r.noun), r.host_bound_dur / 1e6)
       ELSE ''
     END,
     r.est / 1e6,
     100.0 * r.est / max(r.dur, 1),
-    r.dur / 1e6
+    r.dur / 1e6,
+    lower(r.noun)
   ) AS evidence,
   r.python_frame_count,
   r.stacked_op_count,

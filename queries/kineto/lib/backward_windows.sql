@@ -1,11 +1,17 @@
--- version: 1
+-- version: 2
 
 INCLUDE PERFETTO MODULE kineto.lib.cpu_ops;
+INCLUDE PERFETTO MODULE kineto.lib.window_of;
 
--- The backward pass of each step: from the first to the end of the last
--- `autograd::engine::evaluate_function:` op in the step (any thread of the process).
+-- The backward pass of each window of the step-time ledger (kineto.lib.iterations: ProfilerStep#N, else
+-- the inferred iterations, else the capture): from the first to the end of the last
+-- `autograd::engine::evaluate_function:` op that starts in the window (any thread of its process).
 CREATE OR REPLACE PERFETTO TABLE kineto_backward_windows(
-  -- Step number.
+  -- Window id (kineto_iterations.id).
+  window_id LONG,
+  -- Process of the window.
+  upid JOINID(process.id),
+  -- Iteration number (kineto_iterations.step: N of ProfilerStep#N, else 1, 2, ...).
   step LONG,
   -- First backward op start.
   ts TIMESTAMP,
@@ -14,13 +20,21 @@ CREATE OR REPLACE PERFETTO TABLE kineto_backward_windows(
   -- Number of evaluate_function ops.
   node_count LONG
 ) AS
+WITH
+  nodes AS (
+    SELECT id, upid, ts, dur
+    FROM kineto_cpu_ops
+    WHERE
+      name GLOB 'autograd::engine::evaluate_function: *'
+  )
 SELECT
-  step,
-  min(ts) AS ts,
-  max(ts + dur) - min(ts) AS dur,
+  w.window_id,
+  max(n.upid) AS upid,
+  max(w.step) AS step,
+  min(n.ts) AS ts,
+  max(n.ts + n.dur) - min(n.ts) AS dur,
   count(*) AS node_count
-FROM kineto_cpu_ops
-WHERE
-  name GLOB 'autograd::engine::evaluate_function: *'
-  AND step IS NOT NULL
-GROUP BY step;
+FROM kineto_window_of!((SELECT id, upid, ts FROM nodes)) AS w
+JOIN nodes AS n
+  USING (id)
+GROUP BY w.window_id;

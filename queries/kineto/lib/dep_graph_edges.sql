@@ -1,13 +1,19 @@
--- version: 3
+-- version: 6
 
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
 INCLUDE PERFETTO MODULE kineto.lib.dep_graph_nodes;
 
--- Graph edges. A node starts at the latest of its `start` edges' (source end + gap); it ends at the
--- latest of (its start + own duration) and its `end` edges' (source end + gap). Gaps are measured, so the
--- unchanged graph replays to the measured times.
-CREATE OR REPLACE PERFETTO TABLE kineto_dep_graph_edges(
+-- The device's timing slack (ns): how soon after its stream's previous activity ended an activity must start
+-- to be taken as queued behind it (its stream edge keeps the measured delay), after another stream's
+-- activity ended to be taken as waiting for it (an event edge), and after a device activity ended a long
+-- launch must return to be taken as blocked on the full launch queue (a queue edge).
+CREATE OR REPLACE PERFETTO FUNCTION _kineto_dep_graph_slack_ns()
+RETURNS LONG AS
+SELECT 20000;
+
+-- The edges the trace records (every kind but the inferred queue and event edges below).
+CREATE OR REPLACE PERFETTO TABLE _kineto_dep_graph_recorded_edges(
   -- Window.
   window_id LONG,
   -- Source node id.
@@ -74,7 +80,7 @@ WITH
       window_id,
       lag(id) OVER s AS src,
       id AS dst,
-      min(0, ts - lag(ts + dur) OVER s) AS gap
+      ts - lag(ts + dur) OVER s AS measured
     FROM devices
     WINDOW s AS (PARTITION BY window_id, device, stream ORDER BY ts, id)
   ),
@@ -304,7 +310,17 @@ FROM launch
 WHERE
   src IS NOT NULL
 UNION ALL
-SELECT window_id, src, dst, 'stream', 'start', gap
+-- an activity that started within the slack after its stream's previous one ended was queued behind it
+-- (the device's own delay between back-to-back activities): its stream edge keeps that delay, so the
+-- stream, not the launch, explains its start; otherwise the edge only says it cannot start before its
+-- predecessor ends
+SELECT
+  window_id,
+  src,
+  dst,
+  'stream',
+  'start',
+  CASE WHEN measured > 0 AND measured <= _kineto_dep_graph_slack_ns() THEN measured ELSE min(0, measured) END
 FROM stream_order
 WHERE
   src IS NOT NULL
@@ -320,3 +336,258 @@ FROM fork
 UNION ALL
 SELECT window_id, src, dst, 'join', 'end', gap
 FROM join_back;
+
+-- Every device activity with the end of its launch (the latest source end of its launch edges, NULL
+-- without one) and the end of its stream's previous activity, numbered in (device, end) order: the
+-- inferred edges below look each waiter's candidates up by number.
+CREATE OR REPLACE PERFETTO TABLE _kineto_dep_graph_device_ends(
+  -- Rank in (device, end, window, start, id) order.
+  rank LONG,
+  -- Node id.
+  id LONG,
+  -- Window.
+  window_id LONG,
+  -- Device (-1 when unknown).
+  device LONG,
+  -- Stream.
+  stream LONG,
+  -- Start.
+  ts TIMESTAMP,
+  -- End.
+  end_ts TIMESTAMP,
+  -- End of its launch call, or NULL.
+  launched_at TIMESTAMP,
+  -- End of its stream's previous activity, or NULL.
+  prev_end TIMESTAMP
+) AS
+WITH
+  launched AS (
+    SELECT e.dst AS id, max(s.ts + s.dur) AS launched_at
+    FROM _kineto_dep_graph_recorded_edges AS e
+    JOIN kineto_dep_graph_nodes AS s
+      ON s.id = e.src
+    WHERE
+      e.kind = 'launch'
+    GROUP BY e.dst
+  ),
+  previous AS (
+    SELECT e.dst AS id, max(s.ts + s.dur) AS prev_end
+    FROM _kineto_dep_graph_recorded_edges AS e
+    JOIN kineto_dep_graph_nodes AS s
+      ON s.id = e.src
+    WHERE
+      e.kind = 'stream'
+    GROUP BY e.dst
+  )
+SELECT
+  row_number() OVER (ORDER BY coalesce(n.device, -1), n.ts + max(n.dur, 0), n.window_id, n.ts, n.id) AS rank,
+  n.id,
+  n.window_id,
+  coalesce(n.device, -1) AS device,
+  n.stream,
+  n.ts,
+  n.ts + max(n.dur, 0) AS end_ts,
+  l.launched_at,
+  p.prev_end
+FROM kineto_dep_graph_nodes AS n
+LEFT JOIN launched AS l
+  USING (id)
+LEFT JOIN previous AS p
+  USING (id)
+WHERE
+  n.kind = 'device'
+ORDER BY rank;
+
+-- By rank.
+CREATE OR REPLACE PERFETTO INDEX _kineto_dep_graph_device_ends_rank ON _kineto_dep_graph_device_ends(rank);
+
+-- The edges the trace does not record, inferred from the timing of device activities against each other
+-- and against the launches; each one is the latest qualifying activity among the four last to end on the
+-- waiter's device before its reference time (a handful: the waited one ends within the slack of it).
+-- queue: launch-queue back-pressure. A launch call returns only once the device's launch queue has a free
+--   slot (PyTorch docs, "CUDA semantics", asynchronous execution: the host runs ahead only as far as the
+--   queue lets it). A launch that lasted more than the slack beyond the median launch and returned within
+--   the slack after an activity on its device ended (one launched before the call started, that ended
+--   while it was blocked) waited for it: an `end` edge with the measured gap, so that when the device work
+--   ahead gets shorter the host is released earlier instead of keeping the blocked time as host work.
+-- event: cross-stream waits (cudaStreamWaitEvent, which Kineto records without the event it waits on). A
+--   device activity that started more than the slack after both its launch returned and its stream's
+--   previous activity ended was held back by other work on its device: when an activity on another stream
+--   of its device ended within the slack of its start (either side: two streams are timed with a few us of
+--   jitter), after its launch, and was launched no later than it (an event can only be waited for once the
+--   work before it is queued; this also keeps a host / device clock skew from closing a cycle), it waited
+--   for that activity (compute waiting for its all-reduce, a copy stream waiting for the compute that
+--   produced its tensor). A `start` edge with the measured gap; the launch then no longer explains its start.
+CREATE OR REPLACE PERFETTO TABLE _kineto_dep_graph_inferred_edges(
+  -- Window (the destination's).
+  window_id LONG,
+  -- Source node id: the device activity waited for.
+  src LONG,
+  -- Destination node id: the blocked launch call (queue) or the held activity (event).
+  dst LONG,
+  -- queue or event.
+  kind STRING,
+  -- `end` (queue) or `start` (event).
+  constrains STRING,
+  -- Measured destination end (queue) or start (event) minus source end.
+  gap DURATION
+) AS
+WITH
+  launch_calls AS (
+    SELECT n.id, n.window_id, n.ts, max(n.dur, 0) AS dur, n.ts + max(n.dur, 0) AS end_ts
+    FROM kineto_dep_graph_nodes AS n
+    WHERE
+      n.kind = 'call'
+      AND n.tag = 'launch'
+  ),
+  -- the median launch (the mean of the two middle ones at an even count, truncated)
+  typical AS (
+    SELECT cast(avg(dur) AS INT) AS dur
+    FROM (
+      SELECT dur, row_number() OVER (ORDER BY dur) AS rn, count() OVER () AS cnt
+      FROM launch_calls
+    )
+    WHERE
+      rn IN ((cnt + 1) / 2, (cnt + 2) / 2)
+  ),
+  long_calls AS MATERIALIZED (
+    SELECT c.id, c.window_id, c.ts, c.end_ts
+    FROM launch_calls AS c
+    WHERE
+      c.dur - (SELECT dur FROM typical) > _kineto_dep_graph_slack_ns()
+  ),
+  -- the device of each long call's launched activity, looked up for the long calls only (a join of every
+  -- launch edge with the device activities grew faster than the capture)
+  call_device AS (
+    SELECT e.src AS id, max(coalesce(d.device, -1)) AS device
+    FROM _kineto_dep_graph_recorded_edges AS e
+    JOIN kineto_dep_graph_nodes AS d
+      ON d.id = e.dst
+    WHERE
+      e.kind = 'launch'
+      AND e.src IN (SELECT id FROM long_calls)
+    GROUP BY e.src
+  ),
+  blocked AS (
+    SELECT c.id, c.window_id, c.ts, c.end_ts, cd.device
+    FROM long_calls AS c
+    JOIN call_device AS cd
+      USING (id)
+    WHERE
+      cd.device >= 0
+  ),
+  held AS (
+    SELECT d.id, d.window_id, d.device, d.stream, d.ts, d.launched_at
+    FROM _kineto_dep_graph_device_ends AS d
+    WHERE
+      (d.prev_end IS NULL OR d.ts - d.prev_end > _kineto_dep_graph_slack_ns())
+      AND d.launched_at IS NOT NULL
+      AND d.ts - d.launched_at > _kineto_dep_graph_slack_ns()
+  ),
+  -- for each waiter the rank of the last activity on its device that ended by its reference time (a
+  -- running max over the merged sequence, ends before waiters at a tie)
+  probes AS (
+    SELECT device, end_ts AS t, 0 AS is_probe, rank, NULL AS id, NULL AS kind
+    FROM _kineto_dep_graph_device_ends
+    UNION ALL
+    SELECT device, end_ts, 1, NULL, id, 'queue'
+    FROM blocked
+    UNION ALL
+    SELECT device, ts + _kineto_dep_graph_slack_ns(), 1, NULL, id, 'event'
+    FROM held
+  ),
+  last_ended AS (
+    SELECT id, kind, device, at_rank
+    FROM (
+      SELECT
+        p.*,
+        max(p.rank) OVER (PARTITION BY p.device ORDER BY p.t, p.is_probe ROWS UNBOUNDED PRECEDING) AS at_rank
+      FROM probes AS p
+    )
+    WHERE
+      is_probe = 1
+      AND at_rank IS NOT NULL
+  ),
+  looked_at(back) AS (
+    SELECT 0
+    UNION ALL
+    SELECT 1
+    UNION ALL
+    SELECT 2
+    UNION ALL
+    SELECT 3
+  ),
+  -- materialized: read by both kinds below, each joined to its waiters (inlined, the planner evaluated it
+  -- again for every waiter: 24 s on hta_df_index_resolver's 975 held activities)
+  candidates AS MATERIALIZED (
+    SELECT le.id AS dst, le.kind, c.id AS src, c.rank, c.ts AS src_ts, c.end_ts AS src_end, c.stream AS src_stream,
+      c.launched_at AS src_launched, c.device AS src_device, le.device
+    FROM last_ended AS le
+    CROSS JOIN looked_at AS o
+    JOIN _kineto_dep_graph_device_ends AS c
+      ON c.rank = le.at_rank - o.back
+  ),
+  queue AS (
+    SELECT b.window_id, c.src, c.dst, c.rank, b.end_ts - c.src_end AS gap
+    FROM candidates AS c
+    JOIN blocked AS b
+      ON b.id = c.dst
+    WHERE
+      c.kind = 'queue'
+      AND c.src_device = c.device
+      AND b.end_ts - c.src_end <= _kineto_dep_graph_slack_ns()
+      AND c.src_end > b.ts
+      AND c.src_launched <= b.ts
+  ),
+  event AS (
+    SELECT h.window_id, c.src, c.dst, c.rank, h.ts - c.src_end AS gap
+    FROM candidates AS c
+    JOIN held AS h
+      ON h.id = c.dst
+    WHERE
+      c.kind = 'event'
+      AND c.src_device = c.device
+      AND c.src_stream IS NOT h.stream
+      AND abs(h.ts - c.src_end) <= _kineto_dep_graph_slack_ns()
+      AND c.src_ts < h.ts
+      AND c.src_end > h.launched_at
+      AND (c.src_launched IS NULL OR c.src_launched <= h.launched_at)
+  ),
+  latest AS (
+    SELECT window_id, src, dst, 'queue' AS kind, 'end' AS constrains, gap,
+      row_number() OVER (PARTITION BY dst ORDER BY rank DESC) AS rn
+    FROM queue
+    UNION ALL
+    SELECT window_id, src, dst, 'event', 'start', gap,
+      row_number() OVER (PARTITION BY dst ORDER BY rank DESC)
+    FROM event
+  )
+SELECT window_id, src, dst, kind, constrains, gap
+FROM latest
+WHERE
+  rn = 1
+ORDER BY kind DESC, dst;
+
+-- Graph edges. A node starts at the latest of its `start` edges' (source end + gap); it ends at the
+-- latest of (its start + own duration) and its `end` edges' (source end + gap). Gaps are measured, so the
+-- unchanged graph replays to the measured times. The recorded edges and the inferred queue and event edges.
+CREATE OR REPLACE PERFETTO TABLE kineto_dep_graph_edges(
+  -- Window.
+  window_id LONG,
+  -- Source node id.
+  src LONG,
+  -- Destination node id.
+  dst LONG,
+  -- thread, launch, stream, wait, fork, join (recorded; see _kineto_dep_graph_recorded_edges), queue or
+  -- event (inferred; see _kineto_dep_graph_inferred_edges).
+  kind STRING,
+  -- `start` when the edge holds back the destination's start, `end` when it holds back its end.
+  constrains STRING,
+  -- Measured destination start (or end) minus source end.
+  gap DURATION
+) AS
+SELECT window_id, src, dst, kind, constrains, gap
+FROM _kineto_dep_graph_recorded_edges
+UNION ALL
+SELECT window_id, src, dst, kind, constrains, gap
+FROM _kineto_dep_graph_inferred_edges;

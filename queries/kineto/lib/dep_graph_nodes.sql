@@ -1,4 +1,4 @@
--- version: 1
+-- version: 2
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
@@ -90,7 +90,9 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_dep_graph_calls(
   blocks_host BOOL
 ) AS
 WITH
-  calls AS (
+  -- materialized: read twice below (the window sweep and the join), and the correlation test ran again
+  -- for every joined row otherwise
+  calls AS MATERIALIZED (
     SELECT r.id, r.ts, r.dur, r.utid, r.upid, r.correlation, r.class, r.blocks_host
     FROM kineto_runtime_calls AS r
     WHERE
@@ -111,7 +113,9 @@ FROM kineto_window_of!(calls) AS w
 JOIN calls AS c
   USING (id)
 JOIN _kineto_dep_graph_threads AS th
-  ON th.utid = c.utid;
+  ON th.utid = c.utid
+-- one order whatever the plan (it was the plan's: by lane and time on some traces, by id on others)
+ORDER BY th.lane, c.ts, c.id;
 
 -- The graph joins calls by correlation (their device work) and by id: index both.
 CREATE OR REPLACE PERFETTO INDEX _kineto_dep_graph_calls_correlation ON _kineto_dep_graph_calls(correlation);

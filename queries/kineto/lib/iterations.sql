@@ -1,4 +1,4 @@
--- version: 8
+-- version: 11
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
@@ -7,20 +7,22 @@ INCLUDE PERFETTO MODULE kineto.lib.dataloader;
 INCLUDE PERFETTO MODULE kineto.lib.thread_track_slices;
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.runtime_calls;
+INCLUDE PERFETTO MODULE kineto.lib.launches;
 
 -- The markers an iteration can be inferred from (kineto_iterations, on traces without ProfilerStep
 -- windows), one row per (kind, host-slice class): the first kind by priority whose marker repeats wins.
 -- `dataloader` markers are kineto_dataloader's calls (its row matches no host slice); the others are host
 -- slices of the main process of that class (and raw category, where given) whose name matches. A start
 -- marker opens a window that runs to the next start; an end marker closes one that ran from the previous
--- end. `per_name`: every distinct name is a candidate marker of its own (the one that repeats most wins);
+-- end; a span marker is a range the user put around one unit of work (record_function): its window is
+-- the range itself. `per_name`: every distinct name is a candidate marker of its own (the one that repeats most wins);
 -- otherwise all names of the kind are one marker (Optimizer.step#SGD.step and #Adam.step alike).
 CREATE OR REPLACE PERFETTO TABLE _kineto_iteration_marker_rules(
   -- dataloader, optimizer_step, module_forward, record_function, execute_model or annotation.
   kind STRING,
   -- Lower wins when several kinds repeat.
   priority LONG,
-  -- `start` or `end`: which end of the marker cuts the windows.
+  -- `start`, `end` or `span`: which end of the marker cuts the windows, or the marker's own range.
   anchor STRING,
   -- True when each name is a marker of its own.
   per_name BOOL,
@@ -36,11 +38,11 @@ WITH rules(kind, priority, anchor, per_name, event_class, category, name_glob) A
     ('dataloader', 1, 'start', FALSE, NULL, NULL, NULL),
     ('optimizer_step', 2, 'end', FALSE, 'cpu_op', NULL, 'Optimizer.step#*'),
     ('module_forward', 3, 'start', TRUE, 'python', NULL, 'nn.Module: *'),
-    ('record_function', 4, 'start', TRUE, 'cpu_op', NULL, '## * ##'),
+    ('record_function', 4, 'span', TRUE, 'cpu_op', NULL, '## * ##'),
     ('execute_model', 5, 'start', TRUE, 'cpu_op', NULL, '*execute_model*'),
     ('execute_model', 5, 'start', TRUE, 'python', NULL, '*execute_model*'),
     -- any CPU user annotation (user_annotation is of class cpu_op)
-    ('annotation', 6, 'start', TRUE, 'cpu_op', 'user_annotation', '*')
+    ('annotation', 6, 'span', TRUE, 'cpu_op', 'user_annotation', '*')
 )
 SELECT
   kind,
@@ -73,7 +75,11 @@ FROM excluded;
 
 -- Iteration windows, the unit every step-time reading is made of. In order of preference, per process:
 --
--- 1. `profiler_step`: the CPU ProfilerStep#N windows (kineto.lib.steps) of every process that has them.
+-- 1. `profiler_step`: the CPU ProfilerStep#N windows (kineto.lib.steps) of every process that has them,
+--    unless the device lags them: when the trace's first device activity starts after the last step
+--    window ends, no step window holds any of the device's work (every kernel runs on after the loop that
+--    launched it: a host / device clock offset, or a device still draining an earlier queue), and the
+--    steps cannot measure the device; the capture's device span is the window (3.), as without steps.
 -- 2. Inferred from a marker that repeats at least twice on one thread of the process that does most of the
 --    host work (inference servers, et_replay, harnesses without a schedule). Markers, first that repeats
 --    wins (a name repeated on several threads is one candidate per thread: the thread with the most):
@@ -82,7 +88,12 @@ FROM excluded;
 --    capture start), `module_forward` (the outermost `nn.Module: ...` frame, with_modules/with_stack),
 --    `record_function` (TorchRec-style `## name ##` annotations), `execute_model` (vLLM / sglang model
 --    runners), `annotation` (the user annotation that repeats most often at its outermost depth).
---    Start markers make windows from one start to the next; the last runs to the end of the capture.
+--    Start markers (a DataLoader wait, a forward frame: one phase of a loop that runs on) make windows from
+--    one start to the next; the last runs to the end of the capture. Span markers (record_function and
+--    user annotations: a range the user put around one unit of work, a request, a train step) make windows
+--    of their own range, extended to the end of the device work launched inside it (the request's kernels
+--    are the request's; never past the next range's start): the time between two ranges, a server waiting
+--    for its next request with nothing recorded, is outside every window (serving idle, not step time).
 --    The markers are the rule table _kineto_iteration_marker_rules.
 --    The chosen marker is accepted only when its windows can stand for iterations, else the capture is
 --    the window: its occurrences span at least half of the capture (first start to last end; a marker
@@ -110,9 +121,15 @@ FROM excluded;
 -- and launch calls longer than every later launch and than 100 us (lazy module and kernel loading in the
 -- first launch of a kernel). Position alone is no cold start: a first step slowed by a sync, a copy or a
 -- slow batch is a step like the others. GC time inside the window is not counted as width: a GC pause in
--- the first step is a GC pause, not a cold start. A capture without launches shows no one-time work as
--- runtime calls; there the width test alone decides. Not seen as one-time work: compilation that runs as
--- ordinary host ops.
+-- the first step is a GC pause, not a cold start. A process without launches shows no one-time work as
+-- runtime calls; there one-time work shows as host ops of the first window whose name no later window
+-- runs (lazy init: the optimizer's state, aten::zeros_like per parameter; a first-use import or load),
+-- and the window is cold only when such ops make up at least a tenth of its excess. On a CPU the rest of
+-- a cold start (first-touch page faults of new allocations) inflates the ops every step runs and cannot
+-- be separated from them, so the one-time ops are its evidence, not its size; a first window that is
+-- merely wider, every op of it also run by the steady windows, is a slow step like any other (an outlier
+-- seen in one window), whatever its position or ProfilerStep number. Not seen as one-time work:
+-- compilation that runs as ordinary host ops the later windows also run.
 CREATE OR REPLACE PERFETTO TABLE kineto_iterations(
   -- Window id, unique in the trace, in time order per process.
   id LONG,
@@ -130,7 +147,8 @@ CREATE OR REPLACE PERFETTO TABLE kineto_iterations(
   -- The marker the windows were cut at (ProfilerStep#N, the marker name, or NULL for the capture).
   marker STRING,
   -- First iteration that is wider than 1.5x the median of the others (GC time excluded), the excess mostly
-  -- one-time work where the process launches device work: cold start.
+  -- one-time work where the process launches device work, at least a tenth of it in host ops no later
+  -- window runs where it does not: cold start.
   is_cold BOOL
 ) AS
 WITH
@@ -145,7 +163,8 @@ WITH
       h.depth,
       h.event_class,
       h.upid,
-      h.utid
+      h.utid,
+      h.parent_id
     FROM kineto_host_slices AS h
     WHERE
       h.dur >= 0
@@ -161,6 +180,12 @@ WITH
   ),
   has_steps AS (
     SELECT EXISTS (SELECT 1 FROM kineto_steps) AS yes
+  ),
+  -- the device lags the step windows: its first activity starts after the last step ends (header, 1.)
+  steps_lagged AS (
+    SELECT
+      (SELECT yes FROM has_steps)
+      AND (SELECT min(ts) FROM kineto_kernels) >= (SELECT max(ts + dur) FROM kineto_steps) AS yes
   ),
   capture AS (
     SELECT min(ts) AS ts, max(ts + dur) AS end_ts
@@ -252,6 +277,39 @@ WITH
   host_end AS (
     SELECT max(ts + dur) AS end_ts FROM host WHERE upid = (SELECT upid FROM main_process)
   ),
+  -- launches of the main process with the end of their device work, when the picked marker is a span
+  span_launches AS (
+    SELECT l.ts, l.gpu_end_ts
+    FROM kineto_launches AS l
+    WHERE
+      l.upid = (SELECT upid FROM main_process)
+      AND l.gpu_end_ts IS NOT NULL
+      AND EXISTS (SELECT 1 FROM picked_marks WHERE anchor = 'span')
+  ),
+  -- the latest device end of the launches inside each span marker: one sorted pass (the outermost ranges
+  -- of one name on one thread never overlap)
+  span_swept AS (
+    SELECT
+      u.*,
+      max(u.w_ts) OVER (ORDER BY u.ts, u.is_launch ROWS UNBOUNDED PRECEDING) AS in_ts,
+      max(u.w_end) OVER (ORDER BY u.ts, u.is_launch ROWS UNBOUNDED PRECEDING) AS in_end
+    FROM (
+      SELECT ts, ts AS w_ts, end_ts AS w_end, 0 AS is_launch, NULL AS gpu_end_ts
+      FROM picked_marks
+      WHERE
+        anchor = 'span'
+      UNION ALL
+      SELECT ts, NULL, NULL, 1, gpu_end_ts FROM span_launches
+    ) AS u
+  ),
+  span_device_end AS (
+    SELECT in_ts AS mark_ts, max(gpu_end_ts) AS device_end_ts
+    FROM span_swept
+    WHERE
+      is_launch = 1
+      AND ts < in_end
+    GROUP BY in_ts
+  ),
   anchored AS (
     SELECT
       kind,
@@ -290,6 +348,22 @@ WITH
     FROM anchored AS a
     WHERE
       a.anchor = 'end'
+    UNION ALL
+    -- span markers: the range itself, to the end of the device work launched inside it if later, never past
+    -- the next range's start or the capture's end
+    SELECT
+      a.kind,
+      a.name,
+      a.mark_ts,
+      min(
+        coalesce(lead(a.mark_ts) OVER (ORDER BY a.mark_ts), (SELECT end_ts FROM capture)),
+        max(a.mark_end_ts, coalesce(d.device_end_ts, a.mark_end_ts))
+      )
+    FROM anchored AS a
+    LEFT JOIN span_device_end AS d
+      ON d.mark_ts = a.mark_ts
+    WHERE
+      a.anchor = 'span'
   ),
   -- launches of the main process, for the device-work test of the picked windows
   main_launches AS (
@@ -344,6 +418,8 @@ WITH
       'profiler_step' AS source,
       'ProfilerStep#' || st.step AS marker
     FROM kineto_steps AS st
+    WHERE
+      NOT coalesce((SELECT yes FROM steps_lagged), FALSE)
     UNION ALL
     SELECT
       (SELECT upid FROM main_process),
@@ -367,7 +443,7 @@ WITH
       'capture',
       NULL
     WHERE
-      NOT (SELECT yes FROM has_steps)
+      (NOT (SELECT yes FROM has_steps) OR coalesce((SELECT yes FROM steps_lagged), FALSE))
       AND NOT EXISTS (SELECT 1 FROM chosen)
       AND (SELECT end_ts > ts FROM capture)
   ),
@@ -484,6 +560,48 @@ WITH
     FROM first_windows AS f
     JOIN after_first AS a
       USING (id)
+  ),
+  -- without launches: the ops (not annotations) of each first window whose name no later window runs,
+  -- counted at the outermost such op (its parent is not one of them)
+  host_ops AS (
+    SELECT h.id, h.ts, h.dur, h.name, h.upid, h.parent_id
+    FROM host AS h
+    JOIN kineto_event_categories AS c
+      USING (category)
+    WHERE
+      c.event_class = 'cpu_op'
+      AND NOT c.is_annotation
+  ),
+  -- the first windows of processes without launches (one_time.launches false), without one_time's sums;
+  -- materialized and the outer loop of the scans below (CROSS JOIN keeps SQLite's order): where every
+  -- first window's process launches device work it is empty and the host ops are never read
+  cpu_first AS MATERIALIZED (
+    SELECT f.*
+    FROM first_windows AS f
+    WHERE
+      NOT EXISTS (SELECT 1 FROM kineto_runtime_calls AS c WHERE c.upid = f.upid AND c.class = 'launch')
+  ),
+  later_names AS MATERIALIZED (
+    SELECT DISTINCT h.upid, h.name
+    FROM cpu_first AS f
+    CROSS JOIN host_ops AS h
+      ON h.upid = f.upid AND h.ts >= f.end_ts
+  ),
+  first_only AS MATERIALIZED (
+    SELECT f.id, h.id AS op_id, h.dur, h.parent_id
+    FROM cpu_first AS f
+    CROSS JOIN host_ops AS h
+      ON h.upid = f.upid AND h.ts >= f.ts AND h.ts < f.end_ts
+    WHERE
+      NOT EXISTS (SELECT 1 FROM later_names AS l WHERE l.upid = h.upid AND l.name = h.name)
+  ),
+  host_one_time AS (
+    SELECT id, sum(dur) AS dur
+    FROM first_only AS o
+    WHERE
+      o.parent_id IS NULL
+      OR o.parent_id NOT IN (SELECT op_id FROM first_only)
+    GROUP BY id
   )
 SELECT
   r.id,
@@ -497,11 +615,17 @@ SELECT
     r.rn = 1
     AND r.cnt >= 2
     AND r.width > 1.5 * m.median_width
-    AND (NOT o.launches OR 2 * o.one_time_dur >= r.width - m.median_width)
+    AND IIF(
+      o.launches,
+      2 * o.one_time_dur >= r.width - m.median_width,
+      10 * coalesce(ho.dur, 0) >= r.width - m.median_width
+    )
   ) AS is_cold
 FROM ranked AS r
 LEFT JOIN rest_median AS m
   USING (upid)
 LEFT JOIN one_time AS o
+  USING (id)
+LEFT JOIN host_one_time AS ho
   USING (id)
 ORDER BY r.id;

@@ -1,5 +1,5 @@
 -- id: reading.critical_path
--- version: 4
+-- version: 8
 -- kind: reading
 -- title: Critical path: the chain of host work, launches, device work and waits that sets each window's width
 -- references: the reading order's question "what does the step wait on", over the dependency graph of
@@ -10,8 +10,9 @@
 -- Walks each window's dependency graph (kineto.lib.dep_graph_nodes, dep_graph_edges) back from the end of
 -- its main thread, at each node to the edge that held it back (the one whose source end plus gap is its measured start, or, for a
 -- blocking call that waited, the device work it waited for). Each node on the path gives the time from its
--- predecessor's end to its own end: its own part in the node's bucket, the rest (a launch's latency) in
--- `idle.launch`. The segments of a window sum to its width. Buckets are the step ledger's own
+-- predecessor's end to its own end (or to where the stretch after it begins, when that is earlier: a call
+-- that returned before the copy it waited for is timed to end), its own part in the node's bucket, the rest
+-- (a launch's latency) in `idle.launch`. The segments of a window sum to its width. Buckets are the step ledger's own
 -- (kineto.lib.ledger), never a second classification: a device node's segment is the bucket the ledger
 -- gives its kernel class when it runs alone (_kineto_ledger_bucket of its class's counts), a host node's
 -- segment is cut where the ledger's host state changes and each piece gets the bucket the ledger gives
@@ -19,6 +20,7 @@
 -- sync, idle.host_compute in other host work...; host.* on a capture without device activity).
 
 INCLUDE PERFETTO MODULE kineto.lib.dep_graph_edges;
+INCLUDE PERFETTO MODULE kineto.lib.dep_graph_buckets;
 INCLUDE PERFETTO MODULE kineto.lib.ledger_host_states;
 INCLUDE PERFETTO MODULE kineto.lib.kernel_class_buckets;
 INCLUDE PERFETTO MODULE intervals.intersect;
@@ -45,8 +47,9 @@ WITH
       e.constrains,
       n.ts + n.dur AS src_end,
       n.ts + n.dur + e.gap AS held_to,
-      -- at a tie the device queue is the reason before the launch
-      CASE e.kind WHEN 'stream' THEN 0 WHEN 'wait' THEN 1 WHEN 'thread' THEN 2 ELSE 3 END AS pri
+      -- at a tie the device queue, then another stream's work it waited for (an inferred event edge), is the
+      -- reason before the launch
+      CASE e.kind WHEN 'stream' THEN 0 WHEN 'event' THEN 1 WHEN 'wait' THEN 2 WHEN 'thread' THEN 3 ELSE 4 END AS pri
     FROM kineto_dep_graph_edges AS e
     JOIN kineto_dep_graph_nodes AS n
       ON n.id = e.src
@@ -124,13 +127,16 @@ CREATE OR REPLACE PERFETTO TABLE _kineto_reading_critical_path_parts(
   lane LONG
 ) AS
 WITH RECURSIVE
-  walk(window_id, node, hop) AS (
-    SELECT n.window_id, n.id, 0
+  -- cap: where the node's stretch of the path ends, the earliest end of the nodes walked so far: a blocking
+  -- call can return a few us before the work it waited for is timed to end (the host's and the device's
+  -- clocks disagree), and that work holds the path only until the call returned, not twice over
+  walk(window_id, node, hop, cap) AS (
+    SELECT n.window_id, n.id, 0, n.ts + n.dur
     FROM kineto_dep_graph_nodes AS n
     WHERE
       n.is_window_end
     UNION ALL
-    SELECT w.window_id, b.pred, w.hop + 1
+    SELECT w.window_id, b.pred, w.hop + 1, min(w.cap, b.pred_end)
     FROM walk AS w
     JOIN _kineto_reading_critical_path_binding AS b
       ON b.id = w.node
@@ -145,7 +151,7 @@ WITH RECURSIVE
       n.id,
       n.kind,
       n.tag,
-      n.ts + n.dur AS end_ts,
+      w.cap AS end_ts,
       b.entry_ts,
       b.via,
       coalesce(b.pred_end, it.ts) AS from_ts,
@@ -180,13 +186,6 @@ WITH RECURSIVE
       min(entry_ts, end_ts) - max(from_ts, window_ts) AS dur,
       'gap' AS part
     FROM on_path
-  ),
-  window_lanes AS (
-    SELECT it.id AS window_id, coalesce(min(l.lane), (SELECT min(lane) FROM _kineto_ledger_lanes)) AS lane
-    FROM kineto_iterations AS it
-    LEFT JOIN _kineto_ledger_lanes AS l
-      USING (upid)
-    GROUP BY it.id
   )
 SELECT
   row_number() OVER (ORDER BY p.window_id, p.ts, p.id, p.part) AS part_id,
@@ -199,7 +198,7 @@ SELECT
   p.part,
   wl.lane
 FROM parts AS p
-JOIN window_lanes AS wl
+JOIN _kineto_dep_graph_window_lanes AS wl
   USING (window_id)
 WHERE
   p.dur > 0;

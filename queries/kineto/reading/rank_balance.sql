@@ -1,5 +1,5 @@
 -- id: reading.rank_balance
--- version: 1
+-- version: 2
 -- kind: reading
 -- title: Rank balance: this rank's own work against its wait in collectives, per steady step (the straggler quantities)
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Straggler rank";
@@ -13,6 +13,7 @@
 -- catalog.straggler_rank judges one rank by the same two numbers. Silent on a capture without windows.
 
 INCLUDE PERFETTO MODULE kineto.lib.rank_balance;
+INCLUDE PERFETTO MODULE kineto.lib.rank_balance_typical;
 
 -- One row: the rank's balance.
 CREATE OR REPLACE PERFETTO FUNCTION kineto_reading_rank_balance()
@@ -25,7 +26,8 @@ RETURNS TABLE(
   own_work_us DOUBLE,
   -- Mean wait in collectives per window and lane, us.
   comm_wait_us DOUBLE,
-  -- comm_wait_us / own_work_us (NULL without own work).
+  -- Wait / own work in the median steady step (kineto_rank_balance_typical: one stretched step cannot
+  -- swing it), the ratio catalog.straggler_rank judges; NULL without own work.
   wait_to_work DOUBLE,
   -- The capture has device activity (own work is device time) or not (host time).
   has_device BOOL
@@ -35,7 +37,9 @@ SELECT
   avg(window_dur) / 1e3 AS step_us,
   avg(1.0 * own_work_dur / lanes) / 1e3 AS own_work_us,
   avg(1.0 * wait_dur / lanes) / 1e3 AS comm_wait_us,
-  CASE WHEN sum(own_work_dur) > 0 THEN round(1.0 * sum(wait_dur) / sum(own_work_dur), 3) END AS wait_to_work,
+  CASE
+    WHEN sum(own_work_dur) > 0 THEN round((SELECT median_wait_to_work FROM kineto_rank_balance_typical), 3)
+  END AS wait_to_work,
   max(has_device) AS has_device
 FROM kineto_rank_balance
 HAVING
