@@ -20,6 +20,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Generic, Sequence, TypeVar
 
@@ -164,10 +165,7 @@ def _shared_modules(needs: list[list[str]]) -> list[str]:
     what both first items need, and what at least SHARED_SHARE of all items need (each process would build
     those on its own: diagnose's iteration windows, needed by 24 of its 29 queries, were built twice)."""
     first_two = set(needs[0]) & set(needs[1])
-    counts: dict[str, int] = {}
-    for item_needs in needs:
-        for m in set(item_needs):
-            counts[m] = counts.get(m, 0) + 1
+    counts = Counter(m for item_needs in needs for m in set(item_needs))
     # a module's own includes are needed by every item that needs it, so they qualify with it and come
     # before it in the same item's list
     shared = {m: None for item_needs in needs for m in item_needs
