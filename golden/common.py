@@ -47,6 +47,9 @@ FAULT_IDS: dict[str, str] = {
 }
 
 VARIANTS = ("planted", "fixed")
+# A third variant some scenarios have: the fix the detector's own advice proposes, where the fixed twin made
+# a different one (golden/reruns holds its recordings; the golden set and its manifest never include it).
+PROPOSED = "proposed"
 
 
 @dataclass
@@ -58,6 +61,7 @@ class Scenario:
     planted: str  # what the planted variant does
     fixed: str  # what the fixed twin does
     signal: str  # the raw signal the planted trace carries and the twin lacks
+    proposed: str | None = None  # what the `proposed` variant does (the detector's own fix), where it has one
     world_size: int = 1
     needs_cuda: bool = False
     skip_reason_cpu: str | None = None
@@ -134,7 +138,7 @@ def ground_truth(ctx: Ctx, *, profiler: dict[str, Any], extra: dict[str, Any] | 
         "variant": ctx.variant,
         "twin": f"{sc.name}/{'fixed' if ctx.variant == 'planted' else 'planted'}",
         "knob": sc.knob,
-        "knob_setting": sc.planted if ctx.variant == "planted" else sc.fixed,
+        "knob_setting": {"planted": sc.planted, PROPOSED: sc.proposed}.get(ctx.variant, sc.fixed),
         "expected_signal": sc.signal,
         "fault_present": ctx.variant == "planted",
         "torch_version": torch.__version__,

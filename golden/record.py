@@ -23,7 +23,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # `python golden/record.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from golden.common import FAULT_IDS, GROUND_TRUTH_KEY, SCHEMA_VERSION, VARIANTS, Ctx  # noqa: E402
+from golden.common import FAULT_IDS, GROUND_TRUTH_KEY, PROPOSED, SCHEMA_VERSION, VARIANTS, Ctx  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parent
 REPO = GOLDEN.parent
@@ -133,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(DEFAULT_OUT), help="output directory (default golden/traces)")
     ap.add_argument("--only", default=None, help="comma-separated scenario names to (re)record")
-    ap.add_argument("--variant", choices=VARIANTS, default=None, help="record only this variant")
+    ap.add_argument("--variant", choices=VARIANTS + (PROPOSED,), default=None,
+                    help=f"record only this variant ({PROPOSED!r}: the detector's own fix, where a scenario has one; "
+                         "never recorded unless asked for)")
     ap.add_argument("--list", action="store_true", help="list scenarios and exit")
     ap.add_argument("--no-manifest", action="store_true", help="do not rewrite golden/MANIFEST.json")
     ap.add_argument("--_child", nargs=2, metavar=("NAME", "VARIANT"), help=argparse.SUPPRESS)
@@ -170,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[skip] {name}: {sc.skip_reason_cpu}")
             continue
         for variant in VARIANTS if args.variant is None else (args.variant,):
+            if variant == PROPOSED and sc.proposed is None:
+                ap.error(f"{name} has no {PROPOSED!r} variant")
             t0 = time.time()
             cmd = [sys.executable, "-m", "golden.record", "--out", str(out), "--_child", name, variant]
             r = subprocess.run(cmd, cwd=REPO, env=env)

@@ -92,6 +92,12 @@ def _check(tp, diagnosis, label):
     steady_share = sum(f.impact_pct or 0 for f in steady_findings)
     # each impact_pct is rounded to 2 decimals: the sum may exceed 100 by half a hundredth per finding
     assert steady_share <= 100.0 + 0.005 * len(steady_findings) + 1e-6, f"{label}: steady shares add up to {steady_share}%"
+    # a fix removes at most the time its finding claims: a replayed saving never exceeds the claim per step
+    for f in diagnosis.findings:
+        p = f.prediction
+        if p and p["claimed_per_step_ns"] is not None:
+            assert 0 <= p["claimed_per_step_ns"] <= f.impact_ns, label
+            assert p["saving_range_ns"][0] <= p["saving_ns"] <= p["claimed_per_step_ns"], (label, f.query_id)
     # a bucket with one claimant: the ledger-exact rules claim exactly the ledger's time in their windows
     for f in diagnosis.findings:
         if f.query_id == "catalog.sync_forcing_op" and f.claimed:

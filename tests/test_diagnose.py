@@ -154,7 +154,13 @@ def test_one_block_per_finding_with_its_cost_per_step():
     # one-time work is said once, never per step; a finding that costs nothing says so
     cold = replace(f, scope="cold", per_step_ns=None)
     assert block(cold).cost.startswith("2.5 ms once, in the cold start (12.5% of the capture windows, one-time)")
-    assert block(replace(f, impact_ns=0)).cost == "no step time of its own; it changes how the trace must be read"
+    # a rule that claims ledger time but got none (the time claimed above it, or not in this capture) says so;
+    # one that claims none (capture_validity) changes how the trace is read
+    assert block(replace(f, impact_ns=0)).cost == (
+        "no step time of its own in this trace: the time it explains is claimed by a finding above it, or this "
+        "capture does not record it")
+    assert block(replace(f, query_id="catalog.capture_validity", impact_ns=0)).cost == (
+        "no step time of its own; it changes how the trace must be read")
     # a rank's finding: the cross-rank note (a field, set by kineto_sql/fleet/run.py), then its own first
     # evidence row, whatever words either starts with
     noted = replace(f, cross_rank_note="Part of this wait is for rank 7, the straggler the cross-rank reading "

@@ -71,6 +71,56 @@ def test_a_sync_in_front_of_an_idle_gpu_saves_the_idle(load_trace):
     assert predict(graph, ["catalog.blocking_copy"], has_device=True).saving_ns == 210 * US
 
 
+def idle_gpu_sync():
+    """K1 ends at 500; the host waits for it, computes 200 us, then launches K2 at 705: the device idles
+    500..715 (215 us). Removing the wait saves those 215 us."""
+    return [
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=5, dur_us=15),
+        Launch(1, ts_us=10, dur_us=5),
+        Kernel(1, ts_us=20, dur_us=480, name="volta_sgemm_128x64_nn"),
+        Launch(2, ts_us=100, dur_us=405, name="cudaStreamSynchronize"),
+        CpuOp("aten::add", ts_us=700, dur_us=15),
+        Launch(4, ts_us=705, dur_us=5),
+        Kernel(4, ts_us=715, dur_us=200),
+        Launch(3, ts_us=710, dur_us=215, name="cudaMemcpy"),
+        Kernel(3, ts_us=915, dur_us=5, **COPY),
+    ]
+
+
+@pytest.mark.parametrize(("claim_us", "capped"), [(215, False), (214, True), (0, True)])
+def test_a_prediction_never_saves_more_than_the_finding_claims(load_trace, claim_us, capped):
+    # the replay saves 215 us; a finding that claims 215 us keeps it, one that claims 1 us less is capped
+    # at its claim (the range's ends too), and one that claims nothing promises nothing
+    graph = load_graph(load_trace(KinetoTrace(idle_gpu_sync())))
+    p = predict(graph, ["catalog.sync_forcing_op"], has_device=True, claimed_per_step_ns=claim_us * US)
+    saving = min(215, claim_us) * US
+    assert (p.basis, p.saving_ns, p.predicted_step_ns, p.saving_high_ns) == (
+        REPLAY, saving, 1000 * US - saving, saving)
+    assert p.saving_low_ns <= saving
+    assert bool(p.reason) is capped
+    if capped:
+        assert p.reason == (f"the replay removes 0.2 ms a step, more than the {claim_us / 1e3:.1f} ms the "
+                            "finding claims: capped at the claim")
+
+
+def test_a_host_read_in_a_capture_without_device_work_waits_for_nothing(load_trace):
+    # on a CPU capture `.item()` is the op's own host work (a 300 us stall inside it here): deferring the
+    # read removes none of it, so the sync fix has nothing to act on and falls back to the claim
+    tp = load_trace(KinetoTrace([
+        ProfilerStep(1, ts_us=0, dur_us=1000),
+        CpuOp("aten::mm", ts_us=5, dur_us=400),
+        CpuOp("aten::item", ts_us=500, dur_us=310),
+        CpuOp("aten::_local_scalar_dense", ts_us=502, dur_us=300),
+        CpuOp("aten::add", ts_us=850, dur_us=100),
+    ]))
+    graph = load_graph(tp)
+    assert int(graph.dur[graph.tag == "sync_read"].sum()) == 300 * US
+    p = predict(graph, ["catalog.sync_forcing_op"], has_device=False, claimed_per_step_ns=1 * US)
+    assert (p.basis, p.saving_ns, p.reason) == (UPPER_BOUND, 1 * US,
+                                                "the fix has nothing to act on in this trace's graph")
+
+
 def test_a_kernel_off_the_critical_path_saves_nothing_when_shortened(load_trace):
     # the host works until 1000; the kernel (20..300) is never waited for
     tp = load_trace(KinetoTrace([

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kineto_sql.catalog import spec as catalog
+from kineto_sql.errors import QueryError
 from kineto_sql.whatif.annotate import sentence as whatif_sentence
 
 # True since claims are resolved per window (kineto_sql/diagnose/claims.py): no two findings claim the same
@@ -74,7 +76,10 @@ def reason(verdict) -> str:
 def cost(finding) -> str:
     """How much: per step (never summed over steps), its share, and the ledger buckets it was drawn from."""
     if finding.impact_ns <= 0:
-        return "no step time of its own; it changes how the trace must be read"
+        if not _claims_step_time(finding.query_id):
+            return "no step time of its own; it changes how the trace must be read"
+        return ("no step time of its own in this trace: the time it explains is claimed by a finding above it, "
+                "or this capture does not record it")
     share = f" ({pct(finding.impact_pct)} of the {share_of(finding)})" if finding.impact_pct is not None else ""
     if finding.scope == "cold":
         amount = f"{ms(finding.impact_ns)} once, in the cold start{share}"
@@ -84,6 +89,15 @@ def cost(finding) -> str:
         amount = f"{ms(finding.impact_ns)} over the capture{share}"
     drawn = [b for b, ns in sorted(finding.claimed.items(), key=lambda kv: -kv[1]) if ns > 0]
     return amount + (f", from the step ledger's {', '.join(drawn)}" if drawn else "")
+
+
+def _claims_step_time(query_id: str) -> bool:
+    """Whether the rule draws its cost from step-ledger buckets (its header's `claims:`); a rule that claims
+    none (a capture's validity, a missing annotation) changes how the trace is read, not the step."""
+    try:
+        return bool(catalog.load_catalog().get(query_id).claims)
+    except QueryError:  # a user's rule outside the installed catalog
+        return False
 
 
 def _where(finding) -> str:

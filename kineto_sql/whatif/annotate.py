@@ -37,20 +37,22 @@ def annotate(tp, findings, has_device: bool) -> tuple[list, dict | None]:
         return list(findings), None
     steady = max(len(steady_windows(graph)), 1)
     every = max(int(graph.is_end.sum()), 1)
-    out = []
+    out, claims = [], {}
     for f in findings:
         if f.scope == "cold":
             out.append(f)
             continue
         # the claimed time is of the steady windows, or of every window when the steady sample was too small
         per_step = f.impact_ns // (every if f.of_capture else steady)
+        claims[f.query_id] = claims.get(f.query_id, 0) + per_step
         p = predict(graph, [f.query_id], has_device, claimed_per_step_ns=per_step)
         # an upper bound of nothing says nothing
         out.append(f if p.basis == UPPER_BOUND and f.impact_ns == 0 else with_prediction(f, p))
     together = [f.query_id for f in out if f.scope != "cold" and f.query_id in EDITS][:TOGETHER]
     combined = None
     if len(together) > 1:
-        combined = predict(graph, together, has_device).to_json()
+        combined = predict(graph, together, has_device,
+                           claimed_per_step_ns=sum(claims[r] for r in together)).to_json()
         combined["headline"] = headline(combined, f"fixing the top {len(together)} together")
     return out, combined
 
@@ -88,7 +90,9 @@ def sentence(p: dict | None) -> str | None:
         return (f"fixing this: step {before:.1f} -> at best {after:.1f} ms (-{pct:.1f}%, an upper bound: "
                 f"{p['reason']})")
     spread = f", range {low:.1f}-{high:.1f} ms" if abs(high - low) >= 0.05 else ""
-    return (f"fixing this: step {before:.1f} -> {after:.1f} ms (-{pct:.1f}%{spread}; {p['change']})"
+    # a replayed saving above the finding's claim was capped at the claim (predict's reason says so)
+    capped = ", capped at the time it claims" if p.get("reason") else ""
+    return (f"fixing this: step {before:.1f} -> {after:.1f} ms (-{pct:.1f}%{spread}; {p['change']}{capped})"
             + job_clause(p.get("job"), p.get("saving_ns") or 0))
 
 

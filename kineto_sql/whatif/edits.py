@@ -38,11 +38,13 @@ def _drop_waits(graph: Graph, into: np.ndarray) -> tuple[Graph, int]:
 
 def remove_syncs(graph: Graph, low: bool) -> tuple[Graph, int]:
     """The host no longer waits for the device at a stream / device / event sync, and a host read of a
-    tensor value (`.item()`) costs nothing on the host (it is deferred or kept on the device)."""
+    tensor value (`.item()`) costs nothing on the host (it is deferred or kept on the device). In a capture
+    with no device work a read waits for nothing: it is the op's own host work, which deferring the read
+    does not remove, so it is left as measured."""
     syncs = (graph.kind == "call") & np.isin(graph.tag, SYNC_CALLS)
     reads = (graph.kind == "host") & (graph.tag == "sync_read")
     edited, touched = _drop_waits(graph, syncs)
-    if not low:
+    if not low and (graph.kind == "device").any():
         edited = edited.with_(dur=np.where(reads, 0, edited.dur))
         touched += int(reads.sum())
     return edited, touched

@@ -28,6 +28,8 @@ class Prediction:
     saving_low_ns: int
     saving_high_ns: int
     reason: str = ""
+    # the step time the findings claim, which caps the saving (None: not given, no cap)
+    claimed_per_step_ns: int | None = None
 
     @property
     def saving_ns(self) -> int:
@@ -41,7 +43,8 @@ class Prediction:
         return {"rules": list(self.rules), "change": self.change, "basis": self.basis,
                 "measured_step_ns": self.measured_step_ns, "predicted_step_ns": self.predicted_step_ns,
                 "saving_ns": self.saving_ns, "saving_pct": self.saving_pct,
-                "saving_range_ns": [self.saving_low_ns, self.saving_high_ns], "reason": self.reason}
+                "saving_range_ns": [self.saving_low_ns, self.saving_high_ns], "reason": self.reason,
+                "claimed_per_step_ns": self.claimed_per_step_ns}
 
 
 def steady_windows(graph: Graph) -> list[int]:
@@ -68,8 +71,13 @@ def why_not(graph: Graph, has_device: bool) -> str:
     return ""
 
 
-def predict(graph: Graph, rules, has_device: bool = False, claimed_per_step_ns: int = 0) -> Prediction:
-    """The predicted median step after the fixes of `rules` (applied together)."""
+def predict(graph: Graph, rules, has_device: bool = False, claimed_per_step_ns: int | None = None) -> Prediction:
+    """The predicted median step after the fixes of `rules` (applied together). `claimed_per_step_ns`: the
+    step time the findings claim (their ledger time per step, which no other finding claims). A fix removes
+    at most the time its finding explains, so a replayed saving above the claim is capped at it: an edit
+    selects every node of its kind (every host read of a tensor value, say) where the finding may count
+    fewer, and a stall that happened to fall inside one such node (a CPU capture's 40 ms pause inside a
+    1 us scalar read) is not time the fix removes."""
     rules = tuple(rules)
     change = "; ".join(dict.fromkeys(EDITS[r].change for r in rules if r in EDITS)) or "the claimed time vanishes"
     reason = why_not(graph, has_device)
@@ -87,7 +95,14 @@ def predict(graph: Graph, rules, has_device: bool = False, claimed_per_step_ns: 
     high = median_step(graph, replay(high_graph).window_durations(high_graph))
     # most fixes have one outcome: their cautious graph is the same graph, replayed once
     low = high if _same(low_graph, high_graph) else median_step(graph, replay(low_graph).window_durations(low_graph))
-    return Prediction(rules, change, REPLAY, measured, high, max(measured - low, 0), max(measured - high, 0))
+    saving_low, saving_high = max(measured - low, 0), max(measured - high, 0)
+    if claimed_per_step_ns is not None and saving_high > claimed_per_step_ns:
+        cap = max(claimed_per_step_ns, 0)
+        reason = (f"the replay removes {saving_high / 1e6:.1f} ms a step, more than the {cap / 1e6:.1f} ms the "
+                  "finding claims: capped at the claim")
+        return Prediction(rules, change, REPLAY, measured, measured - cap, min(saving_low, cap), cap, reason,
+                          claimed_per_step_ns)
+    return Prediction(rules, change, REPLAY, measured, high, saving_low, saving_high, "", claimed_per_step_ns)
 
 
 def _same(a: Graph, b: Graph) -> bool:
@@ -97,5 +112,5 @@ def _same(a: Graph, b: Graph) -> bool:
 
 
 def _upper_bound(rules, change, measured, claimed, reason) -> Prediction:
-    predicted = max(measured - claimed, 0)
-    return Prediction(rules, change, UPPER_BOUND, measured, predicted, 0, measured - predicted, reason)
+    predicted = max(measured - (claimed or 0), 0)
+    return Prediction(rules, change, UPPER_BOUND, measured, predicted, 0, measured - predicted, reason, claimed)
