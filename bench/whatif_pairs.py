@@ -8,7 +8,8 @@ num_workers=0 -> 4 (input-bound fix). Prints one Markdown table.
                                                   GOLDEN_ACTIVE=10 recording: the fault id is read from
                                                   each trace's ground truth)
     python bench/whatif_pairs.py --runs DIR      (several captures a side, NAME_planted_rN / NAME_fixed_rN, e.g.
-                                                  GOLDEN_TAG=rN recordings: the prediction is the median over
+                                                  GOLDEN_TAG=rN recordings, and NAME_planted_pN /
+                                                  NAME_proposed_pN: the prediction is the median over
                                                   the planted captures, the measured change is the median of
                                                   the fixed captures' median steps minus the planted ones')
 """
@@ -47,13 +48,13 @@ def pairs(golden: Path) -> list[tuple[Path, Path, str]]:
     return out
 
 
-def recorded_pairs(directory: Path) -> list[tuple[Path, Path, str]]:
-    """Single-rank planted / fixed recordings in one directory, with the fault id of their ground truth."""
+def recorded_pairs(directory: Path, twin: str = "fixed") -> list[tuple[Path, Path, str]]:
+    """Single-rank planted / twin recordings in one directory, with the fault id of their ground truth."""
     import gzip
 
     out = []
     for planted in sorted(directory.glob("*_planted*.json.gz")):
-        fixed = planted.with_name(planted.name.replace("_planted", "_fixed"))
+        fixed = planted.with_name(planted.name.replace("_planted", f"_{twin}"))
         if fixed.exists():
             truth = json.loads(gzip.decompress(planted.read_bytes())).get("kineto_sql_ground_truth") or {}
             truth = json.loads(truth) if isinstance(truth, str) else truth
@@ -101,18 +102,24 @@ def row(name, planted, fixed, rule):
 
 
 def runs(directory: Path, rules: dict[str, str]) -> None:
+    """NAME_planted_rN against NAME_fixed_rN (the golden twin), and NAME_planted_pN against NAME_proposed_pN
+    (the detector's own fix, golden.common.PROPOSED), each set recorded in turn."""
     import re
     import statistics
 
-    groups: dict[str, list[Path]] = {}
-    for planted in sorted(directory.glob("*_planted_r*.json.gz")):
-        groups.setdefault(re.sub(r"_planted_r\d+\.json\.gz$", "", planted.name), []).append(planted)
-    print("| scenario | rule | captures | predicted change, ms (median; per capture) | measured change, ms "
-          "(median steps planted -> fixed) | error |")
-    print("|---|---|---|---|---|---|")
+    groups: dict[tuple[str, str], list[Path]] = {}
+    for planted in sorted(directory.glob("*_planted_*.json.gz")):
+        m = re.match(r"(.+)_planted_([rp])\d+\.json\.gz$", planted.name)
+        if m:
+            groups.setdefault((m[1], m[2]), []).append(planted)
+    print("| scenario | twin | rule | captures | predicted change, ms (median; per capture) | measured change, ms "
+          "(median steps planted -> twin) | error |")
+    print("|---|---|---|---|---|---|---|")
     fault_of = {planted: fault for planted, _, fault in recorded_pairs(directory)}
-    for name, planted in groups.items():
-        fixed = [p.with_name(p.name.replace("_planted_", "_fixed_")) for p in planted]
+    fault_of.update({planted: fault for planted, _, fault in recorded_pairs(directory, twin="proposed")})
+    for (name, letter), planted in groups.items():
+        twin = "proposed" if letter == "p" else "fixed"
+        fixed = [p.with_name(p.name.replace("_planted_", f"_{twin}_")) for p in planted]
         fixed = [f for f in fixed if f.exists()]
         if not fixed:
             continue  # repeated recordings of one variant (a same-scenario set), no pair
@@ -126,11 +133,11 @@ def runs(directory: Path, rules: dict[str, str]) -> None:
         after = statistics.median(measured(f)[0] for f in fixed)
         real = after - before
         if not changes:
-            print(f"| {name} | {rule} | {len(planted)} / {len(fixed)} | not fired | {real / 1e6:+.2f} | |")
+            print(f"| {name} | {twin} | {rule} | {len(planted)} / {len(fixed)} | not fired | {real / 1e6:+.2f} | |")
             continue
         pred = statistics.median(changes)
         err = "" if real == 0 else f"{100.0 * (pred - real) / abs(real):+.0f}%"
-        print(f"| {name} | {rule} | {len(planted)} / {len(fixed)} | {pred / 1e6:+.2f} "
+        print(f"| {name} | {twin} | {rule} | {len(planted)} / {len(fixed)} | {pred / 1e6:+.2f} "
               f"({', '.join(f'{c / 1e6:+.2f}' for c in changes)}) | {real / 1e6:+.2f} ({before / 1e6:.2f} -> "
               f"{after / 1e6:.2f}) | {err} |", flush=True)
 

@@ -47,30 +47,6 @@ def test_a_sync_that_blocks_a_busy_gpu_saves_nothing(load_trace):
     assert (p.basis, p.measured_step_ns, p.predicted_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 1000 * US, 0)
 
 
-def test_a_sync_in_front_of_an_idle_gpu_saves_the_idle(load_trace):
-    # K1 ends at 500; the host waits for it, computes 200 us, then launches K2 at 705: the device idles
-    # 500..715 (215 us). Without the wait the host work runs under K1 and K2 follows it at once.
-    tp = load_trace(KinetoTrace([
-        ProfilerStep(1, ts_us=0, dur_us=1000),
-        CpuOp("aten::mm", ts_us=5, dur_us=15),
-        Launch(1, ts_us=10, dur_us=5),
-        Kernel(1, ts_us=20, dur_us=480, name="volta_sgemm_128x64_nn"),
-        Launch(2, ts_us=100, dur_us=405, name="cudaStreamSynchronize"),
-        CpuOp("aten::add", ts_us=700, dur_us=15),
-        Launch(4, ts_us=705, dur_us=5),
-        Kernel(4, ts_us=715, dur_us=200),
-        Launch(3, ts_us=710, dur_us=215, name="cudaMemcpy"),
-        Kernel(3, ts_us=915, dur_us=5, **COPY),
-    ]))
-    graph = load_graph(tp)
-    p = predict(graph, ["catalog.sync_forcing_op"], has_device=True)
-    assert (p.basis, p.measured_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 215 * US)
-    assert p.predicted_step_ns == 785 * US
-    # the final copy made asynchronous: the host stops waiting for K2 and the copy (710..920 less the
-    # call's own 5 us)
-    assert predict(graph, ["catalog.blocking_copy"], has_device=True).saving_ns == 210 * US
-
-
 def idle_gpu_sync():
     """K1 ends at 500; the host waits for it, computes 200 us, then launches K2 at 705: the device idles
     500..715 (215 us). Removing the wait saves those 215 us."""
@@ -86,6 +62,19 @@ def idle_gpu_sync():
         Launch(3, ts_us=710, dur_us=215, name="cudaMemcpy"),
         Kernel(3, ts_us=915, dur_us=5, **COPY),
     ]
+
+
+def test_a_sync_in_front_of_an_idle_gpu_saves_the_idle(load_trace):
+    # K1 ends at 500; the host waits for it, computes 200 us, then launches K2 at 705: the device idles
+    # 500..715 (215 us). Without the wait the host work runs under K1 and K2 follows it at once.
+    tp = load_trace(KinetoTrace(idle_gpu_sync()))
+    graph = load_graph(tp)
+    p = predict(graph, ["catalog.sync_forcing_op"], has_device=True)
+    assert (p.basis, p.measured_step_ns, p.saving_ns) == (REPLAY, 1000 * US, 215 * US)
+    assert p.predicted_step_ns == 785 * US
+    # the final copy made asynchronous: the host stops waiting for K2 and the copy (710..920 less the
+    # call's own 5 us)
+    assert predict(graph, ["catalog.blocking_copy"], has_device=True).saving_ns == 210 * US
 
 
 @pytest.mark.parametrize(("claim_us", "capped"), [(215, False), (214, True), (0, True)])

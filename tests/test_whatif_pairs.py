@@ -223,5 +223,6 @@ def test_quiet_collate_change_in_the_predicted_range(loaded, diagnosed):
                                        for i in (1, 2, 3)) for v in ("planted", "fixed"))
     measured = before - after
     assert _ms(measured) == 3.31
-    assert [[_ms(x) for x in r] for r in ranges] == [[0.26, 5.26], [0.12, 5.06], [0.0, 4.98]]
+    # (capture 1's replay removes 5.26 ms, more than the 5.12 ms a step its finding claims: capped at the claim)
+    assert [[_ms(x) for x in r] for r in ranges] == [[0.26, 5.12], [0.12, 5.06], [0.0, 4.98]]
     assert all(low <= measured <= high for low, high in ranges)
