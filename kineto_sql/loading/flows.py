@@ -19,7 +19,7 @@ from collections import defaultdict
 from kineto_sql.loading.decode import full
 from kineto_sql.loading.events import engine_tid, ns, pushes_slice, sort_key
 from kineto_sql.loading.report import IngestReport
-from kineto_sql.loading.scan import TraceScan
+from kineto_sql.loading.scan import TraceScan, correlation_of
 
 FLOW_PHASES = ("s", "t", "f")
 # Explicit (v2) flow ids live in their own id space in the importer; start high for readability.
@@ -134,19 +134,48 @@ def _intended_and_at_risk(events: list, scan: TraceScan, moved: set[int]) -> tup
     A flow event without a timestamp or without an intended slice is never changed, so never at risk.
     """
     intended_of, at_risk = {}, []
-    by_correlation, ts_ns = scan.by_correlation, scan.ts_ns
-    shared = None  # (the ts, and the (track, ts) points, where two or more slices begin: on first need)
-    for j, track in zip(scan.flow_indices, scan.flow_tracks):
-        ts = ts_ns[j]
+    ts_ns = scan.ts_ns
+    flow_ts = list(map(ts_ns.__getitem__, scan.flow_indices))
+    # ts -> the slices that begin then (at the flow events' ts; scan.begins_at_times)
+    begins = scan.begins_at_times(set(flow_ts))
+    push_track, push_index = scan.push_track, scan.push_index
+    by_correlation = None  # (every X event's correlation: only for a flow event the common case cannot place)
+    for j, track, ts in zip(scan.flow_indices, scan.flow_tracks, flow_ts):
         if ts is None:
             continue
         e = events[j]
         flow_id = e.id
-        candidates = by_correlation.get((track, flow_id if flow_id.__class__ is int else _as_int(flow_id)))
+        flow_id = flow_id if flow_id.__class__ is int else _as_int(flow_id)
+        # The common case: a slice that begins where the flow event sits carries the flow's id. Of the slices
+        # that carry it and contain the flow's ts, one that begins there wins, the first in file order
+        # (_intended_slice), so it is the intended slice whatever other slices carry the id; it is at risk
+        # if another slice begins there too, if it moved to a lane, or if the flow binds to the next slice.
+        rows = begins.get(ts)
+        if rows is not None:
+            if rows.__class__ is int:
+                here = (push_index[rows],) if push_track[rows] == track else ()
+            else:
+                here = scan.begun_on(rows, track)
+            for one in here:
+                x = events[one]
+                if x.ph == "X":
+                    corr = correlation_of(x.args)
+                    if corr == flow_id and isinstance(corr, int):
+                        intended_of[j] = one
+                        if len(here) > 1 or one in moved or not (e.ph != "f" or e.bp == "e"):
+                            at_risk.append(j)
+                        break
+            else:
+                rows = None
+            if rows is not None:
+                continue
+        if by_correlation is None:
+            by_correlation = scan.by_correlation
+        candidates = by_correlation.get((track, flow_id))
         if candidates is None:
             continue
         if candidates.__class__ is int and ts_ns[candidates] == ts:
-            intended, starts_here = candidates, True  # the common case: one slice, flow at its start
+            intended, starts_here = candidates, True
         else:
             intended = _intended_slice(events, [candidates] if candidates.__class__ is int else candidates, ts)
             if intended is None:
@@ -156,10 +185,8 @@ def _intended_and_at_risk(events: list, scan: TraceScan, moved: set[int]) -> tup
         if not starts_here:
             at_risk.append(j)
             continue
-        if shared is None:  # (counted only where a flow event sits: a third of the slices on a GPU trace)
-            shared = scan.shared_begins(set(map(ts_ns.__getitem__, scan.flow_indices)))
         # (the intended slice is on the flow's thread, at the flow's ts: starts_here)
-        if (ts in shared[0] and (track, ts) in shared[1]) or intended in moved or not (e.ph != "f" or e.bp == "e"):
+        if len(scan.begun_on(begins[ts], track)) > 1 or intended in moved or not (e.ph != "f" or e.bp == "e"):
             at_risk.append(j)
     return intended_of, at_risk
 

@@ -11,8 +11,9 @@ validate's), by the ids as validated, and numbered by thread once the pid/tid fi
 """
 from __future__ import annotations
 
+import functools
 from array import array
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from itertools import compress
 from math import floor
@@ -48,12 +49,39 @@ class TraceScan:
     push_ts: list
     push_negdur: list
     push_placed: list
-    # (track number, correlation) -> the index of the X event with that int `correlation` arg, or the
-    # list of them when several have it.
-    by_correlation: dict
     flow_indices: list
     # track number of each flow event of flow_indices.
     flow_tracks: list
+    # () -> by_correlation (read on first need: see there)
+    correlate: Any = dict
+
+    @functools.cached_property
+    def by_correlation(self) -> dict:
+        """(track number, correlation) -> the index of the X event with that int `correlation` arg, or the
+        list of them when several have it. Every X event's args are read for it, so it is made only where
+        a flow event needs more than the one slice that begins where it sits (flows._intended_and_at_risk)."""
+        return self.correlate()
+
+    def begins_at_times(self, at: set) -> dict:
+        """ts ns -> the row (in the push_ lists) of the one slice-pushing event that begins then, or the list
+        of those rows (in file order) where two or more do, on any threads, for the ts in `at`."""
+        out: dict = {}
+        get = out.get
+        selected = list(map(at.__contains__, self.push_ts))
+        for ts, row in zip(compress(self.push_ts, selected), compress(range(len(selected)), selected)):
+            have = get(ts)
+            if have is None:
+                out[ts] = row
+            elif have.__class__ is list:
+                have.append(row)
+            else:
+                out[ts] = [have, row]
+        return out
+
+    def begun_on(self, rows, track: int) -> list[int]:
+        """The event indices of the rows (begins_at_times) on `track`, in file order."""
+        push_track, push_index = self.push_track, self.push_index
+        return [push_index[row] for row in ((rows,) if rows.__class__ is int else rows) if push_track[row] == track]
 
     def unnested_threads(self) -> list[tuple[int, int, list[tuple]]]:
         """The threads whose placed X events cannot all nest (overlaps.py gives them lanes): (lowest event
@@ -79,23 +107,6 @@ class TraceScan:
         return [(i, track, ts) for i, track, ts in compress(zip(self.push_index, self.push_track, self.push_ts),
                                                             map(at.__contains__, self.push_ts))
                 if (track, ts) in points]
-
-    def shared_begins(self, at: set) -> tuple[set, set]:
-        """(the ts of `at` where two or more slice-pushing events begin, on any threads; the (track number,
-        ts) points among them where two or more begin on one thread). Counted by ts first (no tuple per
-        slice), then by thread only at those times."""
-        per_ts = Counter(compress(self.push_ts, map(at.__contains__, self.push_ts)))
-        twice = {ts for ts, n in per_ts.items() if n > 1}
-        if not twice:
-            return twice, set()
-        return twice, {point for point, n in self.begin_counts(twice).items() if n > 1}
-
-    def begin_counts(self, at: set | None = None) -> Counter:
-        """(track number, ts ns) -> how many slice-pushing events begin there; `at`: only those whose ts is in
-        it are counted (the others read 0)."""
-        if at is None:
-            return Counter(zip(self.push_track, self.push_ts))
-        return Counter(compress(zip(self.push_track, self.push_ts), map(at.__contains__, self.push_ts)))
 
 
 def _rows_nest(rows: list) -> bool:
@@ -177,10 +188,12 @@ class ScanParts:
         ts_ns = self.ts_ns
         if len(ts_ns) < len(events):  # (events the fixes appended: metadata, never scanned)
             ts_ns = ts_ns + [None] * (len(events) - len(ts_ns))
-        by_correlation = _correlations(events, zip(self.with_args, [track_of_key[k] for k in self.with_args_keys])) \
-            if self.flow_indices else {}
+        with_args, with_args_keys = self.with_args, self.with_args_keys
+
+        def correlate() -> dict:
+            return _correlations(events, zip(with_args, [track_of_key[k] for k in with_args_keys]))
         return TraceScan(tracks, track_of, ts_ns, self.p_index, push_track, self.p_ts, self.p_negdur,
-                         self.p_placed, by_correlation, self.flow_indices, flow_tracks)
+                         self.p_placed, self.flow_indices, flow_tracks, correlate if self.flow_indices else dict)
 
 
 def _correlations(events: list, with_args) -> dict:
