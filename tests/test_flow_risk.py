@@ -216,6 +216,9 @@ EDITS = {
     # a slice without the correlation is the one that begins where the flow sits
     "wrong_slice_at_the_flow": lambda events: [dict(e, args={"cbid": 1}) if e.get("name") == "cudaLaunchKernel"
                                                and e["ts"] == 40 else e for e in events],
+    # the one slice where the flow sits carries another correlation (the flow's id is on no slice)
+    "other_correlation_at_the_flow": lambda events: [dict(e, args={"correlation": 7}) if e.get("name") ==
+                                                     "cudaLaunchKernel" and e["ts"] == 40 else e for e in events],
     # an instant at the flow's point (a slice-pushing event that is not an X event)
     "instant_at_the_flow": lambda events: events + [{"ph": "i", "s": "t", "name": "mark", "pid": _launch(events, 40)["pid"],
                                                      "tid": _launch(events, 40)["tid"], "ts": 40}],

@@ -16,10 +16,12 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 
-from kineto_sql.loading.decode import full
+import msgspec
+
+from kineto_sql.loading.decode import Raw, full
 from kineto_sql.loading.events import engine_tid, ns, pushes_slice, sort_key
 from kineto_sql.loading.report import IngestReport
-from kineto_sql.loading.scan import TraceScan, correlation_of
+from kineto_sql.loading.scan import CORRELATION, TraceScan, correlation_of
 
 FLOW_PHASES = ("s", "t", "f")
 # Explicit (v2) flow ids live in their own id space in the importer; start high for readability.
@@ -135,27 +137,42 @@ def _intended_and_at_risk(events: list, scan: TraceScan, moved: set[int]) -> tup
     """
     intended_of, at_risk = {}, []
     ts_ns = scan.ts_ns
-    flow_ts = list(map(ts_ns.__getitem__, scan.flow_indices))
-    # ts -> the slices that begin then (at the flow events' ts; scan.begins_at_times)
-    begins = scan.begins_at_times(set(flow_ts))
+    begins = scan.begins_at_flows  # (ts -> the slices that begin then)
     push_track, push_index = scan.push_track, scan.push_index
+    decode = CORRELATION.decode
     by_correlation = None  # (every X event's correlation: only for a flow event the common case cannot place)
-    for j, track, ts in zip(scan.flow_indices, scan.flow_tracks, flow_ts):
+    for j, track, ts in zip(scan.flow_indices, scan.flow_tracks, scan.flow_ts):
         if ts is None:
             continue
         e = events[j]
         flow_id = e.id
-        flow_id = flow_id if flow_id.__class__ is int else _as_int(flow_id)
+        if flow_id.__class__ is not int:
+            flow_id = _as_int(flow_id)
         # The common case: a slice that begins where the flow event sits carries the flow's id. Of the slices
         # that carry it and contain the flow's ts, one that begins there wins, the first in file order
         # (_intended_slice), so it is the intended slice whatever other slices carry the id; it is at risk
         # if another slice begins there too, if it moved to a lane, or if the flow binds to the next slice.
         rows = begins.get(ts)
-        if rows is not None:
-            if rows.__class__ is int:
-                here = (push_index[rows],) if push_track[rows] == track else ()
-            else:
-                here = scan.begun_on(rows, track)
+        if rows.__class__ is int:  # (one slice begins then, on any thread: most flow events)
+            if push_track[rows] == track:
+                one = push_index[rows]
+                x = events[one]
+                if x.ph == "X":
+                    args = x.args
+                    if args.__class__ is Raw:  # (correlation_of, inlined)
+                        try:
+                            corr = decode(args).correlation
+                        except msgspec.ValidationError:
+                            corr = None
+                    else:
+                        corr = correlation_of(args)
+                    if corr == flow_id and isinstance(corr, int):
+                        intended_of[j] = one
+                        if one in moved or not (e.ph != "f" or e.bp == "e"):
+                            at_risk.append(j)
+                        continue
+        elif rows is not None:
+            here = scan.begun_on(rows, track)
             for one in here:
                 x = events[one]
                 if x.ph == "X":
@@ -251,10 +268,9 @@ def _begins_from_scan(events: list, scan: TraceScan, at_risk: list[int]) -> dict
         return {}
     # The flow events' threads as scanned (scan_events numbered every (pid, tid) it saw on a flow event).
     points = {(scan.track_of[(events[j].get("pid"), events[j].get("tid"))], ts_ns[j]) for j in at_risk}
-    out: dict[tuple, list[tuple]] = {scan.tracks[track] + (ts,): [] for track, ts in points}
-    for i, track, ts in scan.begins_at(points):
-        out[scan.tracks[track] + (ts,)].append(sort_key(events[i], i, ts))
-    return out
+    begins = scan.begins_at_flows  # (the at-risk flow events' ts are among them)
+    return {scan.tracks[track] + (ts,): [sort_key(events[i], i, ts) for i in scan.begun_on(begins.get(ts, ()), track)]
+            for track, ts in points}
 
 
 def _begins_at_flow_points(events: list, scan: TraceScan, flow_indices: list[int]) -> dict[tuple, list[tuple]]:

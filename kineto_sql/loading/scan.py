@@ -61,6 +61,16 @@ class TraceScan:
         a flow event needs more than the one slice that begins where it sits (flows._intended_and_at_risk)."""
         return self.correlate()
 
+    @functools.cached_property
+    def flow_ts(self) -> list:
+        """The ts ns of each flow event of flow_indices."""
+        return list(map(self.ts_ns.__getitem__, self.flow_indices))
+
+    @functools.cached_property
+    def begins_at_flows(self) -> dict:
+        """begins_at_times of the flow events' ts."""
+        return self.begins_at_times(set(self.flow_ts))
+
     def begins_at_times(self, at: set) -> dict:
         """ts ns -> the row (in the push_ lists) of the one slice-pushing event that begins then, or the list
         of those rows (in file order) where two or more do, on any threads, for the ts in `at`."""
@@ -100,13 +110,6 @@ class TraceScan:
                 out.append((min(i for _, _, i in items), track, items))
         return out
 
-    def begins_at(self, points: set) -> list[tuple[int, int, int]]:
-        """(index, track, ts) of the slice-pushing events (in file order) whose (track, ts) is in `points`."""
-        at = {ts for _, ts in points}  # (the events at none of those times are passed over in C)
-        return [(i, track, ts) for i, track, ts in compress(zip(self.push_index, self.push_track, self.push_ts),
-                                                            map(at.__contains__, self.push_ts))
-                if (track, ts) in points]
-
 
 def _rows_nest(rows: list) -> bool:
     """Whether one thread's X events, as (ts, -dur, index) rows in lane order, all fit on one stack, i.e. the
@@ -133,14 +136,14 @@ def fast_ns(value):
     return ns(value)
 
 
-_CORRELATION = msgspec.json.Decoder(_Correlation)  # (a Decoder: a third less per call than json.decode's type lookup)
+CORRELATION = msgspec.json.Decoder(_Correlation)  # (a Decoder: a third less per call than json.decode's type lookup)
 
 
 def correlation_of(args):
     """The `correlation` of an event's args (text or decoded), or None."""
     if type(args) is Raw:
         try:
-            return _CORRELATION.decode(args).correlation
+            return CORRELATION.decode(args).correlation
         except msgspec.ValidationError:
             return None
     return args.get("correlation") if type(args) is dict else None
@@ -200,7 +203,7 @@ def _correlations(events: list, with_args) -> dict:
     """(track number, correlation) -> the X event index with that int `correlation` arg, or the list of them;
     `with_args`: (index, track number) of the X events with args."""
     by_correlation: dict = {}
-    decode = _CORRELATION.decode
+    decode = CORRELATION.decode
     for i, track in with_args:
         args = events[i].args
         if type(args) is Raw:  # (correlation_of, inlined: it runs for every X event with args)
