@@ -114,16 +114,21 @@ class TraceScan:
 def _rows_nest(rows: list) -> bool:
     """Whether one thread's X events, as (ts, -dur, index) rows in lane order, all fit on one stack, i.e. the
     overlap split's lane packing would leave them all where they are."""
-    stack = []
+    stack = [_ABOVE_ALL]  # (a bottom no slice ends after: the top is always there to compare)
     push, pop = stack.append, stack.pop
+    top = _ABOVE_ALL
     for ts, negdur, _ in rows:
-        while stack and stack[-1] <= ts:
+        while top <= ts:
             pop()
-        end = ts - negdur
-        if stack and end > stack[-1]:
+            top = stack[-1]
+        top = ts - negdur
+        if top > stack[-1]:
             return False
-        push(end)
+        push(top)
     return True
+
+
+_ABOVE_ALL = float("inf")
 
 
 def fast_ns(value):
