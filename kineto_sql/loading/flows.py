@@ -81,7 +81,7 @@ def bind_flows(events: list, scan: TraceScan, moved_to_lanes: set[int], report: 
     # order, so moving the end to the end of the file fixes it without touching any timestamp.
     # Only the pairs with a member to rebind are built, in the order of the file (the explicit ids follow it).
     keys = {arrow_key(events[j]) for j in to_rebind}
-    halves, reorder, pairs = _arrow_summary(events, flow_indices, ts_ns, {key[0] for key in keys})
+    halves, reorder, pairs = _arrow_summary(events, flow_indices, ts_ns, keys)
     report.add("flow_half_arrow", halves,
                "flow events whose other half is not in the file (a start without an end or the reverse): "
                "no arrow can be drawn for them, in Perfetto or anywhere; nothing was changed")
@@ -208,11 +208,12 @@ def _intended_and_at_risk(events: list, scan: TraceScan, moved: set[int]) -> tup
     return intended_of, at_risk
 
 
-def _arrow_summary(events: list, flow_indices: list[int], ts_ns: list, ids: set) -> tuple[int, set, dict]:
-    """_halves_and_reorder of every arrow, and the arrows (_arrows) of the ids in `ids`."""
+def _arrow_summary(events: list, flow_indices: list[int], ts_ns: list, keys: set) -> tuple[int, set, dict]:
+    """_halves_and_reorder of every arrow, and the arrows (_arrows) of the arrow keys in `keys` (each the key
+    of a flow event with a timestamp)."""
     pairs = _arrows(events, flow_indices, ts_ns)
     halves, reorder = _halves_and_reorder(events, pairs, ts_ns)
-    return halves, reorder, {key: members for key, members in pairs.items() if key[0] in ids}
+    return halves, reorder, {key: pairs[key] for key in keys}
 
 
 def arrow_key(e) -> tuple:
