@@ -3,7 +3,9 @@
 (a) where no flow is at risk, skipping the others changes nothing: the same bytes reach the engine as
     when every flow goes through the full binding check, and the engine holds the same flows and slices;
 (b) where one is at risk, it is found and fixed: the arrow the bare engine would draw to the wrong
-    slice joins the launch to its kernel.
+    slice joins the launch to its kernel;
+(c) placing a flow by the slice that begins where it sits reads the same intended slices and flows at
+    risk as looking every flow up in the map of every X event's correlation.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from kineto_sql.loading import flows
 from kineto_sql.loading.load import open_prepared
 from kineto_sql.loading.prepare import prepare
 from kineto_sql.loading.source import read_bytes
+from tests.conftest import CORPUS, needs_corpus
 from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
 
 FLOW_SQL = """
@@ -220,8 +223,9 @@ EDITS = {
     "other_correlation_at_the_flow": lambda events: [dict(e, args={"correlation": 7}) if e.get("name") ==
                                                      "cudaLaunchKernel" and e["ts"] == 40 else e for e in events],
     # an instant at the flow's point (a slice-pushing event that is not an X event)
-    "instant_at_the_flow": lambda events: events + [{"ph": "i", "s": "t", "name": "mark", "pid": _launch(events, 40)["pid"],
-                                                     "tid": _launch(events, 40)["tid"], "ts": 40}],
+    "instant_at_the_flow": lambda events: events + [{"ph": "i", "s": "t", "name": "mark", "ts": 40,
+                                                     "pid": _launch(events, 40)["pid"],
+                                                     "tid": _launch(events, 40)["tid"]}],
 }
 
 
@@ -232,8 +236,9 @@ def test_the_common_case_reads_as_the_whole_correlation_map(name, monkeypatch):
     assert len(whole[0]) >= 3  # (each case keeps flows with an intended slice)
 
 
+@needs_corpus
 def test_the_common_case_reads_as_the_whole_map_on_a_real_trace(monkeypatch):
-    raw = read_bytes(Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus" / "hta_trace_diff_control.json.gz")
+    raw = read_bytes(CORPUS / "hta_trace_diff_control.json.gz")
     fast, whole = _readings(raw, monkeypatch)
     assert fast == whole
     assert len(whole[0]) > 30_000 and 0 < len(whole[1]) < 2_000
