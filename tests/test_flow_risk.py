@@ -3,11 +3,14 @@
 (a) where no flow is at risk, skipping the others changes nothing: the same bytes reach the engine as
     when every flow goes through the full binding check, and the engine holds the same flows and slices;
 (b) where one is at risk, it is found and fixed: the arrow the bare engine would draw to the wrong
-    slice joins the launch to its kernel.
+    slice joins the launch to its kernel;
+(c) placing a flow by the slice that begins where it sits reads the same intended slices and flows at
+    risk as looking every flow up in the map of every X event's correlation.
 """
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,8 @@ from kineto_sql import EngineChoice, KinetoTraceProcessor
 from kineto_sql.loading import flows
 from kineto_sql.loading.load import open_prepared
 from kineto_sql.loading.prepare import prepare
+from kineto_sql.loading.source import read_bytes
+from tests.conftest import CORPUS, needs_corpus
 from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
 
 FLOW_SQL = """
@@ -142,3 +147,98 @@ def test_with_overlap_lanes_only_flows_of_moved_slices_are_at_risk(monkeypatch):
     assert [(r[0], r[1], r[3]) for r in flows_out] == [
         ("cudaLaunchKernel", 20000, 50000), ("cudaLaunchKernel", 40000, 90000), ("cudaLaunchKernel", 60000, 100000)]
     assert slices == 8
+
+
+def _whole_reading(events, scan, moved):
+    """_intended_and_at_risk as it reads without its common case: every flow event looked up in the map of
+    every X event's correlation (scan.by_correlation), its slice chosen by _intended_slice."""
+    intended_of, at_risk = {}, []
+    begins = Counter(zip(scan.push_track, scan.push_ts))
+    for j, track in zip(scan.flow_indices, scan.flow_tracks):
+        ts = scan.ts_ns[j]
+        e = events[j]
+        candidates = scan.by_correlation.get((track, flows._as_int(e.id)))
+        if ts is None or candidates is None:
+            continue
+        intended = flows._intended_slice(events, [candidates] if isinstance(candidates, int) else candidates, ts)
+        if intended is None:
+            continue
+        intended_of[j] = intended
+        if (scan.ts_ns[intended] != ts or begins[(track, ts)] > 1 or intended in moved
+                or not (e.ph != "f" or e.bp == "e")):
+            at_risk.append(j)
+    return intended_of, at_risk
+
+
+def _readings(raw: bytes, monkeypatch) -> tuple:
+    """(_intended_and_at_risk's reading, the whole reading) of one prepare of `raw`."""
+    seen = []
+    real = flows._intended_and_at_risk
+
+    def both(events, scan, moved):
+        seen.append(_whole_reading(events, scan, moved))
+        out = real(events, scan, moved)
+        seen.insert(0, out)
+        return out
+
+    monkeypatch.setattr(flows, "_intended_and_at_risk", both)
+    prepare(raw, Path("t.json"))
+    monkeypatch.undo()
+    return tuple(seen)
+
+
+def _edited(edit) -> bytes:
+    doc = SAFE.to_json()
+    doc["traceEvents"] = edit(doc["traceEvents"])
+    return json.dumps(doc).encode()
+
+
+def _launch(events, ts):
+    return next(e for e in events if e.get("name") == "cudaLaunchKernel" and e["ts"] == ts)
+
+
+EDITS = {
+    "as_written": lambda events: events,
+    # a shorter slice beside the launch at its instant (the flow is at risk: two slices begin there)
+    "sibling_first_in_file": lambda events: [{**_launch(events, 40), "name": "cudaFuncSetAttribute", "dur": 2,
+                                              "args": {"cbid": 9}}] + events,
+    # the sibling carries the same correlation and comes first in the file: it is the intended slice
+    "sibling_with_the_correlation": lambda events: [{**_launch(events, 40), "name": "cudaFuncSetAttribute",
+                                                     "dur": 2}] + events,
+    # another slice with the launch's correlation elsewhere on its thread (it contains no flow)
+    "correlation_twice": lambda events: events + [{**_launch(events, 20), "ts": 400, "name": "cudaMemcpyAsync"}],
+    # another slice with it that contains the flow and begins before it: the one that begins there wins
+    "correlation_on_an_enclosing_slice": lambda events: events + [{**_launch(events, 40), "ts": 35, "dur": 20,
+                                                                   "name": "cudaGraphLaunch"}],
+    # the flow sits inside its slice: no slice with its id begins there
+    "flow_inside_its_slice": lambda events: [dict(e, ts=42.0) if e.get("ph") == "s" and e["id"] == 2 else e
+                                             for e in events],
+    # an id written as a string (hex), the launch's correlation as the same number
+    "string_ids": lambda events: [dict(e, id="0x2") if e.get("ph") in ("s", "f") and e["id"] == 2 else e
+                                  for e in events],
+    # a slice without the correlation is the one that begins where the flow sits
+    "wrong_slice_at_the_flow": lambda events: [dict(e, args={"cbid": 1}) if e.get("name") == "cudaLaunchKernel"
+                                               and e["ts"] == 40 else e for e in events],
+    # the one slice where the flow sits carries another correlation (the flow's id is on no slice)
+    "other_correlation_at_the_flow": lambda events: [dict(e, args={"correlation": 7}) if e.get("name") ==
+                                                     "cudaLaunchKernel" and e["ts"] == 40 else e for e in events],
+    # an instant at the flow's point (a slice-pushing event that is not an X event)
+    "instant_at_the_flow": lambda events: events + [{"ph": "i", "s": "t", "name": "mark", "ts": 40,
+                                                     "pid": _launch(events, 40)["pid"],
+                                                     "tid": _launch(events, 40)["tid"]}],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EDITS))
+def test_the_common_case_reads_as_the_whole_correlation_map(name, monkeypatch):
+    fast, whole = _readings(_edited(EDITS[name]), monkeypatch)
+    assert fast == whole
+    assert len(whole[0]) >= 3  # (each case keeps flows with an intended slice)
+
+
+@needs_corpus
+def test_the_common_case_reads_as_the_whole_map_on_a_real_trace(monkeypatch):
+    raw = read_bytes(CORPUS / "hta_trace_diff_control.json.gz")
+    fast, whole = _readings(raw, monkeypatch)
+    assert fast == whole
+    assert len(whole[0]) > 30_000 and 0 < len(whole[1]) < 2_000

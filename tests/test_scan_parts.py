@@ -78,3 +78,29 @@ def test_scan_is_the_final_events_scan(name, monkeypatch):
     assert list(zip(scan.push_index, scan.push_track, scan.push_ts)) == want["pushes"]
     assert list(zip(scan.flow_indices, scan.flow_tracks)) == want["flows"]
     assert len(scan.tracks) >= 2  # (each case has several threads, so numbering order is tested)
+
+
+def _stack_reading(rows: list) -> bool:
+    """The lane packing's first lane, plainly: every row fits on one stack of open ends."""
+    stack = []
+    for ts, negdur, _ in rows:
+        while stack and stack[-1] <= ts:
+            stack.pop()
+        if stack and ts - negdur > stack[-1]:
+            return False
+        stack.append(ts - negdur)
+    return True
+
+
+def test_rows_nest_reads_as_one_stack():
+    import random
+
+    from kineto_sql.loading.scan import _rows_nest
+
+    rng = random.Random(44)
+    outcomes = []
+    for _ in range(5000):  # (small times and durations: equal starts and ends, 0-duration slices, touching ones)
+        rows = sorted((rng.randint(0, 20), -rng.randint(0, 10), i) for i in range(rng.randint(0, 8)))
+        outcomes.append(_stack_reading(rows))
+        assert _rows_nest(rows) == outcomes[-1], rows
+    assert 1000 < sum(outcomes) < 4000  # (both outcomes, often)

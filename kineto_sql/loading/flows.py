@@ -16,10 +16,12 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 
-from kineto_sql.loading.decode import full
+import msgspec
+
+from kineto_sql.loading.decode import Raw, full
 from kineto_sql.loading.events import engine_tid, ns, pushes_slice, sort_key
 from kineto_sql.loading.report import IngestReport
-from kineto_sql.loading.scan import TraceScan
+from kineto_sql.loading.scan import CORRELATION, TraceScan, correlation_of
 
 FLOW_PHASES = ("s", "t", "f")
 # Explicit (v2) flow ids live in their own id space in the importer; start high for readability.
@@ -79,7 +81,7 @@ def bind_flows(events: list, scan: TraceScan, moved_to_lanes: set[int], report: 
     # order, so moving the end to the end of the file fixes it without touching any timestamp.
     # Only the pairs with a member to rebind are built, in the order of the file (the explicit ids follow it).
     keys = {arrow_key(events[j]) for j in to_rebind}
-    halves, reorder, pairs = _arrow_summary(events, flow_indices, ts_ns, {key[0] for key in keys})
+    halves, reorder, pairs = _arrow_summary(events, flow_indices, ts_ns, keys)
     report.add("flow_half_arrow", halves,
                "flow events whose other half is not in the file (a start without an end or the reverse): "
                "no arrow can be drawn for them, in Perfetto or anywhere; nothing was changed")
@@ -134,19 +136,63 @@ def _intended_and_at_risk(events: list, scan: TraceScan, moved: set[int]) -> tup
     A flow event without a timestamp or without an intended slice is never changed, so never at risk.
     """
     intended_of, at_risk = {}, []
-    by_correlation, ts_ns = scan.by_correlation, scan.ts_ns
-    shared = None  # (the ts, and the (track, ts) points, where two or more slices begin: on first need)
-    for j, track in zip(scan.flow_indices, scan.flow_tracks):
-        ts = ts_ns[j]
+    ts_ns = scan.ts_ns
+    begins = scan.begins_at_flows  # (ts -> the slices that begin then)
+    push_track, push_index = scan.push_track, scan.push_index
+    decode = CORRELATION.decode
+    by_correlation = None  # (every X event's correlation: only for a flow event the common case cannot place)
+    for j, track, ts in zip(scan.flow_indices, scan.flow_tracks, scan.flow_ts):
         if ts is None:
             continue
         e = events[j]
         flow_id = e.id
-        candidates = by_correlation.get((track, flow_id if flow_id.__class__ is int else _as_int(flow_id)))
+        if flow_id.__class__ is not int:
+            flow_id = _as_int(flow_id)
+        # The common case: a slice that begins where the flow event sits carries the flow's id. Of the slices
+        # that carry it and contain the flow's ts, one that begins there wins, the first in file order
+        # (_intended_slice), so it is the intended slice whatever other slices carry the id; it is at risk
+        # if another slice begins there too, if it moved to a lane, or if the flow binds to the next slice.
+        rows = begins.get(ts)
+        if rows.__class__ is int:  # (one slice begins then, on any thread: most flow events)
+            if push_track[rows] == track:
+                one = push_index[rows]
+                x = events[one]
+                if x.ph == "X":
+                    args = x.args
+                    if args.__class__ is Raw:  # (correlation_of, inlined)
+                        try:
+                            corr = decode(args).correlation
+                        except msgspec.ValidationError:
+                            corr = None
+                    else:
+                        corr = correlation_of(args)
+                    if corr == flow_id and isinstance(corr, int):
+                        intended_of[j] = one
+                        if one in moved or not (e.ph != "f" or e.bp == "e"):
+                            at_risk.append(j)
+                        continue
+        elif rows is not None:
+            here = scan.begun_on(rows, track)
+            for one in here:
+                x = events[one]
+                if x.ph == "X":
+                    corr = correlation_of(x.args)
+                    if corr == flow_id and isinstance(corr, int):
+                        intended_of[j] = one
+                        if len(here) > 1 or one in moved or not (e.ph != "f" or e.bp == "e"):
+                            at_risk.append(j)
+                        break
+            else:
+                rows = None
+            if rows is not None:
+                continue
+        if by_correlation is None:
+            by_correlation = scan.by_correlation
+        candidates = by_correlation.get((track, flow_id))
         if candidates is None:
             continue
         if candidates.__class__ is int and ts_ns[candidates] == ts:
-            intended, starts_here = candidates, True  # the common case: one slice, flow at its start
+            intended, starts_here = candidates, True
         else:
             intended = _intended_slice(events, [candidates] if candidates.__class__ is int else candidates, ts)
             if intended is None:
@@ -156,19 +202,18 @@ def _intended_and_at_risk(events: list, scan: TraceScan, moved: set[int]) -> tup
         if not starts_here:
             at_risk.append(j)
             continue
-        if shared is None:  # (counted only where a flow event sits: a third of the slices on a GPU trace)
-            shared = scan.shared_begins(set(map(ts_ns.__getitem__, scan.flow_indices)))
         # (the intended slice is on the flow's thread, at the flow's ts: starts_here)
-        if (ts in shared[0] and (track, ts) in shared[1]) or intended in moved or not (e.ph != "f" or e.bp == "e"):
+        if len(scan.begun_on(begins[ts], track)) > 1 or intended in moved or not (e.ph != "f" or e.bp == "e"):
             at_risk.append(j)
     return intended_of, at_risk
 
 
-def _arrow_summary(events: list, flow_indices: list[int], ts_ns: list, ids: set) -> tuple[int, set, dict]:
-    """_halves_and_reorder of every arrow, and the arrows (_arrows) of the ids in `ids`."""
+def _arrow_summary(events: list, flow_indices: list[int], ts_ns: list, keys: set) -> tuple[int, set, dict]:
+    """_halves_and_reorder of every arrow, and the arrows (_arrows) of the arrow keys in `keys` (each the key
+    of a flow event with a timestamp)."""
     pairs = _arrows(events, flow_indices, ts_ns)
     halves, reorder = _halves_and_reorder(events, pairs, ts_ns)
-    return halves, reorder, {key: members for key, members in pairs.items() if key[0] in ids}
+    return halves, reorder, {key: pairs[key] for key in keys}
 
 
 def arrow_key(e) -> tuple:
@@ -224,10 +269,9 @@ def _begins_from_scan(events: list, scan: TraceScan, at_risk: list[int]) -> dict
         return {}
     # The flow events' threads as scanned (scan_events numbered every (pid, tid) it saw on a flow event).
     points = {(scan.track_of[(events[j].get("pid"), events[j].get("tid"))], ts_ns[j]) for j in at_risk}
-    out: dict[tuple, list[tuple]] = {scan.tracks[track] + (ts,): [] for track, ts in points}
-    for i, track, ts in scan.begins_at(points):
-        out[scan.tracks[track] + (ts,)].append(sort_key(events[i], i, ts))
-    return out
+    begins = scan.begins_at_flows  # (the at-risk flow events' ts are among them)
+    return {scan.tracks[track] + (ts,): [sort_key(events[i], i, ts) for i in scan.begun_on(begins.get(ts, ()), track)]
+            for track, ts in points}
 
 
 def _begins_at_flow_points(events: list, scan: TraceScan, flow_indices: list[int]) -> dict[tuple, list[tuple]]:

@@ -11,8 +11,8 @@ validate's), by the ids as validated, and numbered by thread once the pid/tid fi
 """
 from __future__ import annotations
 
-from array import array
-from collections import Counter, defaultdict
+import functools
+from collections import defaultdict
 from dataclasses import dataclass
 from itertools import compress
 from math import floor
@@ -43,17 +43,54 @@ class TraceScan:
     # The slice-pushing events (X, thread-scoped i/I) that have a timestamp, in file order: event index,
     # track number, ts ns, -dur ns (0 for instants and an X without dur), and whether it is an X event
     # with a dur (those are the ones the overlap split places).
-    push_index: list  # (or an int64 array)
+    push_index: list
     push_track: list
     push_ts: list
     push_negdur: list
     push_placed: list
-    # (track number, correlation) -> the index of the X event with that int `correlation` arg, or the
-    # list of them when several have it.
-    by_correlation: dict
     flow_indices: list
     # track number of each flow event of flow_indices.
     flow_tracks: list
+    # () -> by_correlation (read on first need: see there)
+    correlate: Any = dict
+
+    @functools.cached_property
+    def by_correlation(self) -> dict:
+        """(track number, correlation) -> the index of the X event with that int `correlation` arg, or the
+        list of them when several have it. Every X event's args are read for it, so it is made only where
+        a flow event needs more than the one slice that begins where it sits (flows._intended_and_at_risk)."""
+        return self.correlate()
+
+    @functools.cached_property
+    def flow_ts(self) -> list:
+        """The ts ns of each flow event of flow_indices."""
+        return list(map(self.ts_ns.__getitem__, self.flow_indices))
+
+    @functools.cached_property
+    def begins_at_flows(self) -> dict:
+        """begins_at_times of the flow events' ts."""
+        return self.begins_at_times(set(self.flow_ts))
+
+    def begins_at_times(self, at: set) -> dict:
+        """ts ns -> the row (in the push_ lists) of the one slice-pushing event that begins then, or the list
+        of those rows (in file order) where two or more do, on any threads, for the ts in `at`."""
+        out: dict = {}
+        get = out.get
+        selected = list(map(at.__contains__, self.push_ts))
+        for ts, row in zip(compress(self.push_ts, selected), compress(range(len(selected)), selected)):
+            have = get(ts)
+            if have is None:
+                out[ts] = row
+            elif have.__class__ is list:
+                have.append(row)
+            else:
+                out[ts] = [have, row]
+        return out
+
+    def begun_on(self, rows, track: int) -> list[int]:
+        """The event indices of the rows (begins_at_times) on `track`, in file order."""
+        push_track, push_index = self.push_track, self.push_index
+        return [push_index[row] for row in ((rows,) if rows.__class__ is int else rows) if push_track[row] == track]
 
     def unnested_threads(self) -> list[tuple[int, int, list[tuple]]]:
         """The threads whose placed X events cannot all nest (overlaps.py gives them lanes): (lowest event
@@ -73,44 +110,25 @@ class TraceScan:
                 out.append((min(i for _, _, i in items), track, items))
         return out
 
-    def begins_at(self, points: set) -> list[tuple[int, int, int]]:
-        """(index, track, ts) of the slice-pushing events (in file order) whose (track, ts) is in `points`."""
-        at = {ts for _, ts in points}  # (the events at none of those times are passed over in C)
-        return [(i, track, ts) for i, track, ts in compress(zip(self.push_index, self.push_track, self.push_ts),
-                                                            map(at.__contains__, self.push_ts))
-                if (track, ts) in points]
-
-    def shared_begins(self, at: set) -> tuple[set, set]:
-        """(the ts of `at` where two or more slice-pushing events begin, on any threads; the (track number,
-        ts) points among them where two or more begin on one thread). Counted by ts first (no tuple per
-        slice), then by thread only at those times."""
-        per_ts = Counter(compress(self.push_ts, map(at.__contains__, self.push_ts)))
-        twice = {ts for ts, n in per_ts.items() if n > 1}
-        if not twice:
-            return twice, set()
-        return twice, {point for point, n in self.begin_counts(twice).items() if n > 1}
-
-    def begin_counts(self, at: set | None = None) -> Counter:
-        """(track number, ts ns) -> how many slice-pushing events begin there; `at`: only those whose ts is in
-        it are counted (the others read 0)."""
-        if at is None:
-            return Counter(zip(self.push_track, self.push_ts))
-        return Counter(compress(zip(self.push_track, self.push_ts), map(at.__contains__, self.push_ts)))
-
 
 def _rows_nest(rows: list) -> bool:
     """Whether one thread's X events, as (ts, -dur, index) rows in lane order, all fit on one stack, i.e. the
     overlap split's lane packing would leave them all where they are."""
-    stack = []
+    stack = [_ABOVE_ALL]  # (a bottom no slice ends after: the top is always there to compare)
     push, pop = stack.append, stack.pop
+    top = _ABOVE_ALL
     for ts, negdur, _ in rows:
-        while stack and stack[-1] <= ts:
+        while top <= ts:
             pop()
-        end = ts - negdur
-        if stack and end > stack[-1]:
+            top = stack[-1]
+        top = ts - negdur
+        if top > stack[-1]:
             return False
-        push(end)
+        push(top)
     return True
+
+
+_ABOVE_ALL = float("inf")
 
 
 def fast_ns(value):
@@ -123,14 +141,14 @@ def fast_ns(value):
     return ns(value)
 
 
-_CORRELATION = msgspec.json.Decoder(_Correlation)  # (a Decoder: a third less per call than json.decode's type lookup)
+CORRELATION = msgspec.json.Decoder(_Correlation)  # (a Decoder: a third less per call than json.decode's type lookup)
 
 
 def correlation_of(args):
     """The `correlation` of an event's args (text or decoded), or None."""
     if type(args) is Raw:
         try:
-            return _CORRELATION.decode(args).correlation
+            return CORRELATION.decode(args).correlation
         except msgspec.ValidationError:
             return None
     return args.get("correlation") if type(args) is dict else None
@@ -144,9 +162,10 @@ class ScanParts:
     def __init__(self):
         self.keys: dict = {}
         self.ts_ns: list = []  # per kept event
-        # (event indices as int64 arrays, not lists: no int object per slice, ~20 MB less on a 112 MB trace)
-        self.p_index, self.p_key, self.p_ts, self.p_negdur, self.p_placed = array("q"), [], [], [], []
-        self.with_args = array("q")  # the X events with args: index
+        # (lists, not int64 arrays: an array's append costs 4x a list's, ~0.08 s of validate's loop on a 112 MB
+        # trace; the int objects land in the pools the interned strings' copies freed: the child's peak is the same)
+        self.p_index, self.p_key, self.p_ts, self.p_negdur, self.p_placed = [], [], [], [], []
+        self.with_args: list = []  # the X events with args: index
         self.with_args_keys: list = []  # and key number
         self.flow_indices, self.flow_keys = [], []
 
@@ -177,17 +196,19 @@ class ScanParts:
         ts_ns = self.ts_ns
         if len(ts_ns) < len(events):  # (events the fixes appended: metadata, never scanned)
             ts_ns = ts_ns + [None] * (len(events) - len(ts_ns))
-        by_correlation = _correlations(events, zip(self.with_args, [track_of_key[k] for k in self.with_args_keys])) \
-            if self.flow_indices else {}
+        with_args, with_args_keys = self.with_args, self.with_args_keys
+
+        def correlate() -> dict:
+            return _correlations(events, zip(with_args, [track_of_key[k] for k in with_args_keys]))
         return TraceScan(tracks, track_of, ts_ns, self.p_index, push_track, self.p_ts, self.p_negdur,
-                         self.p_placed, by_correlation, self.flow_indices, flow_tracks)
+                         self.p_placed, self.flow_indices, flow_tracks, correlate if self.flow_indices else dict)
 
 
 def _correlations(events: list, with_args) -> dict:
     """(track number, correlation) -> the X event index with that int `correlation` arg, or the list of them;
     `with_args`: (index, track number) of the X events with args."""
     by_correlation: dict = {}
-    decode = _CORRELATION.decode
+    decode = CORRELATION.decode
     for i, track in with_args:
         args = events[i].args
         if type(args) is Raw:  # (correlation_of, inlined: it runs for every X event with args)

@@ -103,7 +103,9 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
         id_pairs = []  # key number -> its (pid, tid) as first seen
     drops: dict[str, list[int]] = defaultdict(list)
     fixes: dict[str, list[int]] = defaultdict(list)
-    kept, bad_metadata = [], []
+    # The kept entries: None while every entry so far is kept (the list is then `entries` itself: no copy,
+    # no append per event); `skipped`: how many were not.
+    kept, skipped, bad_metadata = None, 0, []
     shared = {}.setdefault
     phases, pids, tids, zero_tid_pids, metadata_at, odd_ids = {}, {}, {}, set(), [], []
     x_count, x_ph = 0, None  # (the X events _x_ok took: counted into phases["X"] after the loop)
@@ -136,8 +138,9 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
                 if odd_args and type(args) is Raw and bytes(memoryview(args)[:1]) not in b"{n":
                     e.args = args = {"value": text_of(msgspec.json.decode(args))}
                     fixes["args_not_object_wrapped"].append(index)
-                k = len(kept)
-                kept.append(e)
+                k = index - skipped
+                if kept is not None:
+                    kept.append(e)
                 if not (0 <= pid <= UINT32_MAX and 0 <= tid <= UINT32_MAX):
                     odd_ids.append(k)
                 if parts is None:
@@ -199,8 +202,9 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
                 if odd_args and type(args) is Raw and bytes(memoryview(args)[:1]) not in b"{n":
                     e.args = {"value": text_of(msgspec.json.decode(args))}
                     fixes["args_not_object_wrapped"].append(index)
-                k = len(kept)
-                kept.append(e)
+                k = index - skipped
+                if kept is not None:
+                    kept.append(e)
                 phases[ph] = phases.get(ph, 0) + 1
                 if not (0 <= pid <= UINT32_MAX and 0 <= tid <= UINT32_MAX):
                     odd_ids.append(k)
@@ -221,13 +225,16 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
                 continue
         if type(e) not in EVENT_TYPES:
             drops["not a JSON object"].append(index)
+            kept, skipped = kept if kept is not None else entries[:index], skipped + 1
             continue
         ph = e.ph
         if type(ph) is not str:
             if ph is UNSET and not any(getattr(e, name) is not UNSET for name in e.__struct_fields__):
                 fixes["empty_entry_ignored"].append(index)
+                kept, skipped = kept if kept is not None else entries[:index], skipped + 1
                 continue
             drops["ph is missing or not a string"].append(index)
+            kept, skipped = kept if kept is not None else entries[:index], skipped + 1
             continue
         ts = e.ts
         if ts is UNSET:
@@ -238,6 +245,7 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
                 reason = _bad_time(ts)
                 if reason:
                     drops[f"ts {reason}"].append(index)
+                    kept, skipped = kept if kept is not None else entries[:index], skipped + 1
                     continue
         if ph == "X":
             dur = e.dur
@@ -250,6 +258,7 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
             flow_id = e.id
             if type(flow_id) is not int and type(flow_id) is not str:
                 drops["flow event id is missing or not an integer / string"].append(index)
+                kept, skipped = kept if kept is not None else entries[:index], skipped + 1
                 continue
         pid, tid = e.pid, e.tid
         if type(pid) not in _ID_TYPES:
@@ -297,8 +306,9 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
                                                ) and _bad_time(value) is not None:
                     setattr(e, key, UNSET)
                     bad_metadata.append(f"event {index}: {key} {value!r}")
-            metadata_at.append(len(kept))
-        kept.append(e)
+            metadata_at.append(index - skipped)
+        if kept is not None:
+            kept.append(e)
         phases[ph] = phases.get(ph, 0) + 1
         if pid is not UNSET:
             pids[pid] = None
@@ -308,7 +318,7 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
                 zero_tid_pids.add(pid)
         if (pid is not UNSET and not (pid.__class__ is int and 0 <= pid <= UINT32_MAX)) or (
                 tid is not UNSET and not (tid.__class__ is int and 0 <= tid <= UINT32_MAX)):
-            odd_ids.append(len(kept) - 1)
+            odd_ids.append(index - skipped)
         if parts is None:
             continue
         # -- scan.scan_events's loop, for this event (its fields as validated) --
@@ -320,7 +330,7 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
                 id_pairs.append(key)
             ts = ts * 1000 if ts.__class__ is int else (None if ts is None else fast_ns(ts))
             ts_all.append(ts)
-            k = len(kept) - 1
+            k = index - skipped
             if ph != "X" and ph in _FLOW:
                 flow_indices.append(k)
                 flow_keys.append(number)
@@ -357,7 +367,7 @@ def validate_and_survey(entries: list, report: IngestReport, odd_args: bool = Tr
                "a metadata event (ph M: a process or thread name) with a ts or dur that is not a number makes the "
                "engine refuse the whole file; the field is left out (the name needs no time)",
                examples=bad_metadata[:EXAMPLES])
-    if len(kept) == len(entries):
+    if kept is None:
         kept = entries  # (every entry kept: one list of them, not two, while the fixes run)
     return kept, Survey(phases, pids, tids, zero_tid_pids, metadata_at, odd_ids, parts)
 
