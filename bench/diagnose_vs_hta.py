@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _child import HTA_FOUR, KINETO_PYTHON, hta_dir_for, hta_python, interleaved  # noqa: E402
+from _child import HTA_FOUR, KINETO_PYTHON, compile_other, hta_dir_for, hta_python, interleaved  # noqa: E402
 from bench_scale import diagnose_command  # noqa: E402
 
 
@@ -30,6 +30,8 @@ def main() -> None:
     ap.add_argument("--baseline-python", help="a second diagnose (another checkout's venv) in the same rounds")
     args = ap.parse_args()
     hta = hta_python(args.hta_python)
+    if args.baseline_python:
+        compile_other(args.baseline_python)
     print("| trace | diagnose | diagnose wall s | diagnose CPU s | HTA wall s | HTA CPU s | wall ratio | CPU ratio |")
     print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="kineto_vs_hta_") as tmp:

@@ -8,7 +8,8 @@ but first includes each kineto module a query depends on, one at a time in depen
 a shared table is charged to its own module, not to whichever query happens to include it first. The
 what-if stages are timed on every trace; diagnose runs them only where a finding of a rule with a graph
 edit fired (`graph_needed` in the JSON). Prints wall and CPU seconds per stage (the engine runs in this process, so
-CPU time is what a stage costs when other work shares the machine), largest CPU first, and the totals.
+CPU time is what a stage costs when other work shares the machine), largest CPU first, and the totals,
+with how much each stage grew the engine's wasm heap (a high-water mark: it never shrinks).
 
     python bench/profile_diagnose.py TRACE [--top 25] [--json OUT.json]
 """
@@ -35,6 +36,7 @@ from kineto_sql.whatif.graph import load_graph
 from kineto_sql.whatif.predict import predict
 
 WHATIF = ("whatif.graph", "whatif.replay", "whatif.critical_path")
+HEAP: list = []  # [{stage: bytes the engine's heap grew}, heap after the load] of the last profile_stages
 
 
 def profile(trace: Path) -> tuple[float, list[tuple[str, float, float]]]:
@@ -49,12 +51,17 @@ def profile_stages(trace: Path) -> tuple[float, list[tuple[str, float, float, bo
     tp = open_trace(trace)
     load_s = time.perf_counter() - t0
     stages: list[tuple[str, float, float]] = []
+    # how much each stage grew the engine's heap (a high-water mark: the heap never shrinks)
+    heap: dict[str, int] = {}
+    HEAP[:] = [heap, tp.heap_bytes or 0]
     done: set[str] = set()
 
     def timed(name, fn):
+        h = tp.heap_bytes or 0
         t, c = time.perf_counter(), time.process_time()
         fn()
         stages.append((name, time.perf_counter() - t, time.process_time() - c))
+        heap[name] = (tp.heap_bytes or 0) - h
 
     timed("capabilities", lambda: capabilities(tp))
     timed("device_name", lambda: trace_device_name(tp))
@@ -117,13 +124,22 @@ def main() -> None:
     wall, cpu = sum(s[1] for s in stages), sum(s[2] for s in stages)
     print(f"load {load_s:.2f} s; SQL {wall:.2f} s wall, {cpu:.2f} s CPU over {len(stages)} stages "
           f"(what-if graph {'built' if graph_needed else 'skipped'} by diagnose on this trace)")
-    print(f"{'wall':>8}  {'cpu':>8}  {'cpu%':>5}  stage")
+    heap, heap_after_load = HEAP
+    print(f"engine heap: {heap_after_load / 2**20:.1f} MB after the load, +{sum(heap.values()) / 2**20:.1f} MB "
+          f"over the stages")
+    print(f"{'wall':>8}  {'cpu':>8}  {'cpu%':>5}  {'heap MB':>7}  stage")
     for name, w, c, runs in sorted(stages, key=lambda x: -x[2])[:args.top]:
-        print(f"{w:8.2f}  {c:8.2f}  {100 * c / cpu:5.1f}  {name}{'' if runs else '  (skipped by diagnose here)'}")
+        print(f"{w:8.2f}  {c:8.2f}  {100 * c / cpu:5.1f}  {heap.get(name, 0) / 2**20:+7.1f}  "
+              f"{name}{'' if runs else '  (skipped by diagnose here)'}")
+    grew = sorted(((b, n) for n, b in heap.items() if b > 0), reverse=True)
+    if grew:
+        print("heap grew in: " + ", ".join(f"{n} +{b / 2**20:.1f} MB" for b, n in grew[:8]))
     if args.json:
         args.json.write_text(json.dumps({
             "load_s": load_s, "graph_needed": graph_needed, "wall_s": total_wall, "cpu_s": total_cpu,
-            "stages": {n: {"wall_s": w, "cpu_s": c, "diagnose_runs_it": r} for n, w, c, r in stages}}, indent=1))
+            "heap_after_load_bytes": heap_after_load,
+            "stages": {n: {"wall_s": w, "cpu_s": c, "diagnose_runs_it": r, "heap_growth_bytes": heap.get(n, 0)}
+                       for n, w, c, r in stages}}, indent=1))
 
 if __name__ == "__main__":
     main()

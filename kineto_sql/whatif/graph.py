@@ -70,7 +70,11 @@ def graph_of(tp) -> Graph:
 
 
 def _ints(rows, name: str, missing: int = 0) -> np.ndarray:
-    return np.array([missing if v is None else int(v) for v in rows.column(name)], dtype=np.int64)
+    values = rows.column(name)
+    if None in values:
+        values = [missing if v is None else v for v in values]
+    # numpy converts the engine's ints (and truncates a float, as int() does) in C
+    return np.array(values, dtype=np.int64)
 
 
 def _strs(rows, name: str) -> np.ndarray:

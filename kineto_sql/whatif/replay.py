@@ -73,25 +73,80 @@ class Replay:
 
 
 def topological_order(graph: Graph) -> tuple[np.ndarray, int]:
-    order, cyclic, _, _ = _structure(graph)
-    return np.array(order, dtype=np.int64), cyclic
+    structure = _structure(graph)
+    return np.array(structure.order, dtype=np.int64), structure.cyclic
 
 
-# The edge structure of the last few graphs replayed (topological order, in-edges per node), keyed by their
-# edge arrays: an edit that changes only durations or gaps keeps the arrays, so the predictions of one trace
-# (a replay per finding, two where the fix's outcome is uncertain) sort and walk the edges once.
+@dataclass(frozen=True)
+class _Structure:
+    """What a replay needs of a graph's edges: a topological order (Kahn), the nodes left on a cycle, and
+    each node's in-edges split into `start` and `end` edges (CSR, each in the order of the edges sorted
+    stably by destination, so that of equal candidates the first edge wins, as it always did), as plain
+    lists: the replay is a Python loop and list indexing is its cheapest step."""
+
+    order: list
+    cyclic: int
+    start_heads: list
+    start_edges: list   # edge indices
+    start_src: list
+    end_heads: list
+    end_edges: list
+    end_src: list
+
+
+# The structure of the last few graphs replayed, keyed by their edge arrays: an edit that changes only
+# durations or gaps keeps the arrays, so the predictions of one trace (a replay per finding, two where the
+# fix's outcome is uncertain) sort the edges once. The topological order of the last acyclic graph is kept
+# too: an edit drops edges or adds a few, and where every edge of the edited graph still runs forward in
+# that order it is a topological order of the edited graph as well (checked in numpy); on an acyclic graph
+# every node's replayed times depend only on its in-edges, not on which valid order visits it.
 _CACHE: "OrderedDict[tuple[int, int, int], tuple]" = OrderedDict()
 _CACHE_SIZE = 8
+_LAST_ORDER: list = []  # [(node count, order as an array, order as a list)] of the last acyclic graph
 
 
-def _structure(graph: Graph) -> tuple[list, int, list, list]:
-    """(topological order (Kahn), nodes on a cycle, edge indices sorted by destination, each node's first
-    index in them)."""
+def _structure(graph: Graph) -> _Structure:
     key = (id(graph.src), id(graph.dst), id(graph.to_end))
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is graph.src and hit[1] is graph.dst and hit[2] is graph.to_end:
         _CACHE.move_to_end(key)
         return hit[3]
+    n = graph.n
+    order, cyclic = _reused_order(graph)
+    if order is None:
+        order, cyclic = _kahn(graph)
+        if cyclic == 0:
+            _LAST_ORDER[:] = [(n, np.array(order, dtype=np.int64), order)]
+    by_dst = np.argsort(graph.dst, kind="stable")
+    is_end = graph.to_end[by_dst]
+    start_e, end_e = by_dst[~is_end], by_dst[is_end]
+    nodes = np.arange(n + 1)
+    value = _Structure(order, cyclic,
+                       np.searchsorted(graph.dst[start_e], nodes).tolist(), start_e.tolist(),
+                       graph.src[start_e].tolist(),
+                       np.searchsorted(graph.dst[end_e], nodes).tolist(), end_e.tolist(),
+                       graph.src[end_e].tolist())
+    # the arrays are kept with their entry, so an id is never reused for other arrays while it is cached
+    _CACHE[key] = (graph.src, graph.dst, graph.to_end, value)
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return value
+
+
+def _reused_order(graph: Graph) -> tuple[list | None, int]:
+    """The last acyclic graph's topological order, where it is one of this graph too (same nodes, every edge
+    from an earlier node to a later one)."""
+    if not _LAST_ORDER or _LAST_ORDER[0][0] != graph.n:
+        return None, 0
+    _, order, as_list = _LAST_ORDER[0]
+    position = np.empty(graph.n, dtype=np.int64)
+    position[order] = np.arange(graph.n)
+    if graph.src.size and not (position[graph.src] < position[graph.dst]).all():
+        return None, 0
+    return as_list, 0
+
+
+def _kahn(graph: Graph) -> tuple[list, int]:
     n = graph.n
     indegree = np.bincount(graph.dst, minlength=n)
     order = np.argsort(graph.src, kind="stable")
@@ -107,51 +162,57 @@ def _structure(graph: Graph) -> tuple[list, int, list, list]:
             indegree[d] -= 1
             if indegree[d] == 0:
                 ready.append(d)
-    by_dst = np.argsort(graph.dst, kind="stable")
-    in_heads = np.searchsorted(graph.dst[by_dst], np.arange(n + 1)).tolist()
-    value = (result, n - len(result), by_dst.tolist(), in_heads)
-    # the arrays are kept with their entry, so an id is never reused for other arrays while it is cached
-    _CACHE[key] = (graph.src, graph.dst, graph.to_end, value)
-    while len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
-    return value
+    return result, n - len(result)
 
 
 def replay(graph: Graph) -> Replay:
-    n = graph.n
-    topo, cyclic, by_dst, heads = _structure(graph)
-    src = graph.src.tolist()
+    st = _structure(graph)
     gap = graph.gap.tolist()
-    to_end = graph.to_end.tolist()
+    s_heads, s_edges, s_src = st.start_heads, st.start_edges, st.start_src
+    e_heads, e_edges, e_src = st.end_heads, st.end_edges, st.end_src
+    s_gap = [gap[e] for e in s_edges]
+    e_gap = [gap[e] for e in e_edges]
     ts = graph.ts.tolist()
     dur = graph.dur.tolist()
     ready = graph.ready.tolist()
     start = list(ts)
     end = [t + d for t, d in zip(ts, dur)]
+    n = graph.n
     start_by = [-1] * n
     end_by = [-1] * n
-    for k in topo:
-        s, s_by = NONE, -1
-        e_cons, e_by = NONE, -1
-        for e in by_dst[heads[k]:heads[k + 1]]:
-            t = end[src[e]] + gap[e]
-            if to_end[e]:
-                if t > e_cons:
-                    e_cons, e_by = t, e
-            elif t > s:
-                s, s_by = t, e
-        if ready[k] > s:
-            s, s_by = ready[k], -1
+    for k in st.order:
+        a, b = s_heads[k], s_heads[k + 1]
+        if b == a:
+            s, s_by = NONE, -1
+        else:
+            s, s_by = end[s_src[a]] + s_gap[a], s_edges[a]
+            for i in range(a + 1, b):
+                t = end[s_src[i]] + s_gap[i]
+                if t > s:
+                    s, s_by = t, s_edges[i]
+        r = ready[k]
+        if r > s:
+            s, s_by = r, -1
         if s == NONE:
             s = ts[k]
+        start[k] = s
+        start_by[k] = s_by
         own_end = s + dur[k]
-        start[k], start_by[k] = s, s_by
+        a, b = e_heads[k], e_heads[k + 1]
+        if b == a:
+            end[k] = own_end
+            continue
+        e_cons, e_by = NONE, -1
+        for i in range(a, b):
+            t = end[e_src[i]] + e_gap[i]
+            if t > e_cons:
+                e_cons, e_by = t, e_edges[i]
         if e_cons > own_end:
             end[k], end_by[k] = e_cons, e_by
         else:
-            end[k], end_by[k] = own_end, -1
+            end[k] = own_end
     return Replay(np.array(start, dtype=np.int64), np.array(end, dtype=np.int64),
-                  np.array(start_by, dtype=np.int64), np.array(end_by, dtype=np.int64), cyclic)
+                  np.array(start_by, dtype=np.int64), np.array(end_by, dtype=np.int64), st.cyclic)
 
 
 def drift(graph: Graph, result: Replay | None = None, steady_only: bool = True) -> tuple[int, int]:

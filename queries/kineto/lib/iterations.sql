@@ -1,4 +1,4 @@
--- version: 11
+-- version: 12
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
@@ -73,64 +73,11 @@ SELECT
   name_glob
 FROM excluded;
 
--- Iteration windows, the unit every step-time reading is made of. In order of preference, per process:
---
--- 1. `profiler_step`: the CPU ProfilerStep#N windows (kineto.lib.steps) of every process that has them,
---    unless the device lags them: when the trace's first device activity starts after the last step
---    window ends, no step window holds any of the device's work (every kernel runs on after the loop that
---    launched it: a host / device clock offset, or a device still draining an earlier queue), and the
---    steps cannot measure the device; the capture's device span is the window (3.), as without steps.
--- 2. Inferred from a marker that repeats at least twice on one thread of the process that does most of the
---    host work (inference servers, et_replay, harnesses without a schedule). Markers, first that repeats
---    wins (a name repeated on several threads is one candidate per thread: the thread with the most):
---    `dataloader` (a DataLoader __next__ starts each training iteration), `optimizer_step`
---    (Optimizer.step#... ends one: the window runs from the end of the previous one, the first from the
---    capture start), `module_forward` (the outermost `nn.Module: ...` frame, with_modules/with_stack),
---    `record_function` (TorchRec-style `## name ##` annotations), `execute_model` (vLLM / sglang model
---    runners), `annotation` (the user annotation that repeats most often at its outermost depth).
---    Start markers (a DataLoader wait, a forward frame: one phase of a loop that runs on) make windows from
---    one start to the next; the last runs to the end of the capture. Span markers (record_function and
---    user annotations: a range the user put around one unit of work, a request, a train step) make windows
---    of their own range, extended to the end of the device work launched inside it (the request's kernels
---    are the request's; never past the next range's start): the time between two ranges, a server waiting
---    for its next request with nothing recorded, is outside every window (serving idle, not step time).
---    The markers are the rule table _kineto_iteration_marker_rules.
---    The chosen marker is accepted only when its windows can stand for iterations, else the capture is
---    the window: its occurrences span at least half of the capture (first start to last end; a marker
---    seen only in a corner of the capture is a phase, not the loop), and, when the process launches device
---    work, at least half of its windows hold a launch (an annotation of a CPU-side loop, a request queue,
---    is no training or decode iteration: its sub-millisecond windows hold no device work).
---    Time after the device's active span is kept out where no marker bounds it: the last start-marker
---    window ends at the last device activity (or its own marker's end, if later) instead of the capture
---    end: a server's idle tail after its last request is no host compute of an iteration. Without device
---    activity it ends at the main process's last host event (op, annotation, Python frame): the capture
---    runs on to the profiler's own "Record Window End" after the loop has stopped (the profiler's stop and
---    export), which is no iteration's host time. (The first
---    end-marker window keeps the capture start: the host work before an iteration's first kernel, its
---    allocations and launches, is that iteration's.)
--- 3. `capture`: the whole capture as one window (first to last event of any kind, device work included),
---    for the process with the most host events; with device activity, the device's active span (first
---    device activity start to last end): the host's lead-in before any device work and its tail after
---    the last one are outside every iteration (with a host / device clock offset the lead-in is the
---    offset, not host work; catalog.capture_validity names it).
---
--- The first of at least two windows of a process is cold (`is_cold`) when it is wider than 1.5x the median
--- of the others and, in a process that launches device work, one-time work makes up at least half of that
--- excess: device / pinned allocations and frees (cudaMalloc / cudaFree, allocator warm-up), module loads,
--- event synchronizes when no later window has any (autotuning times its candidate kernels with events),
--- and launch calls longer than every later launch and than 100 us (lazy module and kernel loading in the
--- first launch of a kernel). Position alone is no cold start: a first step slowed by a sync, a copy or a
--- slow batch is a step like the others. GC time inside the window is not counted as width: a GC pause in
--- the first step is a GC pause, not a cold start. A process without launches shows no one-time work as
--- runtime calls; there one-time work shows as host ops of the first window whose name no later window
--- runs (lazy init: the optimizer's state, aten::zeros_like per parameter; a first-use import or load),
--- and the window is cold only when such ops make up at least a tenth of its excess. On a CPU the rest of
--- a cold start (first-touch page faults of new allocations) inflates the ops every step runs and cannot
--- be separated from them, so the one-time ops are its evidence, not its size; a first window that is
--- merely wider, every op of it also run by the steady windows, is a slow step like any other (an outlier
--- seen in one window), whatever its position or ProfilerStep number. Not seen as one-time work:
--- compilation that runs as ordinary host ops the later windows also run.
-CREATE OR REPLACE PERFETTO TABLE kineto_iterations(
+-- The windows of kineto_iterations (below) before the cold-start test: one row per window, numbered per
+-- process in time order. A table of its own, as is each step of the cold-start test after it: SQLite sizes
+-- the Bloom filters of a join from its row estimate, and a subquery's estimate is far above a table's exact
+-- count (one statement held a dozen of them: tens of MB of the engine's heap, never given back).
+CREATE OR REPLACE PERFETTO TABLE _kineto_iteration_windows(
   -- Window id, unique in the trace, in time order per process.
   id LONG,
   -- Process whose iteration this is.
@@ -139,17 +86,12 @@ CREATE OR REPLACE PERFETTO TABLE kineto_iterations(
   ts TIMESTAMP,
   -- Window width.
   dur DURATION,
-  -- Iteration number: N of ProfilerStep#N, else 1, 2, ... in time order.
+  -- Iteration number.
   step LONG,
-  -- profiler_step, dataloader, optimizer_step, module_forward, record_function, execute_model, annotation
-  -- or capture.
+  -- How the window was found (kineto_iterations.source).
   source STRING,
-  -- The marker the windows were cut at (ProfilerStep#N, the marker name, or NULL for the capture).
-  marker STRING,
-  -- First iteration that is wider than 1.5x the median of the others (GC time excluded), the excess mostly
-  -- one-time work where the process launches device work, at least a tenth of it in host ops no later
-  -- window runs where it does not: cold start.
-  is_cold BOOL
+  -- The marker the windows were cut at.
+  marker STRING
 ) AS
 WITH
   -- host slices from the shared table (built once per trace)
@@ -446,14 +388,19 @@ WITH
       (NOT (SELECT yes FROM has_steps) OR coalesce((SELECT yes FROM steps_lagged), FALSE))
       AND NOT EXISTS (SELECT 1 FROM chosen)
       AND (SELECT end_ts > ts FROM capture)
-  ),
-  numbered AS (
-    SELECT
-      row_number() OVER (ORDER BY upid, ts) AS id,
-      w.*
-    FROM windows AS w
-  ),
-  -- GC time per window, by one sorted pass over windows and GC slices of the same process
+  )
+SELECT row_number() OVER (ORDER BY upid, ts) AS id, w.upid, w.ts, w.dur, w.step, w.source, w.marker
+FROM windows AS w
+ORDER BY id;
+
+-- GC time per window, by one sorted pass over windows and GC slices of the same process.
+CREATE OR REPLACE PERFETTO TABLE _kineto_iteration_gc(
+  -- Window id.
+  id LONG,
+  -- Python GC time inside the window.
+  gc_dur DURATION
+) AS
+WITH
   gc_events AS (
     SELECT s.upid, s.ts, s.dur
     FROM kineto_thread_track_slices AS s
@@ -467,150 +414,309 @@ WITH
       max(u.w_id) OVER (PARTITION BY u.upid ORDER BY u.ts, u.is_gc ROWS UNBOUNDED PRECEDING) AS in_id,
       max(u.w_end) OVER (PARTITION BY u.upid ORDER BY u.ts, u.is_gc ROWS UNBOUNDED PRECEDING) AS in_end
     FROM (
-      SELECT upid, ts, dur, id AS w_id, ts + dur AS w_end, 0 AS is_gc FROM numbered
+      SELECT upid, ts, dur, id AS w_id, ts + dur AS w_end, 0 AS is_gc FROM _kineto_iteration_windows
       UNION ALL
       SELECT upid, ts, dur, NULL, NULL, 1 FROM gc_events
     ) AS u
-  ),
-  gc_per_window AS (
-    SELECT in_id AS id, sum(dur) AS gc_dur
-    FROM gc_swept
-    WHERE
-      is_gc = 1
-      AND in_id IS NOT NULL
-      AND ts < in_end
-    GROUP BY in_id
-  ),
-  ranked AS (
-    SELECT
-      n.*,
-      n.dur - coalesce(g.gc_dur, 0) AS width,
-      row_number() OVER (PARTITION BY n.upid ORDER BY n.ts) AS rn,
-      count(*) OVER (PARTITION BY n.upid) AS cnt
-    FROM numbered AS n
-    LEFT JOIN gc_per_window AS g
-      USING (id)
-  ),
-  -- median width of the windows after the first, per process (mean of the two middles when even)
+  )
+SELECT in_id AS id, sum(dur) AS gc_dur
+FROM gc_swept
+WHERE
+  is_gc = 1
+  AND in_id IS NOT NULL
+  AND ts < in_end
+GROUP BY in_id
+ORDER BY id;
+
+-- Each window's width less its GC time, its position in its process and its process's window count.
+CREATE OR REPLACE PERFETTO TABLE _kineto_iteration_ranked(
+  -- Window id.
+  id LONG,
+  -- Process.
+  upid JOINID(process.id),
+  -- Window start.
+  ts TIMESTAMP,
+  -- Window width.
+  dur DURATION,
+  -- Window width less its GC time.
+  width DURATION,
+  -- Position in its process (1: the first window).
+  rn LONG,
+  -- Windows of its process.
+  cnt LONG
+) AS
+SELECT
+  n.id,
+  n.upid,
+  n.ts,
+  n.dur,
+  n.dur - coalesce(g.gc_dur, 0) AS width,
+  row_number() OVER (PARTITION BY n.upid ORDER BY n.ts) AS rn,
+  count(*) OVER (PARTITION BY n.upid) AS cnt
+FROM _kineto_iteration_windows AS n
+LEFT JOIN _kineto_iteration_gc AS g
+  USING (id)
+ORDER BY n.id;
+
+-- Median width of the windows after the first, per process (mean of the two middles when even).
+CREATE OR REPLACE PERFETTO TABLE _kineto_iteration_rest_median(
+  -- Process.
+  upid JOINID(process.id),
+  -- Median width (GC time excluded) of its windows after the first.
+  median_width DOUBLE
+) AS
+WITH
   rest AS (
     SELECT
       upid,
       width,
       row_number() OVER (PARTITION BY upid ORDER BY width) AS k,
       count(*) OVER (PARTITION BY upid) AS m
-    FROM ranked
+    FROM _kineto_iteration_ranked
     WHERE
       rn > 1
-  ),
-  rest_median AS (
-    SELECT upid, avg(width) AS median_width
-    FROM rest
+  )
+SELECT upid, avg(width) AS median_width
+FROM rest
+WHERE
+  k IN ((m + 1) / 2, (m + 2) / 2)
+GROUP BY upid;
+
+-- The first window of each process with at least two.
+CREATE OR REPLACE PERFETTO TABLE _kineto_iteration_first_windows(
+  -- Window id.
+  id LONG,
+  -- Process.
+  upid JOINID(process.id),
+  -- Window start.
+  ts TIMESTAMP,
+  -- Window end.
+  end_ts TIMESTAMP
+) AS
+SELECT id, upid, ts, ts + dur AS end_ts
+FROM _kineto_iteration_ranked
+WHERE
+  rn = 1
+  AND cnt >= 2
+ORDER BY id;
+
+-- What follows each first window, read once per window (not once per call inside it: the calls of a
+-- first window times the calls after it is quadratic in the capture's length).
+CREATE OR REPLACE PERFETTO TABLE _kineto_iteration_after_first(
+  -- Window id.
+  id LONG,
+  -- The longest launch call of its process after the window.
+  later_launch_dur DURATION,
+  -- Whether its process makes an event sync after the window.
+  later_event_sync BOOL
+) AS
+SELECT
+  f.id,
+  (
+    SELECT max(l.dur)
+    FROM kineto_runtime_calls AS l
     WHERE
-      k IN ((m + 1) / 2, (m + 2) / 2)
-    GROUP BY upid
-  ),
-  -- one-time work in the first window of each process that launches device work: device / pinned
-  -- allocations and frees, module loads, and launch calls longer than any launch after the window (and
-  -- than 100 us: a launch enqueues in 2-20 us; the first launch of each kernel loads its module lazily)
-  first_windows AS (
-    SELECT id, upid, ts, ts + dur AS end_ts FROM ranked WHERE rn = 1 AND cnt >= 2
-  ),
-  -- what follows each first window, read once per window (not once per call inside it: the calls of a
-  -- first window times the calls after it is quadratic in the capture's length)
-  after_first AS MATERIALIZED (
-    SELECT
-      f.id,
-      (
-        SELECT max(l.dur)
-        FROM kineto_runtime_calls AS l
-        WHERE
-          l.upid = f.upid
-          AND l.class = 'launch'
-          AND l.ts >= f.end_ts
-      ) AS later_launch_dur,
-      EXISTS (
-        SELECT 1
-        FROM kineto_runtime_calls AS e
-        WHERE
-          e.upid = f.upid
-          AND e.class = 'event_sync'
-          AND e.ts >= f.end_ts
-      ) AS later_event_sync
-    FROM first_windows AS f
-  ),
-  one_time AS (
-    SELECT
-      f.id,
-      (
-        SELECT coalesce(sum(c.dur), 0)
-        FROM kineto_runtime_calls AS c
-        WHERE
-          c.upid = f.upid
-          AND c.ts >= f.ts
-          AND c.ts < f.end_ts
-          AND (
-            c.class IN ('malloc', 'free', 'module_load')
-            -- autotuning (cudnn benchmark, inductor max-autotune) times candidate kernels with events and
-            -- waits on them: event syncs that no later window has
-            OR (c.class = 'event_sync' AND NOT a.later_event_sync)
-            OR (c.class = 'launch' AND c.dur > max(100000, coalesce(a.later_launch_dur, 0)))
-          )
-      ) AS one_time_dur,
-      EXISTS (SELECT 1 FROM kineto_runtime_calls AS c WHERE c.upid = f.upid AND c.class = 'launch') AS launches
-    FROM first_windows AS f
-    JOIN after_first AS a
-      USING (id)
-  ),
-  -- without launches: the ops (not annotations) of each first window whose name no later window runs,
-  -- counted at the outermost such op (its parent is not one of them)
-  host_ops AS (
-    SELECT h.id, h.ts, h.dur, h.name, h.upid, h.parent_id
-    FROM host AS h
+      l.upid = f.upid
+      AND l.class = 'launch'
+      AND l.ts >= f.end_ts
+  ) AS later_launch_dur,
+  EXISTS (
+    SELECT 1
+    FROM kineto_runtime_calls AS e
+    WHERE
+      e.upid = f.upid
+      AND e.class = 'event_sync'
+      AND e.ts >= f.end_ts
+  ) AS later_event_sync
+FROM _kineto_iteration_first_windows AS f
+ORDER BY f.id;
+
+-- One-time work in the first window of each process that launches device work: device / pinned
+-- allocations and frees, module loads, and launch calls longer than any launch after the window (and
+-- than 100 us: a launch enqueues in 2-20 us; the first launch of each kernel loads its module lazily).
+CREATE OR REPLACE PERFETTO TABLE _kineto_iteration_one_time(
+  -- Window id.
+  id LONG,
+  -- One-time work in the window.
+  one_time_dur DURATION,
+  -- Whether its process launches device work.
+  launches BOOL
+) AS
+SELECT
+  f.id,
+  (
+    SELECT coalesce(sum(c.dur), 0)
+    FROM kineto_runtime_calls AS c
+    WHERE
+      c.upid = f.upid
+      AND c.ts >= f.ts
+      AND c.ts < f.end_ts
+      AND (
+        c.class IN ('malloc', 'free', 'module_load')
+        -- autotuning (cudnn benchmark, inductor max-autotune) times candidate kernels with events and
+        -- waits on them: event syncs that no later window has
+        OR (c.class = 'event_sync' AND NOT a.later_event_sync)
+        OR (c.class = 'launch' AND c.dur > max(100000, coalesce(a.later_launch_dur, 0)))
+      )
+  ) AS one_time_dur,
+  EXISTS (SELECT 1 FROM kineto_runtime_calls AS c WHERE c.upid = f.upid AND c.class = 'launch') AS launches
+FROM _kineto_iteration_first_windows AS f
+JOIN _kineto_iteration_after_first AS a
+  USING (id)
+ORDER BY f.id;
+
+-- The first windows of processes without launches (one-time work is then host ops, below): where every
+-- first window's process launches device work it is empty and the host ops are never read.
+CREATE OR REPLACE PERFETTO TABLE _kineto_iteration_cpu_first(
+  -- Window id.
+  id LONG,
+  -- Process.
+  upid JOINID(process.id),
+  -- Window start.
+  ts TIMESTAMP,
+  -- Window end.
+  end_ts TIMESTAMP
+) AS
+SELECT f.id, f.upid, f.ts, f.end_ts
+FROM _kineto_iteration_first_windows AS f
+WHERE
+  NOT EXISTS (SELECT 1 FROM kineto_runtime_calls AS c WHERE c.upid = f.upid AND c.class = 'launch')
+ORDER BY f.id;
+
+-- The names of the ops (not annotations) each such process runs after its first window.
+CREATE OR REPLACE PERFETTO TABLE _kineto_iteration_later_names(
+  -- Process.
+  upid JOINID(process.id),
+  -- Op name.
+  name STRING
+) AS
+SELECT DISTINCT h.upid, h.name
+FROM _kineto_iteration_cpu_first AS f
+CROSS JOIN kineto_host_slices AS h
+  ON h.upid = f.upid AND h.ts >= f.end_ts
+JOIN kineto_event_categories AS c
+  USING (category)
+WHERE
+  h.dur >= 0
+  AND c.event_class = 'cpu_op'
+  AND NOT c.is_annotation;
+
+-- Without launches: the ops (not annotations) of each first window whose name no later window runs,
+-- counted at the outermost such op (its parent is not one of them).
+CREATE OR REPLACE PERFETTO TABLE _kineto_iteration_host_one_time(
+  -- Window id.
+  id LONG,
+  -- Time of those ops.
+  dur DURATION
+) AS
+WITH
+  first_only AS MATERIALIZED (
+    SELECT f.id, h.id AS op_id, h.dur, h.parent_id
+    FROM _kineto_iteration_cpu_first AS f
+    CROSS JOIN kineto_host_slices AS h
+      ON h.upid = f.upid AND h.ts >= f.ts AND h.ts < f.end_ts
     JOIN kineto_event_categories AS c
       USING (category)
     WHERE
-      c.event_class = 'cpu_op'
+      h.dur >= 0
+      AND c.event_class = 'cpu_op'
       AND NOT c.is_annotation
-  ),
-  -- the first windows of processes without launches (one_time.launches false), without one_time's sums;
-  -- materialized and the outer loop of the scans below (CROSS JOIN keeps SQLite's order): where every
-  -- first window's process launches device work it is empty and the host ops are never read
-  cpu_first AS MATERIALIZED (
-    SELECT f.*
-    FROM first_windows AS f
-    WHERE
-      NOT EXISTS (SELECT 1 FROM kineto_runtime_calls AS c WHERE c.upid = f.upid AND c.class = 'launch')
-  ),
-  later_names AS MATERIALIZED (
-    SELECT DISTINCT h.upid, h.name
-    FROM cpu_first AS f
-    CROSS JOIN host_ops AS h
-      ON h.upid = f.upid AND h.ts >= f.end_ts
-  ),
-  first_only AS MATERIALIZED (
-    SELECT f.id, h.id AS op_id, h.dur, h.parent_id
-    FROM cpu_first AS f
-    CROSS JOIN host_ops AS h
-      ON h.upid = f.upid AND h.ts >= f.ts AND h.ts < f.end_ts
-    WHERE
-      NOT EXISTS (SELECT 1 FROM later_names AS l WHERE l.upid = h.upid AND l.name = h.name)
-  ),
-  host_one_time AS (
-    SELECT id, sum(dur) AS dur
-    FROM first_only AS o
-    WHERE
-      o.parent_id IS NULL
-      OR o.parent_id NOT IN (SELECT op_id FROM first_only)
-    GROUP BY id
+      AND NOT EXISTS (SELECT 1 FROM _kineto_iteration_later_names AS l WHERE l.upid = h.upid AND l.name = h.name)
   )
+SELECT id, sum(dur) AS dur
+FROM first_only AS o
+WHERE
+  o.parent_id IS NULL
+  OR o.parent_id NOT IN (SELECT op_id FROM first_only)
+GROUP BY id
+ORDER BY id;
+
+-- Iteration windows, the unit every step-time reading is made of. In order of preference, per process:
+--
+-- 1. `profiler_step`: the CPU ProfilerStep#N windows (kineto.lib.steps) of every process that has them,
+--    unless the device lags them: when the trace's first device activity starts after the last step
+--    window ends, no step window holds any of the device's work (every kernel runs on after the loop that
+--    launched it: a host / device clock offset, or a device still draining an earlier queue), and the
+--    steps cannot measure the device; the capture's device span is the window (3.), as without steps.
+-- 2. Inferred from a marker that repeats at least twice on one thread of the process that does most of the
+--    host work (inference servers, et_replay, harnesses without a schedule). Markers, first that repeats
+--    wins (a name repeated on several threads is one candidate per thread: the thread with the most):
+--    `dataloader` (a DataLoader __next__ starts each training iteration), `optimizer_step`
+--    (Optimizer.step#... ends one: the window runs from the end of the previous one, the first from the
+--    capture start), `module_forward` (the outermost `nn.Module: ...` frame, with_modules/with_stack),
+--    `record_function` (TorchRec-style `## name ##` annotations), `execute_model` (vLLM / sglang model
+--    runners), `annotation` (the user annotation that repeats most often at its outermost depth).
+--    Start markers (a DataLoader wait, a forward frame: one phase of a loop that runs on) make windows from
+--    one start to the next; the last runs to the end of the capture. Span markers (record_function and
+--    user annotations: a range the user put around one unit of work, a request, a train step) make windows
+--    of their own range, extended to the end of the device work launched inside it (the request's kernels
+--    are the request's; never past the next range's start): the time between two ranges, a server waiting
+--    for its next request with nothing recorded, is outside every window (serving idle, not step time).
+--    The markers are the rule table _kineto_iteration_marker_rules.
+--    The chosen marker is accepted only when its windows can stand for iterations, else the capture is
+--    the window: its occurrences span at least half of the capture (first start to last end; a marker
+--    seen only in a corner of the capture is a phase, not the loop), and, when the process launches device
+--    work, at least half of its windows hold a launch (an annotation of a CPU-side loop, a request queue,
+--    is no training or decode iteration: its sub-millisecond windows hold no device work).
+--    Time after the device's active span is kept out where no marker bounds it: the last start-marker
+--    window ends at the last device activity (or its own marker's end, if later) instead of the capture
+--    end: a server's idle tail after its last request is no host compute of an iteration. Without device
+--    activity it ends at the main process's last host event (op, annotation, Python frame): the capture
+--    runs on to the profiler's own "Record Window End" after the loop has stopped (the profiler's stop and
+--    export), which is no iteration's host time. (The first
+--    end-marker window keeps the capture start: the host work before an iteration's first kernel, its
+--    allocations and launches, is that iteration's.)
+-- 3. `capture`: the whole capture as one window (first to last event of any kind, device work included),
+--    for the process with the most host events; with device activity, the device's active span (first
+--    device activity start to last end): the host's lead-in before any device work and its tail after
+--    the last one are outside every iteration (with a host / device clock offset the lead-in is the
+--    offset, not host work; catalog.capture_validity names it).
+--
+-- The first of at least two windows of a process is cold (`is_cold`) when it is wider than 1.5x the median
+-- of the others and, in a process that launches device work, one-time work makes up at least half of that
+-- excess: device / pinned allocations and frees (cudaMalloc / cudaFree, allocator warm-up), module loads,
+-- event synchronizes when no later window has any (autotuning times its candidate kernels with events),
+-- and launch calls longer than every later launch and than 100 us (lazy module and kernel loading in the
+-- first launch of a kernel). Position alone is no cold start: a first step slowed by a sync, a copy or a
+-- slow batch is a step like the others. GC time inside the window is not counted as width: a GC pause in
+-- the first step is a GC pause, not a cold start. A process without launches shows no one-time work as
+-- runtime calls; there one-time work shows as host ops of the first window whose name no later window
+-- runs (lazy init: the optimizer's state, aten::zeros_like per parameter; a first-use import or load),
+-- and the window is cold only when such ops make up at least a tenth of its excess. On a CPU the rest of
+-- a cold start (first-touch page faults of new allocations) inflates the ops every step runs and cannot
+-- be separated from them, so the one-time ops are its evidence, not its size; a first window that is
+-- merely wider, every op of it also run by the steady windows, is a slow step like any other (an outlier
+-- seen in one window), whatever its position or ProfilerStep number. Not seen as one-time work:
+-- compilation that runs as ordinary host ops the later windows also run.
+CREATE OR REPLACE PERFETTO TABLE kineto_iterations(
+  -- Window id, unique in the trace, in time order per process.
+  id LONG,
+  -- Process whose iteration this is.
+  upid JOINID(process.id),
+  -- Window start.
+  ts TIMESTAMP,
+  -- Window width.
+  dur DURATION,
+  -- Iteration number: N of ProfilerStep#N, else 1, 2, ... in time order.
+  step LONG,
+  -- profiler_step, dataloader, optimizer_step, module_forward, record_function, execute_model, annotation
+  -- or capture.
+  source STRING,
+  -- The marker the windows were cut at (ProfilerStep#N, the marker name, or NULL for the capture).
+  marker STRING,
+  -- First iteration that is wider than 1.5x the median of the others (GC time excluded), the excess mostly
+  -- one-time work where the process launches device work, at least a tenth of it in host ops no later
+  -- window runs where it does not: cold start.
+  is_cold BOOL
+) AS
 SELECT
   r.id,
-  r.upid,
+  w.upid,
   r.ts,
   r.dur,
-  r.step,
-  r.source,
-  r.marker,
+  w.step,
+  w.source,
+  w.marker,
   (
     r.rn = 1
     AND r.cnt >= 2
@@ -621,11 +727,13 @@ SELECT
       10 * coalesce(ho.dur, 0) >= r.width - m.median_width
     )
   ) AS is_cold
-FROM ranked AS r
-LEFT JOIN rest_median AS m
-  USING (upid)
-LEFT JOIN one_time AS o
+FROM _kineto_iteration_ranked AS r
+JOIN _kineto_iteration_windows AS w
   USING (id)
-LEFT JOIN host_one_time AS ho
+LEFT JOIN _kineto_iteration_rest_median AS m
+  ON m.upid = r.upid
+LEFT JOIN _kineto_iteration_one_time AS o
+  USING (id)
+LEFT JOIN _kineto_iteration_host_one_time AS ho
   USING (id)
 ORDER BY r.id;
