@@ -88,6 +88,7 @@ def test_narration_leads_with_the_predicted_step(diagnosed):
 
 
 @needs_corpus
+@pytest.mark.reads_trace(CORPUS / "hta_ns_resolution_rank0.pt.trace.json.gz")
 def test_a_capture_with_a_full_launch_queue_replays_device_bound(loaded):
     # hta_ns_resolution_rank0: 533 launch calls over 100 us (170 ms), 531 of them returning within 20 us
     # after a kernel ended: the queue was full. Each gets a queue edge (777 launches in all pass the 20 us
@@ -117,6 +118,7 @@ def _reading_path(tp) -> dict[int, dict[int, int]]:
 
 
 @needs_corpus
+@pytest.mark.reads_trace(CORPUS / "hta_ns_resolution_rank0.pt.trace.json.gz")
 def test_the_critical_path_reading_is_the_replayed_path_on_a_full_launch_queue(loaded):
     # hta_ns_resolution_rank0: 777 queue edges (launches blocked on a full launch queue) and kernels queued
     # 0.7-1.6 us behind each other, launched up to 90 ms earlier. reading.critical_path (SQL, measured
@@ -139,6 +141,7 @@ def test_the_critical_path_reading_is_the_replayed_path_on_a_full_launch_queue(l
 
 
 @needs_corpus
+@pytest.mark.reads_trace(CORPUS / "hta_trace_diff_control.json.gz")
 def test_the_critical_path_reading_is_the_replayed_path_with_cross_stream_waits(loaded):
     # hta_trace_diff_control: 42 inferred event edges (compute waiting for the all-to-alls on another stream)
     # and one queue edge. The reading and the replay agree on 99.9% of each window's path time or more: what

@@ -29,6 +29,8 @@ from xdist.scheduler import LoadGroupScheduling
 from kineto_sql.catalog import cases as rule_tests
 
 WORKER_KEY = "kineto_sql_trace_groups"
+# `@pytest.mark.reads_trace(path)`: a test whose one golden or corpus trace is no parameter of it
+READS_TRACE = "reads_trace"
 
 
 def trace_group(value, golden_traces: Path, corpus: Path) -> str | None:
@@ -40,6 +42,10 @@ def trace_group(value, golden_traces: Path, corpus: Path) -> str | None:
         path = value
     elif isinstance(getattr(value, "target", None), Path):  # tests/test_expert_readings.py's Case
         path = value.target
+    elif isinstance(value, str) and value and "/" not in value:  # a file name in the corpus or golden traces
+        path = next((base / value for base in (golden_traces, corpus) if (base / value).exists()), None)
+        if path is None:
+            return None
     else:
         return None
     path = path.resolve()
@@ -62,13 +68,14 @@ def shares_module_fixture(item) -> bool:
 
 
 def mark_items(config, items, golden_traces: Path, corpus: Path) -> None:
-    """Marks each test that reads exactly one trace with its trace's group, else a test that shares a
-    module fixture with its module's group; on an xdist worker, also writes the nodeid -> group map for the
-    controller's scheduler."""
+    """Marks each test that reads exactly one trace (a parameter, or a `reads_trace(path)` mark where the
+    trace is no parameter) with its trace's group, else a test that shares a module fixture with its
+    module's group; on an xdist worker, also writes the nodeid -> group map for the controller's scheduler."""
     groups = {}
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        found = {g for g in (trace_group(v, golden_traces, corpus) for v in params.values()) if g}
+        named = [m.args[0] for m in item.iter_markers(READS_TRACE)]
+        found = {g for g in (trace_group(v, golden_traces, corpus) for v in [*params.values(), *named]) if g}
         group = found.pop() if len(found) == 1 else None
         if group is None and shares_module_fixture(item):
             group = "module " + item.nodeid.split("::")[0]
