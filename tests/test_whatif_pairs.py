@@ -139,21 +139,46 @@ QUIET: dict[str, tuple[str, str | None]] = {
 def _quiet_params():
     for name, (rule, why) in QUIET.items():
         marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
-        yield pytest.param(name, rule, id=name, marks=marks)
+        yield pytest.param(name, rule, "fixed", "r", id=name, marks=marks)
+    for name, (rule, why) in PROPOSED.items():
+        marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+        yield pytest.param(name, rule, "proposed", "p", id=f"{name}-proposed", marks=marks)
 
 
-@pytest.mark.parametrize(("name", "rule"), _quiet_params())
-def test_prediction_on_three_quiet_captures_a_side(loaded, diagnosed, name, rule):
+# scenario -> the rule whose own fix the `proposed` variant makes (golden.common.PROPOSED; Scenario.proposed
+# says what it does). golden/reruns/NAME_{planted,proposed}_pN were recorded in turn (planted p1, proposed p1,
+# planted p2, ...) with torch 2.13 on CPU while nothing else ran. Numbers when written: predicted vs measured
+# change.
+PROPOSED: dict[str, tuple[str, str | None]] = {
+    # -3.47 (-3.80, -3.47, -3.45) vs -3.62 ms (15.19 -> 11.57): +4%. GC off and records without the cycle:
+    # nothing to collect, nothing leaks, and the step keeps its other work (unlike the fixed twin's
+    # gc.disable() alone, above).
+    "gc_stall": ("catalog.gc_gil_stall", None),
+    # -4.95 (-4.93, -5.03, -4.95) vs -2.90 ms (10.23 -> 7.33): -71%. Two workers on the 2-core recording
+    # machine: the DataLoader time falls 5.03 -> 1.36 ms (median of the captures' medians), not to zero
+    # (each batch still comes through a worker's queue), and the rest of the step grows 5.20 -> 6.06 ms (the
+    # workers take CPU from a step whose compute runs on the same 2 cores). The edit models workers on free
+    # cores; a CPU capture does not say how many cores are free. The range holds it
+    # (test_proposed_collate_change_in_the_predicted_range).
+    "collate_heavy_python": ("catalog.input_bound",
+                             "two DataLoader workers on the 2-core recording machine: the DataLoader time falls "
+                             "5.03 -> 1.36 ms, not to zero, and the rest of the step grows 5.20 -> 6.06 ms (the "
+                             "workers share the step's cores): -4.95 predicted vs -2.90 ms measured"),
+}
+
+
+@pytest.mark.parametrize(("name", "rule", "twin", "tag"), _quiet_params())
+def test_prediction_on_three_quiet_captures_a_side(loaded, diagnosed, name, rule, twin, tag):
     import statistics
 
-    sides = {v: [RERUNS / f"{name}_{v}_r{i}.json.gz" for i in (1, 2, 3)] for v in ("planted", "fixed")}
+    sides = {v: [RERUNS / f"{name}_{v}_{tag}{i}.json.gz" for i in (1, 2, 3)] for v in ("planted", twin)}
     predictions = []
     for path in sides["planted"]:
         finding = next(f for f in diagnosed(path).findings if f.query_id == rule)
         assert finding.prediction is not None
         predictions.append(-finding.prediction["saving_ns"])
     before, after = (statistics.median(median_step(load_graph(loaded(p))) for p in sides[v])
-                     for v in ("planted", "fixed"))
+                     for v in ("planted", twin))
     predicted_change, measured_change = statistics.median(predictions), after - before
     assert measured_change < 0, "the fix makes the step faster"
     assert abs(predicted_change - measured_change) <= TARGET * abs(measured_change), \
@@ -223,6 +248,26 @@ def test_quiet_collate_change_in_the_predicted_range(loaded, diagnosed):
                                        for i in (1, 2, 3)) for v in ("planted", "fixed"))
     measured = before - after
     assert _ms(measured) == 3.31
-    # (capture 1's replay removes 5.26 ms, more than the 5.12 ms a step its finding claims: capped at the claim)
-    assert [[_ms(x) for x in r] for r in ranges] == [[0.26, 5.12], [0.12, 5.06], [0.0, 4.98]]
+    # (the replays of captures 1 and 2 remove 5.26 and 5.06 ms, more than the 5.12 and 5.02 ms a step their
+    # findings claim: capped at the claims)
+    assert [[_ms(x) for x in r] for r in ranges] == [[0.26, 5.12], [0.12, 5.02], [0.0, 4.98]]
+    assert all(low <= measured <= high for low, high in ranges)
+
+
+def test_proposed_collate_change_in_the_predicted_range(loaded, diagnosed):
+    # the workers' pair misses the full edit's -4.95 ms, but every planted capture's range of the saving (its
+    # cautious end: the shortest DataLoader time any window shows; its full end: the wait removed) holds the
+    # measured 2.90 ms
+    import statistics
+
+    ranges = []
+    for i in (1, 2, 3):
+        finding = next(f for f in diagnosed(RERUNS / f"collate_heavy_python_planted_p{i}.json.gz").findings
+                       if f.query_id == "catalog.input_bound")
+        ranges.append(finding.prediction["saving_range_ns"])
+    before, after = (statistics.median(median_step(load_graph(loaded(RERUNS / f"collate_heavy_python_{v}_p{i}.json.gz")))
+                                       for i in (1, 2, 3)) for v in ("planted", "proposed"))
+    measured = before - after
+    assert _ms(measured) == 2.9
+    assert [[_ms(x) for x in r] for r in ranges] == [[0.04, 4.93], [0.07, 5.03], [0.0, 4.95]]
     assert all(low <= measured <= high for low, high in ranges)
