@@ -4,7 +4,8 @@ none of these, its measured start; it ends at the latest of (start + own duratio
 (source end + gap)."""
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+import heapq
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -147,21 +148,25 @@ def _reused_order(graph: Graph) -> tuple[list | None, int]:
 
 
 def _kahn(graph: Graph) -> tuple[list, int]:
+    """Kahn's order, the lowest-index ready node first. Nodes are indexed in (window, start) order, so the
+    replay's loop then reads its lists nearly front to back; a first-in-first-out queue hops across every
+    window's nodes at once, and on a 4x replication its replay cost 5-6x, not 4x. Any Kahn order leaves the
+    same nodes out (those on or after a cycle) and gives every node the same replayed times."""
     n = graph.n
     indegree = np.bincount(graph.dst, minlength=n)
     order = np.argsort(graph.src, kind="stable")
     heads = np.searchsorted(graph.src[order], np.arange(n + 1)).tolist()
     out_dst = graph.dst[order].tolist()
-    ready = deque(np.flatnonzero(indegree == 0).tolist())
+    ready = np.flatnonzero(indegree == 0).tolist()  # ascending: already a heap
     result = []
     indegree = indegree.tolist()
     while ready:
-        k = ready.popleft()
+        k = heapq.heappop(ready)
         result.append(k)
         for d in out_dst[heads[k]:heads[k + 1]]:
             indegree[d] -= 1
             if indegree[d] == 0:
-                ready.append(d)
+                heapq.heappush(ready, d)
     return result, n - len(result)
 
 
