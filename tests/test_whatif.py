@@ -7,7 +7,9 @@ import pytest
 
 from kineto_sql.whatif import load_graph, replay
 from kineto_sql.whatif.edits import EDITS, shorten
+from kineto_sql.whatif.graph import Graph
 from kineto_sql.whatif.predict import REPLAY, UPPER_BOUND, predict
+from kineto_sql.whatif.replay import topological_order
 from tests.kineto_builder import CpuOp, Kernel, KinetoTrace, Launch, ProfilerStep
 from tests.query_support import load_trace  # noqa: F401  (fixture)
 
@@ -450,3 +452,29 @@ def test_a_blocking_copy_that_returns_before_its_copy_ends_is_on_the_path_once(l
     assert [(graph.tag[k], ns) for k, ns, _ in segments] == [
         ("host", 5 * US), ("launch", 5 * US), ("gemm", 610 * US), ("memcpy_dtoh", 2 * US), ("host", 378 * US)]
     assert sum(ns for _, ns, _ in segments) == result.window_durations(graph)[window] == 1000 * US
+
+
+def hand_graph():
+    """0 -> 1 -> 2 (1 starts 5 ns after 0 ends), 3 <-> 4 a cycle with 5 after it, 6 alone; every node 10 ns."""
+    n = 7
+    none = np.iinfo(np.int64).min
+    src, dst = np.array([0, 1, 3, 4, 4]), np.array([1, 2, 4, 3, 5])
+    return Graph(ids=np.arange(100, 100 + n), window=np.ones(n, dtype=np.int64),
+                 kind=np.array(["host"] * n, dtype=object),
+                 tag=np.array([""] * n, dtype=object), lane=np.ones(n, dtype=np.int64), stream_key=np.full(n, -1),
+                 ts=np.array([0, 10, 20, 30, 40, 50, 5]), dur=np.full(n, 10), ready=np.full(n, none),
+                 is_end=np.array([False, False, True, False, False, False, False]), src=src, dst=dst,
+                 edge_kind=np.array(["thread"] * 5, dtype=object), to_end=np.zeros(5, dtype=bool),
+                 gap=np.array([5, 0, 0, 0, 0]), windows={1: (0, 60, 1, False)})
+
+
+def test_the_replay_order_takes_the_lowest_ready_node_first_and_leaves_a_cycle_out():
+    graph = hand_graph()
+    # a first-in-first-out queue would give 0, 6, 1, 2; the replay reads its lists in node order instead
+    order, cyclic = topological_order(graph)
+    assert order.tolist() == [0, 1, 2, 6] and cyclic == 3
+    result = replay(graph)
+    assert result.start.tolist() == [0, 15, 25, 30, 40, 50, 5]
+    assert result.end.tolist() == [10, 25, 35, 40, 50, 60, 15]
+    assert result.start_by.tolist() == [-1, 0, 1, -1, -1, -1, -1]
+    assert result.cyclic == 3
