@@ -31,8 +31,8 @@ CASES: dict[str, tuple[str, float, str | None]] = {
     "gc_stall": ("catalog.gc_gil_stall", TARGET,
                  "6 of 10 planted windows carry 25-55 ms more non-GC host work than the twin's (median "
                  "51.6 vs 23.7 ms); the edit removes only the time inside the GC events"),
-    # -109.6 vs -171.2 ms (+36%). The edit removes the DataLoader time (median 107.2 ms a window, twin 1.5
-    # ms): that part is right. The rest of the measured change is outside the DataLoader: the planted
+    # -108.8 vs -165.8 ms (+34%; the replay's -109.6 capped at the finding's claim). The edit removes the
+    # DataLoader time (median 107.2 ms a window, twin 1.5 ms): that part is right. The rest of the measured change is outside the DataLoader: the planted
     # windows keep 64.0-98.0 ms (median 81.5) of model step, the twin's quiet windows 7.0-11.1 ms (median
     # of the steady ones 9.0). The same two SGD iterations; the difference is 2-6 single calls per planted
     # window that take 5-60 ms each (aten::mm, Optimizer.step, even _get_privateuse1_backend_name: the
@@ -42,8 +42,8 @@ CASES: dict[str, tuple[str, float, str | None]] = {
     "input_bound": ("catalog.input_bound", TARGET,
                     "the twin's model step is also 72 ms shorter (median 81.5 -> 9.0 ms outside the "
                     "DataLoader: off-CPU stalls of single calls), beyond the DataLoader time removed"),
-    # -51.0 vs -28.4 ms (-80%). The twin keeps num_workers=0 and makes the collate cheaper (tensor ops, a
-    # lookup tensor): its DataLoader time is 2.1-30.5 ms a window (median 22.6) against the planted's
+    # -47.6 vs -28.4 ms (-68%; the replay's -51.0 capped at the finding's claim). The twin keeps
+    # num_workers=0 and makes the collate cheaper (tensor ops, a lookup tensor): its DataLoader time is 2.1-30.5 ms a window (median 22.6) against the planted's
     # 29.1-77.3 (median 49.3), the rest of the step unchanged (median 69.7 vs 68.1 ms). The edit models
     # the fix the rule proposes (workers that keep up: the wait shrinks to zero), not a cheaper collate;
     # its cautious end (the shortest DataLoader time any planted window shows, 29.1 ms) gives -22.0 ms,
