@@ -50,16 +50,21 @@ def pairs(golden: Path) -> list[tuple[Path, Path, str]]:
 
 def recorded_pairs(directory: Path, twin: str = "fixed") -> list[tuple[Path, Path, str]]:
     """Single-rank planted / twin recordings in one directory, with the fault id of their ground truth."""
-    import gzip
-
     out = []
     for planted in sorted(directory.glob("*_planted*.json.gz")):
         fixed = planted.with_name(planted.name.replace("_planted", f"_{twin}"))
         if fixed.exists():
-            truth = json.loads(gzip.decompress(planted.read_bytes())).get("kineto_sql_ground_truth") or {}
-            truth = json.loads(truth) if isinstance(truth, str) else truth
-            out.append((planted, fixed, truth.get("fault_id", "")))
+            out.append((planted, fixed, fault_id(planted)))
     return out
+
+
+def fault_id(trace: Path) -> str:
+    """The fault id of a recording's ground truth ('' without one)."""
+    import gzip
+
+    truth = json.loads(gzip.decompress(trace.read_bytes())).get("kineto_sql_ground_truth") or {}
+    truth = json.loads(truth) if isinstance(truth, str) else truth
+    return truth.get("fault_id", "")
 
 
 def measured(path: Path) -> tuple[int, list[int]]:
@@ -115,15 +120,13 @@ def runs(directory: Path, rules: dict[str, str]) -> None:
     print("| scenario | twin | rule | captures | predicted change, ms (median; per capture) | measured change, ms "
           "(median steps planted -> twin) | error |")
     print("|---|---|---|---|---|---|---|")
-    fault_of = {planted: fault for planted, _, fault in recorded_pairs(directory)}
-    fault_of.update({planted: fault for planted, _, fault in recorded_pairs(directory, twin="proposed")})
     for (name, letter), planted in groups.items():
         twin = "proposed" if letter == "p" else "fixed"
         fixed = [p.with_name(p.name.replace("_planted_", f"_{twin}_")) for p in planted]
         fixed = [f for f in fixed if f.exists()]
         if not fixed:
             continue  # repeated recordings of one variant (a same-scenario set), no pair
-        rule = rules.get(fault_of.get(planted[0], ""))
+        rule = rules.get(fault_id(planted[0]))
         changes = []
         for path in planted:
             finding, _ = predicted(path, rule)

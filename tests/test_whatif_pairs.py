@@ -234,19 +234,25 @@ def test_the_collate_twin_keeps_a_cheaper_dataloader(loaded):
     assert (_ms(min(rest["fixed"])), _ms(max(rest["fixed"]))) == (2.93, 9.03)
 
 
-def test_quiet_collate_change_in_the_predicted_range(loaded, diagnosed):
-    # each planted capture's range of the saving (its cautious end: the shortest DataLoader time any window
-    # shows, ~5 ms in every window, so near 0; its full end: the wait removed) holds the measured 3.31 ms
+def _collate_ranges(loaded, diagnosed, twin: str, tag: str) -> tuple[int, list]:
+    """(measured saving: median of the planted captures' median steps less the twin's; each planted capture's
+    range of the predicted saving) over golden/reruns/collate_heavy_python_{planted,TWIN}_{TAG}1..3."""
     import statistics
 
     ranges = []
     for i in (1, 2, 3):
-        finding = next(f for f in diagnosed(RERUNS / f"collate_heavy_python_planted_r{i}.json.gz").findings
+        finding = next(f for f in diagnosed(RERUNS / f"collate_heavy_python_planted_{tag}{i}.json.gz").findings
                        if f.query_id == "catalog.input_bound")
         ranges.append(finding.prediction["saving_range_ns"])
-    before, after = (statistics.median(median_step(load_graph(loaded(RERUNS / f"collate_heavy_python_{v}_r{i}.json.gz")))
-                                       for i in (1, 2, 3)) for v in ("planted", "fixed"))
-    measured = before - after
+    before, after = (statistics.median(median_step(load_graph(loaded(RERUNS / f"collate_heavy_python_{v}_{tag}{i}.json.gz")))
+                                       for i in (1, 2, 3)) for v in ("planted", twin))
+    return before - after, ranges
+
+
+def test_quiet_collate_change_in_the_predicted_range(loaded, diagnosed):
+    # each planted capture's range of the saving (its cautious end: the shortest DataLoader time any window
+    # shows, ~5 ms in every window, so near 0; its full end: the wait removed) holds the measured 3.31 ms
+    measured, ranges = _collate_ranges(loaded, diagnosed, "fixed", "r")
     assert _ms(measured) == 3.31
     # (the replays of captures 1 and 2 remove 5.26 and 5.06 ms, more than the 5.12 and 5.02 ms a step their
     # findings claim: capped at the claims)
@@ -258,16 +264,7 @@ def test_proposed_collate_change_in_the_predicted_range(loaded, diagnosed):
     # the workers' pair misses the full edit's -4.95 ms, but every planted capture's range of the saving (its
     # cautious end: the shortest DataLoader time any window shows; its full end: the wait removed) holds the
     # measured 2.90 ms
-    import statistics
-
-    ranges = []
-    for i in (1, 2, 3):
-        finding = next(f for f in diagnosed(RERUNS / f"collate_heavy_python_planted_p{i}.json.gz").findings
-                       if f.query_id == "catalog.input_bound")
-        ranges.append(finding.prediction["saving_range_ns"])
-    before, after = (statistics.median(median_step(load_graph(loaded(RERUNS / f"collate_heavy_python_{v}_p{i}.json.gz")))
-                                       for i in (1, 2, 3)) for v in ("planted", "proposed"))
-    measured = before - after
+    measured, ranges = _collate_ranges(loaded, diagnosed, "proposed", "p")
     assert _ms(measured) == 2.9
     assert [[_ms(x) for x in r] for r in ranges] == [[0.04, 4.93], [0.07, 5.03], [0.0, 4.95]]
     assert all(low <= measured <= high for low, high in ranges)

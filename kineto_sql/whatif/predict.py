@@ -98,7 +98,7 @@ def predict(graph: Graph, rules, has_device: bool = False, claimed_per_step_ns: 
     # a fix never lengthens the step: an edited replay a few us (or a collective's wait) past the measured
     # step is the replay's own drift, not a cost of the fix
     high = min(high, measured)
-    saving_low, saving_high = max(measured - low, 0), max(measured - high, 0)
+    saving_low, saving_high = max(measured - low, 0), measured - high
     if claimed_per_step_ns is not None and saving_high > claimed_per_step_ns:
         cap = max(claimed_per_step_ns, 0)
         reason = (f"the replay removes {saving_high / 1e6:.1f} ms a step, more than the {cap / 1e6:.1f} ms the "
