@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kineto_sql.errors import KinetoSqlError
-from kineto_sql.whatif.buckets import name_segment, node_pieces
+from kineto_sql.whatif.buckets import name_segments, node_pieces
 from kineto_sql.whatif.edits import EDITS
 from kineto_sql.whatif.graph import graph_of
 from kineto_sql.whatif.predict import UPPER_BOUND, Prediction, predict, steady_windows
@@ -128,16 +128,16 @@ def critical_path_shares(tp) -> tuple[dict, ...]:
     except KinetoSqlError:
         return ()
     result = replay(graph)
-    paths = {w: result.segments(graph, w) for w in graph.windows}
-    paths = {w: p for w, p in paths.items() if p}
-    steady = [w for w in paths if not graph.windows[w][3]] or list(paths)
+    # the steady windows with a path, else every window with one (a cold window is walked only then)
+    paths = {w: p for w in graph.windows if not graph.windows[w][3] and (p := result.segments(graph, w))}
+    if not paths:
+        paths = {w: p for w in graph.windows if (p := result.segments(graph, w))}
+    steady = list(paths)
     total = sum(graph.windows[w][1] for w in steady)
     if not total:
         return ()
     named: dict = {}
-    for w in steady:
-        for k, ns, end in paths[w]:
-            name_segment(named, None, graph, result, k, ns, end, pieces)
+    name_segments(named, None, graph, result, (s for w in steady for s in paths[w]), pieces)
     per_bucket = {bucket: ns for (_, bucket), ns in named.items()}
     return tuple({"bucket": b, "dur_ns": d, "pct": round(100.0 * d / total, 1)}
                  for b, d in sorted(per_bucket.items(), key=lambda x: (-x[1], x[0])))

@@ -25,11 +25,26 @@ def node_pieces(tp) -> dict[int, tuple]:
 def _pieces(tp) -> dict[int, tuple]:
     tp.query(include_statement(MODULE))
     rows = tp.rows(PIECES)
-    pieces: dict[int, list] = {}
-    for node, start, dur, bucket in zip(rows.column("node_id"), rows.column("ts"), rows.column("dur"),
-                                        rows.column("bucket")):
-        pieces.setdefault(node, []).append((start, start + dur, bucket))
-    return {k: tuple(sorted(v)) if len(v) > 1 else tuple(v) for k, v in pieces.items()}
+    pieces: dict[int, tuple] = {}
+    several = []  # the nodes of more than one piece, put in time order below
+    for node, start, dur, bucket in rows.data:  # PIECES' columns, in its order
+        got = pieces.get(node)
+        if got is None:
+            pieces[node] = ((start, start + dur, bucket),)
+        else:
+            if len(got) == 1:
+                several.append(node)
+            pieces[node] = got + ((start, start + dur, bucket),)
+    for node in several:
+        pieces[node] = tuple(sorted(pieces[node]))
+    return pieces
+
+
+def name_segments(out: dict, key, graph: Graph, result: Replay, segments, pieces: dict) -> None:
+    """name_segment over many (node, ns, end) segments of one graph and replay."""
+    ids, starts = graph.ids.tolist(), result.start.tolist()
+    for node, ns, end in segments:
+        _name(out, key, ns, end, starts[node], pieces.get(ids[node], ()))
 
 
 def name_segment(out: dict, key, graph: Graph, result: Replay, node: int, ns: int, end: int,
@@ -37,21 +52,24 @@ def name_segment(out: dict, key, graph: Graph, result: Replay, node: int, ns: in
     """Add a segment of `ns` ending at `end` (the node's replayed end) to out[(key, bucket)]: the part
     before the node's replayed start is a launch's latency; the node's own part takes the buckets of its
     measured time from its end backwards (the first piece takes what the replay added)."""
-    def add(bucket, t):
-        if t > 0:
-            out[(key, bucket)] = out.get((key, bucket), 0) + t
+    _name(out, key, ns, end, int(result.start[node]), pieces.get(int(graph.ids[node]), ()))
 
-    own = max(min(ns, end - int(result.start[node])), 0)
-    add(LATENCY, ns - own)
-    mine = pieces.get(int(graph.ids[node]), ())
+
+def _name(out: dict, key, ns: int, end: int, start: int, mine: tuple) -> None:
+    own = max(min(ns, end - start), 0)
+    if ns > own:
+        out[(key, LATENCY)] = out.get((key, LATENCY), 0) + ns - own
     if not mine:
-        add(LATENCY, own)
+        if own > 0:
+            out[(key, LATENCY)] = out.get((key, LATENCY), 0) + own
         return
     left = own
     for lo, hi, bucket in reversed(mine):
         take = min(hi - lo, left)
-        add(bucket, take)
+        if take > 0:
+            out[(key, bucket)] = out.get((key, bucket), 0) + take
         left -= take
         if left <= 0:
             break
-    add(mine[0][2], left)
+    if left > 0:
+        out[(key, mine[0][2])] = out.get((key, mine[0][2]), 0) + left

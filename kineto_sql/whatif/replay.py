@@ -51,18 +51,31 @@ class Replay:
         device copy is timed to end (a wait edge with a negative gap, the two clocks disagreeing), and the
         copy holds the path only until the call returned, not twice over. So the stretches add up to the
         time from floor to k's end. (node index, ns, the stretch's end)."""
-        out, seen, cap = [], set(), int(self.end[k])
-        while k >= 0 and k not in seen and self.end[k] > floor:
+        end, preds = self._walk_lists(graph)
+        out, seen, cap = [], set(), end[k]
+        while k >= 0 and k not in seen and end[k] > floor:
             seen.add(k)
-            e = self.end_by[k] if self.end_by[k] >= 0 else self.start_by[k]
-            pred = int(graph.src[e]) if e >= 0 else -1
-            hi = min(int(self.end[k]), cap)
-            begin = max(int(self.end[pred]) if pred >= 0 else floor, floor)
+            pred = preds[k]
+            hi = min(end[k], cap)
+            begin = max(end[pred] if pred >= 0 else floor, floor)
             if hi > begin:
                 out.append((k, hi - begin, hi))
             cap = min(hi, begin)
             k = pred
         return out
+
+    def _walk_lists(self, graph: Graph) -> tuple[list, list]:
+        """(replayed ends, each node's predecessor on a walk: the source of the edge that set its end, else
+        its start, -1 for none) as lists, once per graph: a walk per window reads them node by node."""
+        cached = self.__dict__.get("_walk")
+        if cached is not None and cached[0] is graph.src:
+            return cached[1], cached[2]
+        by = np.where(self.end_by >= 0, self.end_by, self.start_by)
+        preds = np.where(by >= 0, graph.src[np.maximum(by, 0)] if graph.src.size else -1, -1)
+        value = (self.end.tolist(), preds.tolist())
+        # a frozen dataclass: the cache goes straight into the instance's dict
+        self.__dict__["_walk"] = (graph.src, *value)
+        return value
 
     def path(self, graph: Graph, window: int) -> dict[int, int]:
         """{node id: ns it holds the window's critical path} (Replay.segments)."""

@@ -1,4 +1,4 @@
--- version: 1
+-- version: 2
 
 INCLUDE PERFETTO MODULE kineto.lib.dep_graph_nodes;
 INCLUDE PERFETTO MODULE kineto.lib.iterations;
@@ -88,34 +88,37 @@ WITH
     JOIN kineto_ledger_host_states AS st
       ON st.id = ii.id_1
   ),
-  -- what no state covers: each node's time less its pieces' (one pass, no join of the two)
+  -- a lane's host states tile it from the first one's start to the last one's end
+  -- (kineto.lib.ledger_host_states), so what no state covers of a node is its time outside that span
+  spans AS (
+    SELECT lane, min(ts) AS first_ts, max(ts + dur) AS last_end
+    FROM kineto_ledger_host_states
+    GROUP BY lane
+  ),
   uncovered AS (
-    SELECT rid, max(ts) AS ts, sum(dur) AS dur
-    FROM (
-      SELECT rid, ts, dur FROM _kineto_dep_graph_bucket_nodes
-      UNION ALL
-      SELECT rid, NULL, -dur FROM pieces
-    )
-    GROUP BY rid
-    HAVING
-      sum(dur) > 0
+    SELECT
+      h.id,
+      h.ts,
+      h.dur - max(min(h.ts + h.dur, coalesce(s.last_end, h.ts)) - max(h.ts, coalesce(s.first_ts, h.ts)), 0) AS dur,
+      h.lane
+    FROM _kineto_dep_graph_bucket_nodes AS h
+    LEFT JOIN spans AS s
+      USING (lane)
   )
 SELECT h.id AS node_id, p.ts, p.dur, p.bucket
 FROM pieces AS p
 JOIN _kineto_dep_graph_bucket_nodes AS h
   USING (rid)
 UNION ALL
-SELECT h.id, u.ts, u.dur, _kineto_ledger_bucket!(h.lane, 0, 0, 0, 0, 0)
-FROM uncovered AS u
-JOIN _kineto_dep_graph_bucket_nodes AS h
-  USING (rid)
+SELECT id, ts, dur, _kineto_ledger_bucket!(lane, 0, 0, 0, 0, 0)
+FROM uncovered
+WHERE
+  dur > 0
 UNION ALL
-SELECT
-  n.id,
-  n.ts,
-  n.dur,
-  coalesce((SELECT b.bucket FROM kineto_kernel_class_buckets AS b WHERE b.class = n.tag), 'busy.compute_other')
+SELECT n.id, n.ts, n.dur, coalesce(b.bucket, 'busy.compute_other')
 FROM kineto_dep_graph_nodes AS n
+LEFT JOIN kineto_kernel_class_buckets AS b
+  ON b.class = n.tag
 WHERE
   n.kind = 'device'
   AND n.dur > 0;

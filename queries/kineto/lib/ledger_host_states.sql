@@ -1,4 +1,4 @@
--- version: 1
+-- version: 2
 
 INCLUDE PERFETTO MODULE kineto.lib.ledger;
 
@@ -44,10 +44,21 @@ WITH
     )
     GROUP BY lane, ts
   ),
+  -- the first and last instant of each lane: a lane's first instant starts a stretch, its last closes one
+  bounds AS MATERIALIZED (
+    SELECT lane, min(ts) AS first_ts, max(max(ts), max(ts + dur)) AS last_ts
+    FROM intervals
+    GROUP BY lane
+  ),
+  -- the running sums at an instant are the open counts until the next instant; less the instant's own
+  -- events they are the counts until it, so the bucket before each instant needs no second pass
   swept AS (
     SELECT
       lane,
       ts,
+      h1,
+      h2,
+      h3,
       sum(h1) OVER w AS q1,
       sum(h2) OVER w AS q2,
       sum(h3) OVER w AS q3
@@ -55,21 +66,23 @@ WITH
     WINDOW w AS (PARTITION BY lane ORDER BY ts ROWS UNBOUNDED PRECEDING)
   ),
   named AS (
-    SELECT lane, ts, _kineto_ledger_bucket!(lane, 0, 0, q1, q2, q3) AS bucket
+    SELECT
+      lane,
+      ts,
+      _kineto_ledger_bucket!(lane, 0, 0, q1, q2, q3) AS bucket,
+      _kineto_ledger_bucket!(lane, 0, 0, q1 - h1, q2 - h2, q3 - h3) AS prev
     FROM swept
   ),
   -- a stretch starts where the bucket changes; the last instant of a lane closes it
-  changes AS (
-    SELECT lane, ts, bucket, lag(bucket) OVER (PARTITION BY lane ORDER BY ts) AS prev,
-      lead(ts) OVER (PARTITION BY lane ORDER BY ts) AS next_ts
-    FROM named
-  ),
   starts AS (
-    SELECT lane, ts, bucket, next_ts
-    FROM changes
+    SELECT n.lane, n.ts, n.bucket
+    FROM named AS n
+    JOIN bounds AS b
+      USING (lane)
     WHERE
-      prev IS NOT bucket
-      OR next_ts IS NULL
+      n.prev IS NOT n.bucket
+      OR n.ts = b.first_ts
+      OR n.ts = b.last_ts
   )
 SELECT row_number() OVER (ORDER BY lane, ts) AS id, lane, upid, ts, dur, bucket
 FROM (
