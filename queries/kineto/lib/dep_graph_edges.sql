@@ -1,4 +1,4 @@
--- version: 6
+-- version: 7
 
 INCLUDE PERFETTO MODULE kineto.lib.kernels;
 INCLUDE PERFETTO MODULE kineto.lib.host_slices;
@@ -42,17 +42,16 @@ WITH
       window_id,
       lag(id) OVER lane AS src,
       id AS dst,
+      ts,
       ts - lag(ts + dur) OVER lane AS gap
     FROM lane_nodes
     WINDOW lane AS (PARTITION BY window_id, utid ORDER BY ts, dur)
   ),
   thread_prev AS (
-    SELECT t.dst AS id, t.src, n.ts + n.dur AS src_end
-    FROM thread_order AS t
-    JOIN kineto_dep_graph_nodes AS n
-      ON n.id = t.src
+    SELECT dst AS id, src, ts - gap AS src_end
+    FROM thread_order
     WHERE
-      t.src IS NOT NULL
+      src IS NOT NULL
   ),
   devices AS (
     SELECT n.id, n.window_id, n.device, n.stream, n.ts, n.dur, k.correlation
@@ -120,6 +119,9 @@ WITH
     FROM devices AS d
     JOIN _kineto_dep_graph_calls AS c
       USING (correlation)
+    -- nothing to number on a capture without a sync
+    WHERE
+      EXISTS (SELECT 1 FROM syncs)
   ),
   streams AS (
     SELECT DISTINCT upid, device, stream FROM launched
@@ -247,6 +249,9 @@ WITH
       ON l.window_id = n.window_id
       AND l.utid = n.utid
       AND l.is_main
+    -- only a window with an engine run is looked at (its main lane is numbered whole)
+    WHERE
+      n.window_id IN (SELECT window_id FROM engine_runs)
   ),
   main_probe AS (
     SELECT window_id, ts, 0 AS is_probe, seq, NULL AS utid
