@@ -17,7 +17,7 @@ from kineto_sql.engine.perfetto_client import PerfettoException, TraceProcessor,
 from kineto_sql.engine.rpc_backend import WasmRpcBackend
 from kineto_sql.engine.wasm_runtime import find_build
 from kineto_sql.errors import EngineError, QueryError
-from kineto_sql.engine.rows import Rows
+from kineto_sql.engine.rows import Columns, Rows
 
 # The 32-bit heap tops out at 4 GiB and ingest needs about 3x the JSON size.
 from kineto_sql.engine.memory import MEMORY64_ABOVE_BYTES, TP_SHELL_ENV  # noqa: E402 (defined there: the loader's child reads them without this module)
@@ -128,6 +128,10 @@ class KinetoTraceProcessor(TraceProcessor):
     def rows(self, sql: str) -> Rows:
         """The rows of `sql` as plain Python lists (kineto_sql.engine.rows: no pandas)."""
         return Rows.of_result(self.query(sql))
+
+    def columns(self, sql: str) -> Columns:
+        """The result of `sql` column by column (kineto_sql.engine.rows.Columns: for large results)."""
+        return Columns.of_result(self.query(sql))
 
     def attach(self, loaded: "LoadedTrace") -> None:
         if self.loaded is not None:

@@ -24,10 +24,11 @@ def node_pieces(tp) -> dict[int, tuple]:
 
 def _pieces(tp) -> dict[int, tuple]:
     tp.query(include_statement(MODULE))
-    rows = tp.rows(PIECES)
+    cols = tp.columns(PIECES)
     pieces: dict[int, tuple] = {}
     several = []  # the nodes of more than one piece, put in time order below
-    for node, start, dur, bucket in rows.data:  # PIECES' columns, in its order
+    for node, start, dur, bucket in zip(cols.column("node_id"), cols.column("ts"), cols.column("dur"),
+                                        cols.column("bucket")):
         got = pieces.get(node)
         if got is None:
             pieces[node] = ((start, start + dur, bucket),)

@@ -61,7 +61,7 @@ def load_graph(tp) -> Graph:
     """The graph of every window of a loaded trace (a kineto_sql engine), read as plain rows (diagnose never
     imports pandas)."""
     tp.query(f"INCLUDE PERFETTO MODULE {MODULE}")
-    return build(tp.rows(NODES), tp.rows(EDGES), tp.rows(WINDOWS))
+    return build(tp.columns(NODES), tp.columns(EDGES), tp.rows(WINDOWS))
 
 
 def graph_of(tp) -> Graph:
@@ -82,7 +82,8 @@ def _strs(rows, name: str) -> np.ndarray:
 
 
 def build(nodes, edges, windows) -> Graph:
-    """From the rows of NODES, EDGES and WINDOWS (kineto_sql.engine.rows.Rows)."""
+    """From the results of NODES and EDGES (anything with .column(name): kineto_sql.engine.rows.Columns or
+    Rows) and the rows of WINDOWS (kineto_sql.engine.rows.Rows)."""
     raw_ids, raw_window, raw_ts = _ints(nodes, "id"), _ints(nodes, "window_id"), _ints(nodes, "ts")
     order = np.lexsort((raw_ids, raw_ts, raw_window))
     ids = raw_ids[order]
