@@ -478,3 +478,34 @@ def test_the_replay_order_takes_the_lowest_ready_node_first_and_leaves_a_cycle_o
     assert result.end.tolist() == [10, 25, 35, 40, 50, 60, 15]
     assert result.start_by.tolist() == [-1, 0, 1, -1, -1, -1, -1]
     assert result.cyclic == 3
+
+
+def test_the_graph_read_column_by_column_is_the_graph_built_from_rows(load_trace):
+    from dataclasses import fields
+
+    from kineto_sql.whatif.graph import EDGES, NODES, WINDOWS, build
+
+    tp = load_trace(KinetoTrace(sync_on_busy_gpu()))
+    by_columns = load_graph(tp)
+    by_rows = build(tp.rows(NODES), tp.rows(EDGES), tp.rows(WINDOWS))
+    for f in fields(Graph):
+        a, b = getattr(by_rows, f.name), getattr(by_columns, f.name)
+        assert a == b if isinstance(a, dict) else (a.dtype == b.dtype and np.array_equal(a, b)), f.name
+    empty = tp.columns("SELECT id FROM kineto_dep_graph_nodes WHERE id IS NULL")
+    assert len(empty) == 0 and empty.column("id") == []
+
+
+def test_the_critical_path_names_its_segments_as_one_segment_at_a_time(load_trace):
+    from kineto_sql.whatif.buckets import name_segment, name_segments, node_pieces
+
+    tp = load_trace(KinetoTrace(sync_on_busy_gpu()))
+    graph = load_graph(tp)
+    result = replay(graph)
+    pieces = node_pieces(tp)
+    segments = [s for w in graph.windows for s in result.segments(graph, w)]
+    assert segments
+    one_by_one, at_once = {}, {}
+    for k, ns, end in segments:
+        name_segment(one_by_one, None, graph, result, k, ns, end, pieces)
+    name_segments(at_once, None, graph, result, segments, pieces)
+    assert at_once == one_by_one and sum(at_once.values()) == sum(ns for _, ns, _ in segments)
