@@ -1,5 +1,5 @@
 -- id: catalog.blocking_copy
--- version: 4
+-- version: 5
 -- kind: detector
 -- title: Blocking copy in the hot loop: the host waits in a memory copy while the device runs dry
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Sync-forcing op in hot
@@ -70,7 +70,8 @@ WITH
     WHERE
       r.class = 'blocking_copy'
   ),
-  placed AS (
+  -- read by three CTEs below: placed once (a CTE read more than once is otherwise run again by each)
+  placed AS MATERIALIZED (
     SELECT
       c.*,
       w.window_id,
@@ -102,7 +103,11 @@ WITH
     )
     GROUP BY window_id
   ),
-  per_window AS (
+  -- the claim read once: a table function on the inner side of a join runs again per outer row
+  claim AS MATERIALIZED (
+    SELECT window_id, noun, window_dur, claim_dur FROM kineto_ledger_claim('idle.blocking_copy')
+  ),
+  per_window AS MATERIALIZED (
     SELECT
       window_id,
       step,
@@ -150,7 +155,7 @@ SELECT
       'Replace the synchronous copy (cudaMemcpy / hipMemcpy / hipMemcpyWithStream) with an asynchronous copy on a stream from pinned host memory, and wait for it only where the value is needed.'
   END AS fix
 FROM per_window AS p
-JOIN kineto_ledger_claim('idle.blocking_copy') AS c
+JOIN claim AS c
   USING (window_id)
 LEFT JOIN op_text AS o
   USING (window_id)

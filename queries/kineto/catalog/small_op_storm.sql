@@ -1,5 +1,5 @@
 -- id: catalog.small_op_storm
--- version: 14
+-- version: 15
 -- kind: detector
 -- title: Launch-bound step (eager small-op storm): the device runs dry between tiny kernels the host issues one by one
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, major fault "Eager small-op storm"
@@ -103,7 +103,10 @@ WITH
         JOIN kineto_thread_track_slices AS t
           USING (id)
         UNION ALL
+        -- without a wrapper no call is inside one: the sort is skipped (most captures)
         SELECT utid, ts, NULL, 1, id FROM launches
+        WHERE
+          EXISTS (SELECT 1 FROM kineto_compiled_wrappers)
       ) AS u
     )
     WHERE
@@ -246,60 +249,54 @@ WITH
       NOT l.is_cold
       AND l.has_device
   ),
-  -- read twice below (kernel medians, delay medians): built once
   -- kernels that end a whole-device idle gap: where the device waited, the delay says whether work was
-  -- queued
-  gap_ends AS (
-    SELECT DISTINCT device, ts + dur AS end_ts
+  -- queued. Materialized with a typed end (CAST): SQLite builds its automatic index on (device, end_ts)
+  -- for the join below only when the column has an affinity; on the bare sum it indexes device alone and
+  -- scans every gap of the device per kernel.
+  gap_ends AS MATERIALIZED (
+    SELECT DISTINCT device, CAST(ts + dur AS INT) AS end_ts
     FROM kineto_gpu_idle
     WHERE
       stream IS NULL
       AND dur > 0
   ),
-  -- whether a kernel ends a gap: kernel starts and gap ends sorted together by (device, ts), one sort instead
-  -- of a join per kernel (SQLite builds no index on a CTE: the join was kernels x gaps)
-  marked AS (
-    SELECT window_id, kernel_dur, kernel_ts, launch_ts, is_first, kernel_device, 0 AS is_gap
-    FROM _kineto_catalog_small_op_storm_queue
-    UNION ALL
-    SELECT NULL, NULL, end_ts, NULL, NULL, device, 1
-    FROM gap_ends
-  ),
-  flagged AS (
-    SELECT *, max(is_gap) OVER (PARTITION BY kernel_device, kernel_ts) AS at_gap_end
-    FROM marked
-  ),
   queue_ranked AS MATERIALIZED (
     SELECT
-      window_id,
-      kernel_dur,
-      kernel_ts - launch_ts AS delay,
-      is_first,
-      at_gap_end = 1 AS ends_gap,
+      q.window_id,
+      q.kernel_dur,
+      q.kernel_ts - q.launch_ts AS delay,
+      q.is_first,
+      g.end_ts IS NOT NULL AS ends_gap,
       -- one sort per window for both (the count's frame is the whole partition)
       row_number() OVER by_dur AS k_rn,
       count(*) OVER (by_dur ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS k_n
-    FROM flagged
-    WHERE
-      is_gap = 0
-    WINDOW by_dur AS (PARTITION BY window_id ORDER BY kernel_dur)
+    FROM _kineto_catalog_small_op_storm_queue AS q
+    LEFT JOIN gap_ends AS g
+      ON g.device = q.kernel_device
+      AND g.end_ts = q.kernel_ts
+    WINDOW by_dur AS (PARTITION BY q.window_id ORDER BY q.kernel_dur)
   ),
-  -- first kernels of a launch, ranked by delay twice: over all of them, and over those that end a gap
+  -- first kernels of a launch ranked by delay in one sort: the row number over all of them, and the
+  -- running count of gap-ending ones, which at a gap-ending row is its rank among those (their delays
+  -- come in the same order)
   delay_ranked AS (
     SELECT
       window_id,
       delay,
       ends_gap,
       row_number() OVER by_delay AS d_rn,
-      count(*) OVER (by_delay ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS d_n,
-      row_number() OVER by_gap_delay AS g_rn,
-      count(*) OVER (by_gap_delay ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS g_n
+      sum(ends_gap) OVER by_delay AS g_rn
     FROM queue_ranked
     WHERE
       is_first
-    WINDOW
-      by_delay AS (PARTITION BY window_id ORDER BY delay),
-      by_gap_delay AS (PARTITION BY window_id, ends_gap ORDER BY delay)
+    WINDOW by_delay AS (PARTITION BY window_id ORDER BY delay ROWS UNBOUNDED PRECEDING)
+  ),
+  delay_n AS (
+    SELECT window_id, count(*) AS d_n, sum(ends_gap) AS g_n
+    FROM queue_ranked
+    WHERE
+      is_first
+    GROUP BY window_id
   ),
   -- one pass for every window's medians (a subquery per window would rank the delays again each time)
   delay_median AS (
@@ -308,6 +305,8 @@ WITH
       avg(CASE WHEN ends_gap AND g_rn IN ((g_n + 1) / 2, (g_n + 2) / 2) THEN delay END) AS median_queue_dur,
       avg(CASE WHEN d_rn IN ((d_n + 1) / 2, (d_n + 2) / 2) THEN delay END) AS median_all_queue_dur
     FROM delay_ranked
+    JOIN delay_n
+      USING (window_id)
     GROUP BY window_id
   ),
   queue AS (

@@ -1,5 +1,5 @@
 -- id: catalog.with_stack_overhead
--- version: 9
+-- version: 10
 -- kind: detector
 -- title: with_stack overhead: a capture with Python stack tracing, whose step times are inflated
 -- references: "torch.profiler & HTA: the Framework View", Fault catalog, minor fault "with_stack overhead"
@@ -124,16 +124,23 @@ WITH
       AND extract_arg(s.arg_set_id, 'args.Call stack') IS NOT NULL
     GROUP BY st.window_id
   ),
+  -- Windows outer (CROSS JOIN), each a binary search on the calls' sorted starts: the planner's own order
+  -- looks every call up in the windows of its process, calls x windows.
   launches AS (
     SELECT st.window_id, count(*) AS n
     FROM win AS st
-    JOIN kineto_runtime_calls AS r
+    CROSS JOIN kineto_runtime_calls AS r
       ON r.ts >= st.ts
       AND r.ts < st.ts + st.dur
       AND r.upid = st.upid
     WHERE
       r.class = 'launch'
     GROUP BY st.window_id
+  ),
+  -- The claimed buckets read once: a table function on the inner side of a join runs again per window.
+  claimed AS MATERIALIZED (
+    SELECT window_id, device, dur
+    FROM kineto_ledger_claim_buckets('idle.host_compute, idle.launch, host.python')
   ),
   -- host-bound time per step (the claim): per lane (device, or the host-only lane), then the lane that
   -- waits most
@@ -143,7 +150,7 @@ WITH
       -- every window of the ledger: one whose lanes hold none of the claim caps to 0
       SELECT w.window_id, c.device, coalesce(sum(c.dur), 0) AS d
       FROM win AS w
-      LEFT JOIN kineto_ledger_claim_buckets('idle.host_compute, idle.launch, host.python') AS c
+      LEFT JOIN claimed AS c
         USING (window_id)
       GROUP BY w.window_id, c.device
     )

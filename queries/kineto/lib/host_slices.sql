@@ -1,4 +1,4 @@
--- version: 8
+-- version: 9
 
 INCLUDE PERFETTO MODULE kineto.lib.event_categories;
 INCLUDE PERFETTO MODULE kineto.lib.steps;
@@ -51,42 +51,28 @@ CROSS JOIN _kineto_step_ranks AS st
   ON st.rk = pc.rk
 ORDER BY pc.ts;
 
--- The host slices' starts, ordered by start: a range on ts is a binary search here.
-CREATE OR REPLACE PERFETTO TABLE _kineto_host_slice_starts(
-  -- Slice id.
-  id LONG,
-  -- Start.
-  ts TIMESTAMP,
-  -- Process of its thread.
-  upid LONG
-) AS
-SELECT s.id, s.ts, k.upid
-FROM slice AS s
-CROSS JOIN _kineto_host_tracks AS k
-  ON k.track_id = s.track_id
-WHERE
-  s.category IN (SELECT category FROM _kineto_host_categories)
-  AND k.upid IS NOT NULL
-  AND s.ts IS NOT NULL
-ORDER BY s.ts;
-
 -- Step of each host slice (slices outside every step window have no row): for each step piece (the outer
--- loop, forced by CROSS JOIN), the host slices of its process that start in it, found by a binary search
--- on the sorted starts. Cost: pieces x log(slices) plus the rows. Built into a table ordered by id: the
--- join below is a lookup by id.
+-- loop, forced by CROSS JOIN), the slices that start in it, found by a binary search on `slice`'s sorted
+-- starts, kept where they are host slices of the piece's process. Cost: pieces x log(slices) plus the
+-- slices inside the pieces (once per process with a piece there); no sorted copy of the host slices is
+-- built first. Built into a table ordered by id: the join below is a lookup by id.
 CREATE OR REPLACE PERFETTO TABLE _kineto_host_slice_steps(
   -- Slice id.
   id LONG,
   -- Step number.
   step LONG
 ) AS
-SELECT h.id, pc.step
+SELECT s.id, pc.step
 FROM _kineto_host_step_pieces AS pc
-CROSS JOIN _kineto_host_slice_starts AS h
-  ON h.ts >= pc.ts
-  AND h.ts < pc.ts + pc.dur
-  AND h.upid = pc.upid
-ORDER BY h.id;
+CROSS JOIN slice AS s
+  ON s.ts >= pc.ts
+  AND s.ts < pc.ts + pc.dur
+CROSS JOIN _kineto_host_tracks AS k
+  ON k.track_id = s.track_id
+  AND k.upid = pc.upid
+WHERE
+  s.category IN (SELECT category FROM _kineto_host_categories)
+ORDER BY s.id;
 
 -- Every host-side slice (ATen ops and annotations, python frames, runtime calls) once, with its step
 -- and, for runtime calls, the op it was called from: built once per trace (one interval intersection
