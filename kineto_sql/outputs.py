@@ -25,8 +25,20 @@ def write_error(target, exc: OSError, atomic: bool = True) -> KinetoSqlError:
 
 
 def write_atomically(target, data: bytes | str) -> None:
+    """`target` whole or as it was. A link is written through (the file it names gets the new text, the link
+    stays); a target that is no regular file (/dev/null, /dev/stdout, a FIFO) is written to as it is: renaming
+    a file over it would put a plain file in its place (as root, /dev/null itself)."""
     target = Path(target)
     payload = data.encode() if isinstance(data, str) else data
+    if target.is_symlink():
+        target = target.resolve()
+    if target.exists() and not target.is_file():
+        try:
+            with open(target, "wb") as f:
+                f.write(payload)
+        except OSError as exc:
+            raise write_error(target, exc, atomic=False) from None
+        return
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as f:

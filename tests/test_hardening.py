@@ -95,6 +95,36 @@ def test_diagnose_output_on_a_full_disk_is_one_sentence_and_leaves_nothing_half_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]
 
 
+def test_an_output_that_is_no_regular_file_is_written_to_not_replaced(tmp_path):
+    # `-o /dev/null` as root once renamed a plain file over /dev/null; a FIFO stands in for the device here
+    import stat
+
+    from kineto_sql.outputs import write_atomically
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    write_atomically(fifo, "the report\n")
+    reader.join(10)
+    assert got == [b"the report\n"]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
+
+
+def test_an_output_through_a_link_keeps_the_link(tmp_path):
+    from kineto_sql.outputs import write_atomically
+
+    (tmp_path / "reports").mkdir()
+    real = tmp_path / "reports" / "report.md"
+    real.write_text("the previous report\n")
+    link = tmp_path / "latest.md"
+    link.symlink_to(real)
+    write_atomically(link, "the new report\n")
+    assert link.is_symlink() and real.read_text() == "the new report\n"
+
+
 def _tmpfs(path: Path, size: str) -> bool:
     path.mkdir()
     return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
